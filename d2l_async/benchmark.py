@@ -1,0 +1,211 @@
+"""Timing that tells the truth about asynchronous work.
+
+``Benchmark`` is a drop-in for D2L's ``d2l.Benchmark``::
+
+    with Benchmark("numpy"):
+        ...                      # prints "numpy: 0.1234 sec" on exit, like the book
+
+The book's version reads the clock on entry and exit and nothing else.  With asynchronous backends
+that measures how long the *frontend* took to queue work, not how long the work took: queued work
+from an earlier cell is billed to this block, and work queued here finishes after the print.  Ours
+synchronizes on entry **and** exit — every CUDA device in use (``torch.cuda.synchronize(device)``)
+and every live engine of :mod:`d2l_async.engine` (``waitall``) — so the block is billed for exactly
+its own work.  ``Benchmark(..., sync=False)`` keeps the book's naive timing for the lesson.
+
+``measure`` repeats a function in the spirit of ``torch.utils.benchmark``: warm-up runs first (first
+calls pay for allocation, kernel selection, thread start-up), then ``repeat`` timed runs, each
+synchronized at both ends.  The :class:`Measurement` keeps every raw run; median and IQR are derived
+from them, since a median resists the outliers a shared machine produces.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+__all__ = ["Benchmark", "Measurement", "measure", "synchronize"]
+
+
+def _cuda_devices(device: Any) -> list[Any]:
+    """The CUDA devices to synchronize: the given one, or all of them; [] without CUDA."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available():
+        return []
+    if device is None:
+        return [torch.device(f"cuda:{i}") for i in range(torch.cuda.device_count())]
+    dev = torch.device(device)
+    return [dev] if dev.type == "cuda" else []
+
+
+def _check_device(device: Any) -> None:
+    """Fail early, with the fix, on a device this machine does not have."""
+    if device is None:
+        return
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"unknown device {device!r}: use 'cpu', 'cuda' or 'cuda:N'") from exc
+    if dev.type == "cpu":
+        return
+    if dev.type != "cuda":
+        raise ValueError(f"unsupported device {device!r}: use 'cpu', 'cuda' or 'cuda:N'")
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if (dev.index or 0) >= count:
+        raise ValueError(
+            f"device {device!r} is not available: this machine has {count} CUDA device(s); "
+            "use d2l_async.try_gpu() to fall back to the CPU"
+        )
+
+
+def synchronize(device: Any = None) -> None:
+    """Wait for all queued work: CUDA devices (all, or ``device``) and every live engine."""
+    torch = sys.modules.get("torch")
+    for dev in _cuda_devices(device):
+        torch.cuda.synchronize(dev)
+    engine = sys.modules.get("d2l_async.engine")  # only if the reader already uses the engine
+    if engine is not None and hasattr(engine, "waitall_all"):
+        engine.waitall_all()
+
+
+class Benchmark:
+    """Time a ``with`` block and print ``"{description}: {seconds:.4f} sec"`` on exit.
+
+    Args:
+        description: the label printed before the time (the book's default is ``"Done"``).
+        sync: synchronize CUDA devices and engines on entry and exit (default). ``False``
+            reproduces the book's naive timing, which only measures the frontend.
+        device: synchronize only this device (``"cuda:0"``, a ``torch.device``); default: all.
+        file: where to print (default ``sys.stdout``); ``None`` prints nothing.
+
+    Attributes:
+        elapsed: seconds measured, set on exit (``None`` before).
+    """
+
+    def __init__(self, description: str = "Done", *, sync: bool = True, device: Any = None, file: Any = sys.stdout) -> None:
+        if not isinstance(description, str):
+            raise TypeError(f"description must be a str, got {type(description).__name__}")
+        _check_device(device)
+        self.description = description
+        self.sync = bool(sync)
+        self.device = device
+        self.file = file
+        self.elapsed: float | None = None
+        self._start = 0.0
+
+    def __enter__(self) -> "Benchmark":
+        if self.sync:
+            synchronize(self.device)
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if self.sync and exc_type is None:
+            synchronize(self.device)
+        self.elapsed = time.perf_counter() - self._start
+        if self.file is not None and exc_type is None:
+            print(f"{self.description}: {self.elapsed:.4f} sec", file=self.file)
+
+    def __repr__(self) -> str:
+        t = "not run" if self.elapsed is None else f"{self.elapsed:.4f} sec"
+        return f"Benchmark({self.description!r}, sync={self.sync}): {t}"
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Raw timings of repeated runs; summaries are derived.
+
+    Attributes:
+        raw: seconds of each timed run, in order.
+        label: what was measured.
+        device: where it ran (a description; a CPU number is never a GPU number).
+        synchronized: whether each run was synchronized at both ends.
+    """
+
+    raw: tuple[float, ...]
+    label: str = ""
+    device: str = ""
+    synchronized: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.raw:
+            raise ValueError("a Measurement needs at least one run")
+
+    @property
+    def times(self) -> tuple[float, ...]:
+        return self.raw
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.raw)
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.raw)
+
+    @property
+    def iqr(self) -> float:
+        """Interquartile range (0 for fewer than two runs)."""
+        if len(self.raw) < 2:
+            return 0.0
+        q = statistics.quantiles(self.raw, n=4, method="inclusive")
+        return q[2] - q[0]
+
+    @property
+    def min(self) -> float:
+        return min(self.raw)
+
+    def __repr__(self) -> str:
+        med = self.median
+        unit, scale = (("ms", 1e3) if med >= 1e-3 else ("us", 1e6)) if med < 1 else ("s", 1.0)
+        label = f"{self.label}: " if self.label else ""
+        return (
+            f"<Measurement {label}median {med * scale:.3f} {unit}, IQR {self.iqr * scale:.3f} {unit}, "
+            f"{len(self.raw)} runs{'' if self.synchronized else ', unsynchronized'}>"
+        )
+
+
+def measure(
+    fn: Callable[[], Any],
+    *,
+    warmup: int = 1,
+    repeat: int = 5,
+    device: Any = None,
+    sync: bool = True,
+    label: str = "",
+) -> Measurement:
+    """Run ``fn`` ``warmup`` times untimed, then ``repeat`` times timed.
+
+    Each timed run is synchronized on entry and exit (unless ``sync=False``), like
+    ``torch.utils.benchmark.Timer``, so queued asynchronous work is billed to the run that queued it.
+
+    Raises:
+        ValueError: a negative ``warmup``, ``repeat`` < 1, or an unknown device.
+        TypeError: ``fn`` is not callable.
+    """
+    if not callable(fn):
+        raise TypeError(f"measure(fn): fn must be callable, got {type(fn).__name__}")
+    for name, value, low in (("warmup", warmup, 0), ("repeat", repeat, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    _check_device(device)
+    for _ in range(warmup):
+        fn()
+    if sync:
+        synchronize(device)
+    raw = []
+    for _ in range(repeat):
+        if sync:
+            synchronize(device)
+        t0 = time.perf_counter()
+        fn()
+        if sync:
+            synchronize(device)
+        raw.append(time.perf_counter() - t0)
+    from .devices import describe_machine
+
+    return Measurement(tuple(raw), label=label or getattr(fn, "__name__", ""), device=describe_machine(), synchronized=sync)
