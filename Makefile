@@ -1,0 +1,56 @@
+# The README's two commands: `make lab` and `make test`. Each sets itself up on a fresh machine.
+#
+# The virtual environment lives in ./.venv. torch is installed first and explicitly (torch==2.13.0,
+# a CPU build on this machine's disk); the package's own dependency on torch is a range, so
+# installing `-e .[dev]` afterwards pulls nothing more (and never touches Colab's torch).
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.d2l-async-installed
+TORCH  ?= torch==2.13.0
+# jupyter refuses to start as root without --allow-root.
+ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
+PYTEST_FLAGS ?=
+
+.PHONY: lab test test-unit test-notebooks test-browser report figures benchmarks gpu-check clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH)" numpy
+	$(PY) -m pip install -q -e ".[dev]"
+	@touch $(STAMP)
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG)
+
+# Unit tests, every notebook under nbval in quick mode, and the browser test, in one run.
+test: $(STAMP)
+	D2L_ASYNC_QUICK=1 $(PY) -m pytest tests notebooks --nbval-lax -p no:cacheprovider $(PYTEST_FLAGS)
+
+test-unit: $(STAMP)
+	D2L_ASYNC_QUICK=1 $(PY) -m pytest tests --ignore=tests/browser $(PYTEST_FLAGS)
+
+test-notebooks: $(STAMP)
+	D2L_ASYNC_QUICK=1 $(PY) -m pytest notebooks --nbval-lax $(PYTEST_FLAGS)
+
+test-browser: $(STAMP)
+	D2L_ASYNC_QUICK=1 $(PY) -m pytest tests/browser $(PYTEST_FLAGS)
+
+# The headless chapter run: every experiment, a results table, build/report.html.
+report: $(STAMP)
+	$(PY) -m d2l_async report
+
+figures: $(STAMP)
+	$(PY) scripts/make_figures.py
+
+benchmarks: $(STAMP)
+	$(PY) benchmarks/run_all.py
+
+# On a CUDA machine: the gpu-marked tests and the report on CUDA, in one short script.
+gpu-check: $(STAMP)
+	bash scripts/gpu_check.sh
+
+clean:
+	rm -rf build .pytest_cache

@@ -1,0 +1,92 @@
+"""A real JupyterLab in a temporary folder, and headless Debian Chromium driven by Playwright."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[2]
+BUILD = ROOT / "build" / "browser"
+CHROMIUM = os.environ.get("D2L_ASYNC_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+def _skip_or_fail(reason: str) -> None:
+    # Under CI a missing browser is a failure, not a skip: the browser test is part of `make test`.
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"browser test cannot run under CI: {reason}")
+    pytest.skip(reason)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def lab_server(tmp_path_factory):
+    """`jupyter lab` on a free loopback port with a random token, serving a copy of the notebooks."""
+    if not shutil.which("jupyter", path=str(Path(sys.executable).parent)):
+        _skip_or_fail("jupyter is not installed in this environment")
+    workdir = tmp_path_factory.mktemp("lab")
+    shutil.copytree(ROOT / "notebooks", workdir / "notebooks")
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {**os.environ, "D2L_ASYNC_QUICK": "1", "JUPYTER_CONFIG_DIR": str(workdir / "cfg"),
+           "JUPYTER_RUNTIME_DIR": str(workdir / "runtime")}
+    log = open(workdir / "lab.log", "w")
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "jupyter"), "lab", "--no-browser", "--ip=127.0.0.1",
+         f"--port={port}", f"--IdentityProvider.token={token}", "--ServerApp.open_browser=False",
+         f"--notebook-dir={workdir / 'notebooks'}", "--allow-root"],
+        stdout=log, stderr=subprocess.STDOUT, env=env,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"jupyter lab did not start: {(workdir / 'lab.log').read_text()[-2000:]}")
+            time.sleep(0.25)
+    yield {"base": base, "token": token, "dir": workdir / "notebooks"}
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+    log.close()
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory):
+    if not Path(CHROMIUM).exists():
+        _skip_or_fail(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _skip_or_fail("playwright is not installed (pip install -e .[dev])")
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(profile), executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS,
+            viewport={"width": 1400, "height": 1000},
+        )
+        yield context
+        context.close()

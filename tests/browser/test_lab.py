@@ -1,0 +1,94 @@
+"""In headless Chromium: a notebook runs in a real JupyterLab, its figure renders, a slider moves it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .conftest import BUILD
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
+
+PLOT = ".jp-OutputArea-output .js-plotly-plot"
+SLIDER = ".jp-OutputArea-output .widget-slider .noUi-handle, .jp-OutputArea-output .widget-hslider .noUi-handle"
+
+
+def _run_all(page, lab, name: str) -> None:
+    page.goto(f"{lab['base']}/lab/tree/{name}?token={lab['token']}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+    # Wait for the kernel to be idle before running.
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    # Every code cell has run once the last prompt shows a number and the kernel is idle again.
+    page.wait_for_function(
+        """() => {
+            const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
+            return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+        }""",
+        timeout=300_000,
+    )
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=300_000)
+
+
+def _errors(page) -> list[str]:
+    return page.eval_on_selector_all(
+        ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']",
+        "els => els.map(e => e.textContent).filter(t => /Traceback|Error/.test(t))",
+    )
+
+
+_ALL_DATA = "els => JSON.stringify(els.map(el => (el.data || []).map(t => [t.x, t.y])))"
+
+
+def _figure_data(page) -> str:
+    """The x/y data of every plotly figure on the page."""
+    return page.eval_on_selector_all(PLOT, _ALL_DATA)
+
+
+def _drag_slider(page, index: int = 0, dx: int = 120) -> None:
+    handle = page.locator(SLIDER).nth(index)
+    handle.scroll_into_view_if_needed()
+    box = handle.bounding_box()
+    assert box is not None, "slider handle not visible"
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + dx / 2, y, steps=5)
+    page.mouse.move(x + dx, y, steps=5)
+    page.mouse.up()  # continuous_update=False: the release reruns the experiment
+
+
+@pytest.mark.parametrize("name", ["00_tour.ipynb", "05_sync_vs_async.ipynb"])
+def test_notebook_runs_renders_and_slider_changes_figure(browser, lab_server, name):
+    if not (lab_server["dir"] / name).exists():
+        pytest.fail(f"notebooks/{name} is missing")
+    page = browser.new_page()
+    BUILD.mkdir(parents=True, exist_ok=True)
+    shot = BUILD / name.replace(".ipynb", "")
+    try:
+        _run_all(page, lab_server, name)
+        page.wait_for_selector(PLOT, timeout=120_000)
+        page.wait_for_selector(SLIDER, timeout=60_000)
+        assert _errors(page) == [], "error output in the notebook"
+        page.screenshot(path=f"{shot}-before.png", full_page=False)
+
+        before = _figure_data(page)
+        _drag_slider(page)
+        page.wait_for_function(
+            f"""(before) => {{
+                const els = [...document.querySelectorAll({json.dumps(PLOT)})];
+                return ({_ALL_DATA})(els) !== before;
+            }}""",
+            arg=before,
+            timeout=120_000,
+        )
+        page.screenshot(path=f"{shot}-after.png", full_page=False)
+        assert _figure_data(page) != before
+        assert _errors(page) == [], "moving the slider produced an error"
+    except Exception:
+        page.screenshot(path=f"{shot}-failure.png", full_page=True)
+        raise
+    finally:
+        page.close()
