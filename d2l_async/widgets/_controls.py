@@ -1,0 +1,133 @@
+"""Controls: the sliders, dropdowns and toggles a reader moves to change a workload.
+
+Each helper returns a plain ipywidgets control whose ``.value`` is passed to the experiment
+under the keyword the dashboard gives it.  Sliders use ``continuous_update=False``: dragging a
+slider launches one run when it is released, not ten on the way (issue 6).
+
+The value lists that teach something live here too: the blockers the chapter names, the
+expressions of the dependency-graph figure, and the backends this machine actually has (``"cuda"``
+only when ``torch.cuda.is_available()``; a CPU is never offered as a GPU).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import ipywidgets as widgets
+
+__all__ = [
+    "BLOCKERS",
+    "EXPRESSIONS",
+    "int_slider",
+    "float_slider",
+    "log_slider",
+    "dropdown",
+    "toggle",
+    "backends",
+    "backend_dropdown",
+    "blocker_dropdown",
+    "expression_dropdown",
+]
+
+#: Calls that make the frontend wait for the backend (D2L "Asynchronous Computation", Barriers and Blockers).
+BLOCKERS = ("print", "asnumpy", "item", "wait_to_read", "waitall")
+#: Expressions the dependency-graph dashboard offers (``x * y + 2`` is the book's example).
+EXPRESSIONS = ("x * y + 2", "(x + y) * (x - y)", "x @ y + x", "a * b + c * d")
+
+_LAYOUT = {"width": "420px"}
+_STYLE = {"description_width": "140px"}
+
+
+def _check_range(name: str, value: float, min: float, max: float) -> None:
+    if not min <= max:
+        raise ValueError(f"{name}: min={min!r} must not exceed max={max!r}")
+    if not min <= value <= max:
+        raise ValueError(f"{name}: value={value!r} must lie in [min={min!r}, max={max!r}]")
+
+
+def int_slider(description: str, value: int, min: int, max: int, step: int = 1) -> widgets.IntSlider:
+    """An integer slider that reports its value on release."""
+    _check_range(description, value, min, max)
+    return widgets.IntSlider(
+        value=value, min=min, max=max, step=step, description=description,
+        continuous_update=False, layout=_LAYOUT, style=_STYLE,
+    )
+
+
+def float_slider(
+    description: str, value: float, min: float, max: float, step: float = 0.1, readout_format: str = ".2f"
+) -> widgets.FloatSlider:
+    """A float slider that reports its value on release."""
+    _check_range(description, value, min, max)
+    return widgets.FloatSlider(
+        value=value, min=min, max=max, step=step, description=description, readout_format=readout_format,
+        continuous_update=False, layout=_LAYOUT, style=_STYLE,
+    )
+
+
+def log_slider(
+    description: str, value: int, min: int, max: int, base: int = 2
+) -> widgets.SelectionSlider:
+    """An integer slider over the powers of ``base`` from ``min`` to ``max`` (sizes, op counts).
+
+    ``min``, ``max`` and ``value`` must be powers of ``base``; the value is an ``int``.
+    """
+    if base < 2:
+        raise ValueError(f"{description}: base must be at least 2, got {base!r}")
+    _check_range(description, value, min, max)
+    for name, v in (("min", min), ("max", max), ("value", value)):
+        exp = round(math.log(v, base)) if v > 0 else None
+        if exp is None or base**exp != v:
+            raise ValueError(f"{description}: {name}={v!r} is not a power of {base}")
+    lo, hi = round(math.log(min, base)), round(math.log(max, base))
+    options = [(f"{base**e:,}", base**e) for e in range(lo, hi + 1)]
+    return widgets.SelectionSlider(
+        options=options, value=value, description=description,
+        continuous_update=False, layout=_LAYOUT, style=_STYLE,
+    )
+
+
+def dropdown(description: str, options: Sequence[Any], value: Any = None) -> widgets.Dropdown:
+    """A dropdown; ``options`` are values or ``(label, value)`` pairs; ``value`` defaults to the first."""
+    options = list(options)
+    if not options:
+        raise ValueError(f"{description}: a dropdown needs at least one option")
+    values = [o[1] if isinstance(o, tuple) else o for o in options]
+    if value is None:
+        value = values[0]
+    elif value not in values:
+        raise ValueError(f"{description}: value={value!r} is not one of {values}")
+    return widgets.Dropdown(options=options, value=value, description=description, layout=_LAYOUT, style=_STYLE)
+
+
+def toggle(description: str, value: bool = False) -> widgets.Checkbox:
+    """An on/off control."""
+    return widgets.Checkbox(value=bool(value), description=description, indent=False)
+
+
+def backends() -> tuple[str, ...]:
+    """The backends this machine can run: ``"engine"``, plus ``"cuda"`` when a GPU is usable."""
+    try:
+        import torch
+
+        has_cuda = bool(torch.cuda.is_available())
+    except Exception:  # no torch, or a broken CUDA install: the engine still works
+        has_cuda = False
+    return ("engine", "cuda") if has_cuda else ("engine",)
+
+
+def backend_dropdown(value: str = "engine") -> widgets.Dropdown:
+    """Where the work runs: the teaching engine (virtual devices) or, with a GPU, CUDA."""
+    options = [("engine (virtual devices)", "engine")] + ([("cuda (this GPU)", "cuda")] if "cuda" in backends() else [])
+    return dropdown("backend", options, value)
+
+
+def blocker_dropdown(value: str = "print", options: Sequence[str] = BLOCKERS) -> widgets.Dropdown:
+    """Which call makes the frontend wait."""
+    return dropdown("blocker", options, value)
+
+
+def expression_dropdown(value: str = EXPRESSIONS[0], options: Sequence[str] = EXPRESSIONS) -> widgets.Dropdown:
+    """Which expression the dependency graph is built for."""
+    return dropdown("expression", options, value)

@@ -1,0 +1,358 @@
+"""The dashboard: controls bound to an experiment and to the pure figure functions.
+
+Readers learn this chapter by moving a slider and watching the queue change (issue 6).  A
+:class:`Dashboard` holds that loop and nothing else; it does not know which experiment it runs::
+
+    controls (.value) --observe--> guard? --ok--> experiment(**values) --> result
+         ^                           |                                        |
+         | revert on refusal         v refused: message, figures kept         v
+         '------------------------ status <--- error: "ValueError: ..."    figures(result)
+                                                                              |
+                                                  FigureWidget.batch_update() v  (same widget)
+
+* On a control change the experiment reruns with every control's value (plus ``fixed``) and each
+  figure function draws the new result; the existing ``FigureWidget`` takes the new traces in place
+  (:func:`~d2l_async.widgets._views.apply_figure`), it is never rebuilt.
+* Workloads longer than a few seconds get a Run button (``run_button=True``): a change then only
+  marks the figures stale.  Everything else reruns by itself.
+* A :data:`~d2l_async.widgets._guards.Guard` may refuse values before anything runs: the message
+  appears in the status line, the controls return to the last values that ran and the previous
+  figures stay.
+* An exception in the experiment or a figure function appears in the status line as
+  ``Type: message``; it is never raised into the kernel's event loop, and the next change works.
+* With ``live=Live(...)`` the experiment receives a fresh engine and a poller draws its queue at
+  ``hz`` while it runs (:mod:`d2l_async.widgets._live`), with a progress bar.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from typing import Any, Callable, Mapping
+
+import ipywidgets as widgets
+import plotly.graph_objects as go
+
+from ._guards import Guard
+from ._live import Live, LiveFigure, Poller, Sample
+from ._views import FigureView, OutputView, make_view, resolve_mode
+
+__all__ = ["Dashboard", "FigureSpec"]
+
+#: How figures come from a result: ``{name: result -> go.Figure}``, one ``result -> figures``
+#: callable (a ``go.Figure``, a mapping name -> figure, or a sequence), or ``None`` for ``result.figures()``.
+FigureSpec = Mapping[str, Callable[[Any], go.Figure]] | Callable[[Any], Any] | None
+
+_COLOURS = {"ok": "#1b7837", "info": "#4d4d4d", "refused": "#b35806", "error": "#b2182b"}
+
+
+def _check_control(name: str, control: Any) -> None:
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"control name {name!r} must be the experiment's keyword argument (an identifier)")
+    if not (hasattr(control, "value") and hasattr(control, "observe")):
+        raise TypeError(
+            f"control {name!r} is a {type(control).__name__}; use an ipywidgets control "
+            "(e.g. d2l_async.widgets.int_slider(...))"
+        )
+
+
+def _as_figures(out: Any) -> dict[str, go.Figure]:
+    """Normalize what a figures callable returned to ``{name: go.Figure}``."""
+    if isinstance(out, go.Figure):
+        return {"figure": out}
+    if isinstance(out, Mapping):
+        return dict(out)
+    if isinstance(out, (list, tuple)):
+        return {f"figure {i}": f for i, f in enumerate(out)}
+    raise TypeError(f"figures must return a go.Figure, a mapping or a sequence of figures, got {type(out).__name__}")
+
+
+class Dashboard:
+    """Controls, an experiment and its figures, kept in step.
+
+    Args:
+        experiment: called as ``experiment(**fixed, **values)`` with keyword arguments only.
+        controls: keyword -> ipywidgets control (see :mod:`d2l_async.widgets._controls`).
+        figures: how to draw a result (see :data:`FigureSpec`); default ``result.figures()``.
+        fixed: keyword arguments passed on every run that no control changes.
+        run_button: True for workloads over a few seconds: changes wait for the Run button.
+        live: watch the engine while the experiment runs (see :class:`Live`).
+        guard: refuses values before a run (see :mod:`d2l_async.widgets._guards`).
+        mode: ``"figurewidget"``, ``"output"`` (redraw a plain figure: Colab) or ``"auto"``.
+        title: a heading shown above the controls.
+        autorun: run once with the controls' initial values now.
+
+    Attributes:
+        result: the last result that ran (``None`` before the first successful run).
+        runs: how many times the experiment has been called.
+        errors: how many runs (or drawings) raised.
+        status: the ``HTML`` line that reports the last run, refusal or error.
+        progress: the ``IntProgress`` bar (shown for Run-button and live dashboards).
+        views: figure name -> view (:class:`FigureView` or :class:`OutputView`).
+        live_view: the :class:`LiveFigure` (``None`` without ``live``).
+        timings: seconds of the last run: ``run``, ``draw`` and ``total``.
+        widget: the whole dashboard as one ``VBox`` (what a notebook displays).
+    """
+
+    def __init__(
+        self,
+        experiment: Callable[..., Any],
+        controls: Mapping[str, Any],
+        figures: FigureSpec = None,
+        *,
+        fixed: Mapping[str, Any] | None = None,
+        run_button: bool = False,
+        live: Live | None = None,
+        guard: Guard | None = None,
+        mode: str = "auto",
+        title: str | None = None,
+        autorun: bool = True,
+    ) -> None:
+        if not callable(experiment):
+            raise TypeError(f"experiment must be callable, got {type(experiment).__name__}")
+        controls = dict(controls)
+        for name, control in controls.items():
+            _check_control(name, control)
+        fixed = dict(fixed or {})
+        clash = set(fixed) & set(controls)
+        if clash:
+            raise ValueError(f"{sorted(clash)} are both controls and fixed arguments; keep each in one place")
+        if figures is not None and not callable(figures) and not isinstance(figures, Mapping):
+            raise TypeError("figures must be a mapping name -> callable, a callable, or None")
+        if isinstance(figures, Mapping):
+            bad = [k for k, f in figures.items() if not callable(f)]
+            if bad:
+                raise TypeError(f"figure functions {bad} are not callable")
+        if live is not None and not isinstance(live, Live):
+            raise TypeError("live must be a d2l_async.widgets.Live(...) or None")
+        if guard is not None and not callable(guard):
+            raise TypeError("guard must be a callable values -> message | None")
+
+        self.experiment = experiment
+        self.controls = controls
+        self.fixed = fixed
+        self.figure_spec = figures
+        self.run_button = bool(run_button)
+        self.live = live
+        self.guard = guard
+        self.mode = resolve_mode(mode)
+        self.result: Any = None
+        self.runs = 0
+        self.errors = 0
+        self.timings: dict[str, float] = {}
+        self.views: dict[str, FigureView | OutputView] = {}
+        self._accepted: dict[str, Any] = self.values()
+        self._suppress = False
+        self._busy = False
+        self._stale = False
+
+        self.status = widgets.HTML("")
+        self.progress = widgets.IntProgress(value=0, min=0, max=100, description="progress",
+                                            layout={"width": "420px"})
+        self.progress.layout.visibility = "visible" if (run_button or live) else "hidden"
+        self.button = widgets.Button(description="Run", button_style="primary", icon="play")
+        self.button.on_click(lambda _: self.rerun())
+        self.button.layout.display = None if run_button else "none"
+        self._figure_box = widgets.VBox([])
+        self.live_view = LiveFigure(self.mode) if live is not None else None
+        if isinstance(figures, Mapping):
+            for name in figures:
+                self._add_view(name)
+        parts: list[Any] = []
+        if title:
+            parts.append(widgets.HTML(f"<b>{html.escape(title)}</b>"))
+        parts += [widgets.VBox(list(controls.values())), widgets.HBox([self.button, self.progress]), self.status]
+        if self.live_view is not None:
+            parts.append(self.live_view.widget)
+        parts.append(self._figure_box)
+        self.widget = widgets.VBox(parts)
+
+        for control in controls.values():
+            control.observe(self._on_change, names="value")
+        if autorun:
+            self.rerun()
+        elif run_button:
+            self._say("info", "Press Run to start.")
+
+    # -- reading ---------------------------------------------------------------------------
+    def values(self) -> dict[str, Any]:
+        """The controls' current values, by keyword."""
+        return {name: control.value for name, control in self.controls.items()}
+
+    @property
+    def figure_widgets(self) -> dict[str, Any]:
+        """Figure name -> the widget on screen (``FigureWidget``, or ``Output`` in output mode)."""
+        return {name: view.widget for name, view in self.views.items()}
+
+    @property
+    def figures(self) -> dict[str, Any]:
+        """Figure name -> what is shown (the ``FigureWidget`` itself, or the last ``go.Figure``)."""
+        return {name: view.figure for name, view in self.views.items()}
+
+    @property
+    def stale(self) -> bool:
+        """True when controls changed since the last run (Run-button dashboards)."""
+        return self._stale
+
+    # -- display ---------------------------------------------------------------------------
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
+
+    def __repr__(self) -> str:
+        return (f"<Dashboard {getattr(self.experiment, '__name__', self.experiment)!s} "
+                f"controls={list(self.controls)} runs={self.runs} mode={self.mode}>")
+
+    # -- running ---------------------------------------------------------------------------
+    def _on_change(self, change: Mapping[str, Any]) -> None:
+        if self._suppress:
+            return
+        if self.run_button:
+            self._stale = True
+            self._say("info", "Changed: press Run to rerun with the new values.")
+            return
+        self.rerun()
+
+    def rerun(self) -> bool:
+        """Run the experiment with the controls' values and redraw; never raises.
+
+        Returns:
+            True when the run and the drawing succeeded; False when refused or failed (the status
+            says why, the previous figures stay).
+        """
+        if self._busy:  # a change arrived while drawing (e.g. from a figure callback): ignore it
+            return False
+        values = self.values()
+        refusal = self._check(values)
+        if refusal:
+            self._revert()
+            self._say("refused", f"Refused: {refusal}")
+            return False
+        self._busy = True
+        t0 = time.perf_counter()
+        try:
+            self._say("info", "Running\u2026")
+            try:
+                self.runs += 1
+                result = self._run(values)
+            except (Exception, KeyboardInterrupt) as exc:  # shown, never raised into the kernel loop
+                return self._fail("the experiment", exc)
+            t1 = time.perf_counter()
+            try:
+                self._draw(result)
+            except Exception as exc:
+                return self._fail("drawing the figures", exc)
+            t2 = time.perf_counter()
+            self.result = result
+            self._accepted = values
+            self._stale = False
+            self.timings = {"run": t1 - t0, "draw": t2 - t1, "total": t2 - t0}
+            self._say("ok", f"Ran with {self._describe(values)} in {t1 - t0:.2f} s; drawn in {t2 - t1:.2f} s.")
+            return True
+        finally:
+            self._busy = False
+
+    def _check(self, values: Mapping[str, Any]) -> str | None:
+        if self.guard is None:
+            return None
+        try:
+            return self.guard({**self.fixed, **values})
+        except Exception as exc:  # a guard that cannot judge the values refuses them, with its reason
+            return f"{type(exc).__name__}: {exc}"
+
+    def _run(self, values: Mapping[str, Any]) -> Any:
+        kwargs = {**self.fixed, **values}
+        if self.live is None:
+            return self.experiment(**kwargs)
+        return self._run_live(kwargs)
+
+    def _run_live(self, kwargs: dict[str, Any]) -> Any:
+        live = self.live
+        assert live is not None and self.live_view is not None
+        total = live.total_for(kwargs)
+        self.progress.max = max(int(total or 100), 1)
+        self.progress.value = 0
+        self.progress.bar_style = "info"
+        self.live_view.reset()
+        t0 = time.perf_counter()
+        engine = live.engine(kwargs)
+
+        def on_tick(samples: list[Sample]) -> None:
+            self.live_view.draw(samples)
+            done = samples[-1].done
+            if total:
+                self.progress.value = min(done, self.progress.max)
+            self.progress.description = f"{time.perf_counter() - t0:.1f} s"
+
+        poller = Poller(engine.statistics, on_tick, hz=live.hz).start()
+        self.poller = poller
+        try:
+            result = self.experiment(**kwargs, **{live.argument: engine})
+        finally:
+            ended = poller.stop(timeout=max(5.0, 5 * poller.period))
+            _close(engine)
+            self.progress.bar_style = "success" if ended and poller.error is None else "danger"
+            if total:
+                self.progress.value = self.progress.max
+        if not ended:
+            raise RuntimeError("the live poller did not stop within its timeout (engine.statistics() blocked?)")
+        if poller.error is not None:
+            raise RuntimeError(f"the live view failed: {type(poller.error).__name__}: {poller.error}") from poller.error
+        return result
+
+    def _draw(self, result: Any) -> None:
+        spec = self.figure_spec
+        if spec is None:
+            if not hasattr(result, "figures"):
+                raise TypeError(f"the result ({type(result).__name__}) has no .figures(); pass figures=...")
+            new = _as_figures(result.figures())
+        elif isinstance(spec, Mapping):
+            new = {name: fn(result) for name, fn in spec.items()}
+        else:
+            new = _as_figures(spec(result))
+        for name, fig in new.items():
+            if not isinstance(fig, go.Figure):
+                raise TypeError(f"figure {name!r} is a {type(fig).__name__}, not a plotly go.Figure")
+        for name, fig in new.items():
+            if name not in self.views:
+                self._add_view(name)
+            self.views[name].show(fig)
+
+    def _add_view(self, name: str) -> None:
+        view = make_view(self.mode)
+        self.views[name] = view
+        self._figure_box.children = (*self._figure_box.children, view.widget)
+
+    def _revert(self) -> None:
+        self._suppress = True
+        try:
+            for name, value in self._accepted.items():
+                self.controls[name].value = value
+        finally:
+            self._suppress = False
+
+    def _fail(self, where: str, exc: BaseException) -> bool:
+        self.errors += 1
+        self.last_error = exc
+        self._say("error", f"Error in {where}: {type(exc).__name__}: {exc}")
+        return False
+
+    def _say(self, kind: str, message: str) -> None:
+        colour = _COLOURS[kind]
+        self.status.value = f'<span style="color:{colour}" data-kind="{kind}">{html.escape(message)}</span>'
+
+    @staticmethod
+    def _describe(values: Mapping[str, Any]) -> str:
+        return ", ".join(f"{k}={v!r}" for k, v in values.items()) or "the defaults"
+
+
+def _close(engine: Any) -> None:
+    """Shut down an engine the dashboard made (its ``shutdown()``, ``close()`` or context exit)."""
+    for name in ("shutdown", "close"):
+        method = getattr(engine, name, None)
+        if callable(method):
+            method()
+            return
+    if hasattr(engine, "__exit__"):
+        engine.__exit__(None, None, None)

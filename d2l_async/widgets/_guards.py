@@ -1,0 +1,186 @@
+"""Guard rails: predict what a workload costs before running it, and refuse what would not fit.
+
+A reader can drag a slider to a 16384 x 16384 matrix or to ten million ops.  On a laptop that is a
+long wait; on Binder (2 GB of RAM) it kills the kernel and the whole notebook with it.  A dashboard
+therefore asks a *guard* first.  A guard is any ``callable(values) -> str | None`` over the
+controls' values: ``None`` lets the run go ahead, a string is the refusal the dashboard shows
+(issue 6, "Guard rails").
+
+The estimates are deliberately simple and pessimistic, and they are pure functions so tests can
+check them with exact numbers:
+
+* a float32 ``n x n`` matrix holds ``n**2 * 4`` bytes; ``k`` of them alive at once hold ``k`` times
+  that (:func:`tensor_bytes`, :func:`workload_bytes`);
+* every engine op leaves a record (the op, its trace row, Python objects) of about
+  :data:`BYTES_PER_OP` bytes (:func:`ops_bytes`);
+* a workload may use at most ``fraction`` of the memory that is free now
+  (:func:`available_memory`, from ``psutil`` or ``/proc/meminfo``).
+
+This module imports neither ipywidgets nor plotly.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+__all__ = [
+    "BYTES_PER_OP",
+    "DEFAULT_FRACTION",
+    "Guard",
+    "available_memory",
+    "tensor_bytes",
+    "workload_bytes",
+    "ops_bytes",
+    "check_bytes",
+    "memory_guard",
+    "ops_guard",
+    "all_guards",
+    "format_bytes",
+]
+
+#: Guard type: control values -> refusal message, or ``None`` to allow the run.
+Guard = Callable[[Mapping[str, Any]], "str | None"]
+
+#: Pessimistic bytes kept per engine op (op record + trace row + Python objects).
+BYTES_PER_OP = 2_000
+#: Share of the free memory a dashboard workload may use.
+DEFAULT_FRACTION = 0.5
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available now (``psutil``, else ``/proc/meminfo`` ``MemAvailable``).
+
+    Returns ``None`` where neither is readable; guards then allow the run.
+    """
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except Exception:  # psutil missing or unsupported here: fall back to the kernel's own number
+        pass
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024  # the file counts kB
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    return int(value)
+
+
+def tensor_bytes(size: int, *, dtype_bytes: int = 4) -> int:
+    """Bytes of one ``size x size`` matrix (float32 by default)."""
+    size = _positive_int("size", size)
+    return size * size * _positive_int("dtype_bytes", dtype_bytes)
+
+
+def workload_bytes(size: int, live_tensors: int, *, dtype_bytes: int = 4) -> int:
+    """Bytes of ``live_tensors`` matrices of ``size x size`` alive at the same time."""
+    return tensor_bytes(size, dtype_bytes=dtype_bytes) * _positive_int("live_tensors", live_tensors)
+
+
+def ops_bytes(n_ops: int, *, per_op: int = BYTES_PER_OP) -> int:
+    """Bytes the bookkeeping of ``n_ops`` recorded engine ops takes (see :data:`BYTES_PER_OP`)."""
+    return _positive_int("n_ops", n_ops) * _positive_int("per_op", per_op)
+
+
+def format_bytes(n: float) -> str:
+    """``1536`` -> ``"1.5 KiB"``."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def check_bytes(
+    need: int, *, what: str, available: int | None = None, fraction: float = DEFAULT_FRACTION
+) -> str | None:
+    """A refusal message when ``need`` bytes exceed ``fraction`` of ``available``, else ``None``.
+
+    Args:
+        need: predicted bytes.
+        what: the workload in words, for the message (``"size=8192 x 3 live tensors"``).
+        available: free bytes; ``None`` reads :func:`available_memory` now.
+        fraction: the share of the free memory the workload may take.
+    """
+    if not 0 < fraction <= 1:
+        raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
+    if available is None:
+        available = available_memory()
+    if available is None:  # unknown machine: do not refuse on a guess
+        return None
+    budget = int(available * fraction)
+    if need > budget:
+        return (
+            f"{what} needs about {format_bytes(need)}, more than {fraction:.0%} of the "
+            f"{format_bytes(available)} of memory free now; choose a smaller value."
+        )
+    return None
+
+
+def memory_guard(
+    *,
+    size: str = "size",
+    live_tensors: int | str = 3,
+    dtype_bytes: int = 4,
+    fraction: float = DEFAULT_FRACTION,
+    available: Callable[[], int | None] = available_memory,
+) -> Guard:
+    """A guard refusing ``size x size`` float matrices that would not fit in the free memory.
+
+    Args:
+        size: the control (keyword) that holds the matrix side.
+        live_tensors: how many such matrices are alive at once: a number, or the name of a control
+            that holds it.
+        dtype_bytes: bytes per element (4: float32).
+        fraction: share of the free memory allowed.
+        available: where the free memory is read (tests pass a constant).
+    """
+
+    def guard(values: Mapping[str, Any]) -> str | None:
+        if size not in values:
+            return None
+        live = values.get(live_tensors, 1) if isinstance(live_tensors, str) else live_tensors
+        need = workload_bytes(values[size], live, dtype_bytes=dtype_bytes)
+        what = f"{size}={values[size]} ({values[size]}\u00b2 x {dtype_bytes} B x {live} live tensors)"
+        return check_bytes(need, what=what, available=available(), fraction=fraction)
+
+    return guard
+
+
+def ops_guard(
+    *,
+    n_ops: str = "n_ops",
+    per_op: int = BYTES_PER_OP,
+    fraction: float = DEFAULT_FRACTION,
+    available: Callable[[], int | None] = available_memory,
+) -> Guard:
+    """A guard refusing op counts whose bookkeeping would not fit (10**7 ops on a 2 GB Binder)."""
+
+    def guard(values: Mapping[str, Any]) -> str | None:
+        if n_ops not in values:
+            return None
+        need = ops_bytes(values[n_ops], per_op=per_op)
+        return check_bytes(need, what=f"{n_ops}={values[n_ops]:,}", available=available(), fraction=fraction)
+
+    return guard
+
+
+def all_guards(*guards: Guard) -> Guard:
+    """One guard that asks each in turn and returns the first refusal."""
+
+    def guard(values: Mapping[str, Any]) -> str | None:
+        for g in guards:
+            message = g(values)
+            if message:
+                return message
+        return None
+
+    return guard

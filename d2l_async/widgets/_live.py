@@ -1,0 +1,227 @@
+"""Live mode: watch the engine's queue grow and drain while the experiment is still running.
+
+A trace is drawn after the run; a reader of a longer run wants to see the queue *now*.  While the
+experiment runs on the calling thread, a :class:`Poller` thread reads ``eng.statistics()`` (an
+immutable snapshot: pending, running, done, bytes pending) ``hz`` times a second and hands the
+samples to a :class:`LiveFigure`, which replaces the x/y arrays of its ``FigureWidget`` in place::
+
+    main thread      experiment(..., engine=eng) .......................... returns / raises
+    poller thread      sample  sample  sample  sample  ...  sample(final)  -> stop, joined
+                         |       |       |       |
+    LiveFigure         draw    draw    draw    draw   (queue length, bytes pending)
+
+The experiment stays on the calling thread so a Jupyter interrupt (KeyboardInterrupt) reaches it;
+the poller stops in a ``finally`` either way and is joined with a timeout, so no thread outlives the
+run (issue 6, "Live mode").  The data step (:func:`live_columns`) is pure and tested without threads.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+__all__ = ["Live", "Sample", "Poller", "LiveFigure", "live_columns", "sample_of", "live_figure"]
+
+
+@dataclass(frozen=True)
+class Live:
+    """How a dashboard watches a run live.
+
+    Attributes:
+        engine: builds the engine for the controls' values (``values -> engine``); the dashboard
+            polls its ``statistics()`` and closes it after the run (``shutdown()``/``close()`` when it
+            has one).
+        argument: the keyword under which the experiment receives that engine.
+        hz: samples per second (at least 5: a queue that moves must look like it moves).
+        total: ops the run will execute, for the progress bar: the name of a control, or
+            ``values -> int``; ``None`` shows elapsed time only.
+    """
+
+    engine: Callable[[Mapping[str, Any]], Any]
+    argument: str = "engine"
+    hz: float = 10.0
+    total: str | Callable[[Mapping[str, Any]], int] | None = None
+
+    def __post_init__(self) -> None:
+        if not callable(self.engine):
+            raise TypeError("Live(engine=...) must be a callable values -> engine")
+        if not 1 <= self.hz <= 100:
+            raise ValueError(f"Live(hz={self.hz!r}): use 1..100 samples per second (>= 5 for a smooth view)")
+
+    def total_for(self, values: Mapping[str, Any]) -> int | None:
+        """Ops expected for ``values`` (``None`` when unknown)."""
+        if self.total is None:
+            return None
+        if isinstance(self.total, str):
+            value = values.get(self.total)
+            return int(value) if value is not None else None
+        return int(self.total(values))
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One reading of the engine's statistics, ``t`` seconds after the run started."""
+
+    t: float
+    pending: int
+    running: int
+    done: int
+    bytes_pending: int
+
+
+def sample_of(snapshot: Any, t: float) -> Sample:
+    """A :class:`Sample` from an engine statistics snapshot (missing fields count as 0)."""
+    return Sample(
+        t=float(t),
+        pending=int(getattr(snapshot, "pending", 0) or 0),
+        running=int(getattr(snapshot, "running", 0) or 0),
+        done=int(getattr(snapshot, "done", 0) or 0),
+        bytes_pending=int(getattr(snapshot, "bytes_pending", 0) or 0),
+    )
+
+
+def live_columns(samples: Sequence[Sample]) -> dict[str, np.ndarray]:
+    """The live figure's data step: samples -> columns ``t``, ``pending``, ``running``, ``done``, ``mib``.
+
+    ``mib`` is the memory held by pending outputs in MiB.
+    """
+    return {
+        "t": np.array([s.t for s in samples], dtype=float),
+        "pending": np.array([s.pending for s in samples], dtype=np.int64),
+        "running": np.array([s.running for s in samples], dtype=np.int64),
+        "done": np.array([s.done for s in samples], dtype=np.int64),
+        "mib": np.array([s.bytes_pending / 2**20 for s in samples], dtype=float),
+    }
+
+
+def live_figure(samples: Sequence[Sample] = ()) -> go.Figure:
+    """Queue length (pending, running) and memory pending over time, as a static figure."""
+    from plotly.subplots import make_subplots
+
+    cols = live_columns(samples)
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
+                        subplot_titles=("engine queue (live)", "memory held by pending ops"))
+    fig.add_scatter(x=cols["t"], y=cols["pending"], name="pending", mode="lines", line_shape="hv", row=1, col=1)
+    fig.add_scatter(x=cols["t"], y=cols["running"], name="running", mode="lines", line_shape="hv", row=1, col=1)
+    fig.add_scatter(x=cols["t"], y=cols["mib"], name="MiB pending", mode="lines", line_shape="hv", row=2, col=1)
+    fig.update_yaxes(title_text="ops", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text="MiB", rangemode="tozero", row=2, col=1)
+    fig.update_xaxes(title_text="seconds since the run started", row=2, col=1)
+    fig.update_layout(height=380, margin=dict(l=60, r=20, t=40, b=40), legend=dict(orientation="h", y=1.12))
+    return fig
+
+
+class LiveFigure:
+    """The live view: a ``FigureWidget`` whose three lines get new x/y arrays on every tick.
+
+    In ``"output"`` mode (no FigureWidget) the numbers are shown as text instead: redisplaying a
+    figure ten times a second from a thread is what the fallback cannot do.
+
+    Attributes:
+        widget: the ``FigureWidget`` (or the ``HTML`` text in output mode).
+        draws: how many ticks have been drawn since the last :meth:`reset`.
+    """
+
+    def __init__(self, mode: str) -> None:
+        import ipywidgets as widgets
+
+        self.mode = mode
+        self.draws = 0
+        self._lock = threading.Lock()
+        if mode == "figurewidget":
+            self.widget: Any = go.FigureWidget(live_figure())
+        else:
+            self.widget = widgets.HTML("")
+
+    def reset(self) -> None:
+        self.draws = 0
+        self.draw(())
+
+    def draw(self, samples: Sequence[Sample]) -> None:
+        """Show ``samples`` (called from the poller thread)."""
+        with self._lock:
+            if self.mode == "figurewidget":
+                cols = live_columns(samples)
+                with self.widget.batch_update():
+                    for trace, key in zip(self.widget.data, ("pending", "running", "mib")):
+                        trace.x = cols["t"]
+                        trace.y = cols[key]
+            elif samples:
+                s = samples[-1]
+                self.widget.value = (
+                    f"<tt>t={s.t:6.2f} s &nbsp; pending={s.pending} &nbsp; running={s.running} "
+                    f"&nbsp; done={s.done} &nbsp; memory pending={s.bytes_pending / 2**20:.1f} MiB</tt>"
+                )
+            else:
+                self.widget.value = ""
+            if samples:
+                self.draws += 1
+
+
+class Poller:
+    """A thread that samples ``statistics()`` ``hz`` times a second until :meth:`stop`.
+
+    Args:
+        statistics: returns the current snapshot (``eng.statistics``).
+        on_tick: called with all samples so far after each new one (drawing, progress); its
+            exceptions end the polling and are kept in :attr:`error` instead of being lost.
+        hz: samples per second.
+    """
+
+    def __init__(self, statistics: Callable[[], Any], on_tick: Callable[[list[Sample]], None], *, hz: float = 10.0) -> None:
+        if hz <= 0:
+            raise ValueError(f"hz must be positive, got {hz!r}")
+        self._statistics = statistics
+        self._on_tick = on_tick
+        self.period = 1.0 / hz
+        self.samples: list[Sample] = []
+        self.ticks = 0
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._t0 = time.perf_counter()
+        self._thread = threading.Thread(target=self._loop, name="d2l-async-live-poller", daemon=True)
+
+    def start(self) -> "Poller":
+        self._t0 = time.perf_counter()
+        self._thread.start()
+        return self
+
+    def _tick(self) -> None:
+        self.samples.append(sample_of(self._statistics(), time.perf_counter() - self._t0))
+        self.ticks += 1
+        self._on_tick(list(self.samples))
+
+    def _loop(self) -> None:
+        try:
+            self._tick()
+            # wait() returns True once stop() is called: one last reading is taken in stop()
+            while not self._stop.wait(self.period):
+                self._tick()
+        except BaseException as exc:  # keep it for the dashboard; a dying thread would print it instead
+            self.error = exc
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def stop(self, timeout: float = 5.0) -> bool:
+        """Stop, join (at most ``timeout`` seconds) and take a final sample.
+
+        Returns:
+            True when the thread has ended; False if it is still stuck after ``timeout``.
+        """
+        self._stop.set()
+        if self._thread.ident is not None:
+            self._thread.join(timeout)
+        ended = not self._thread.is_alive()
+        if ended and self.error is None:
+            try:
+                self._tick()  # the final state: the queue drained (or where the error left it)
+            except Exception as exc:
+                self.error = exc
+        return ended
