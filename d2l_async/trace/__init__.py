@@ -1,10 +1,18 @@
 """The trace model every figure draws from: :class:`Trace`, its lanes and events.
 
+Also reads and writes Chrome-trace JSON (:func:`read_chrome_trace`, :func:`write_chrome_trace`)
+and gives the launch-queue step function the analysis and the Perfetto export share.
+
 Loads neither torch, plotly nor ipywidgets.
 """
 
 from __future__ import annotations
 
+from ._chrome import LAUNCH_CALLS, SYNC_CALLS, read_chrome_trace, write_chrome_trace
 from ._model import BACKEND_KINDS, COLUMNS, Event, Kind, Lane, LaneRole, Trace, TraceError
+from ._queue import queue_steps, queued_mask
 
-__all__ = ["BACKEND_KINDS", "COLUMNS", "Event", "Kind", "Lane", "LaneRole", "Trace", "TraceError"]
+__all__ = [
+    "BACKEND_KINDS", "COLUMNS", "Event", "Kind", "LAUNCH_CALLS", "Lane", "LaneRole", "SYNC_CALLS",
+    "Trace", "TraceError", "queue_steps", "queued_mask", "read_chrome_trace", "write_chrome_trace",
+]

@@ -1,0 +1,99 @@
+"""Launch-queue length: how much work the frontend has issued that a backend lane has not started.
+
+This is the number the chapter's argument turns on: while it is above zero the frontend is ahead
+of the backend, and the two run concurrently.  The definition is HolisticTraceAnalysis's::
+
+    queue(t) = #(work issued to the lane at or before t) - #(work started on it at or before t)
+
+so each issue adds one and each start removes one (``in_flight=True`` removes at the end instead,
+counting running work too).  The series has one row per change, like HTA's: several rows may share
+a time, the last one holds.  On the traces HTA ships, :func:`queue_length_summary` gives HTA 0.5.0's
+``count``, ``mean`` and ``max`` (``mean`` is over change points, as HTA's is); the time-weighted mean
+and the time spent at the maximum are what a figure should show, since they weigh each level by how
+long it lasted.  The step function itself is :func:`d2l_async.trace.queue_steps`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..trace import Trace, queue_steps, queued_mask
+from ._common import backend_lane, check_trace
+
+__all__ = ["queue_length_series", "queue_length_summary", "SUMMARY_COLUMNS"]
+
+SERIES_COLUMNS = ("time", "lane", "stream", "queue_length")
+#: columns of :func:`queue_length_summary`
+SUMMARY_COLUMNS = ("lane", "device", "stream", "count", "mean", "max", "time_weighted_mean",
+                   "time_at_max", "fraction_at_max", "span")
+
+
+def queue_length_series(trace: Trace, lane: str | None = None, *, in_flight: bool = False) -> pd.DataFrame:
+    """The queue length of each backend lane as a step series.
+
+    Args:
+        trace: any trace (engine recording, CUDA capture, profiler file).
+        lane: one backend lane's name; ``None`` for all of them, in lane order.
+        in_flight: count work from issue until it *ends* (queued plus running) instead of until it
+            starts.
+
+    Returns:
+        A DataFrame with columns ``time`` (seconds), ``lane``, ``stream`` and ``queue_length``:
+        one row per issue and per start, sorted by time within each lane.  Empty, with the same
+        columns, when the trace has no backend work with known issue times.
+    """
+    check_trace(trace)
+    lanes = [backend_lane(trace, lane)] if lane is not None else list(trace.backend_lanes)
+    mask = queued_mask(trace)
+    parts = []
+    for ln in lanes:
+        t, q = queue_steps(trace, ln.name, in_flight=in_flight, mask=mask)
+        if len(t):
+            parts.append(pd.DataFrame({"time": t, "lane": ln.name, "stream": ln.stream, "queue_length": q}))
+    if not parts:
+        return _empty_series()
+    return pd.concat(parts, ignore_index=True)
+
+
+def _empty_series() -> pd.DataFrame:
+    return pd.DataFrame({"time": np.zeros(0), "lane": np.zeros(0, dtype=object),
+                         "stream": np.zeros(0, dtype=np.int64), "queue_length": np.zeros(0, dtype=np.int64)})
+
+
+def queue_length_summary(trace: Trace, *, in_flight: bool = False) -> pd.DataFrame:
+    """Queue-length statistics, one row per backend lane that had queued work.
+
+    Columns: ``lane``, ``device``, ``stream``; ``count`` (change points), ``mean`` (over change
+    points, HTA's ``mean``) and ``max``; ``time_weighted_mean`` (each level weighted by how long it
+    held, from the first change to the last); ``time_at_max`` (seconds at the maximum) and
+    ``fraction_at_max`` (of ``span``); ``span`` (seconds from the first change to the last).
+
+    A trace without backend work (a CPU-only profile) gives an empty frame with these columns.
+    """
+    check_trace(trace)
+    mask = queued_mask(trace)
+    rows = []
+    for ln in trace.backend_lanes:
+        t, q = queue_steps(trace, ln.name, in_flight=in_flight, mask=mask)
+        if not len(t):
+            continue
+        rows.append({"lane": ln.name, "device": ln.device, "stream": ln.stream, **_stats(t, q)})
+    if not rows:
+        return pd.DataFrame({
+            "lane": np.zeros(0, dtype=object), "device": np.zeros(0, dtype=object),
+            "stream": np.zeros(0, dtype=np.int64), "count": np.zeros(0, dtype=np.int64),
+            "mean": np.zeros(0), "max": np.zeros(0, dtype=np.int64), "time_weighted_mean": np.zeros(0),
+            "time_at_max": np.zeros(0), "fraction_at_max": np.zeros(0), "span": np.zeros(0)})
+    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+
+
+def _stats(t: np.ndarray, q: np.ndarray) -> dict:
+    dt = np.diff(t)  # how long each row's value held; rows sharing a time hold for 0 s
+    held = q[:-1]
+    span = float(t[-1] - t[0])
+    qmax = int(q.max())
+    twm = float((held * dt).sum() / span) if span > 0 else float(q[-1])
+    at_max = float(dt[held == qmax].sum())
+    return {"count": int(len(q)), "mean": float(q.mean()), "max": qmax, "time_weighted_mean": twm,
+            "time_at_max": at_max, "fraction_at_max": at_max / span if span > 0 else 0.0, "span": span}

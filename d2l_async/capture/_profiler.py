@@ -1,0 +1,133 @@
+"""Capture real work with ``torch.profiler`` and turn it into a :class:`~d2l_async.trace.Trace`.
+
+With CUDA, the profiler records both sides of the asynchrony the chapter is about: the Python
+thread's ops and its ``cudaLaunchKernel``/``cudaMemcpyAsync`` calls (the frontend), and the kernels
+and copies on each CUDA stream (the backend), joined by correlation ids.  We export the profiler's
+Chrome trace to a temporary file and read it with :func:`d2l_async.trace.read_chrome_trace`, so a
+live capture and a trace file a reader recorded themselves go through the same parser.
+
+Without a GPU (Binder, a laptop) ``device="cpu"`` records CPU activity only: the ops appear on the
+frontend lane and there are no backend lanes, and the trace says so in ``meta``.
+
+torch is imported here only, when a capture starts.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import tempfile
+from typing import Any, Callable
+
+from ..trace import Trace, read_chrome_trace
+
+__all__ = ["Capture", "capture"]
+
+_DEVICES = ("cuda", "cpu")
+
+
+def _check_device(device: str) -> str:
+    if not isinstance(device, str) or device.split(":")[0] not in _DEVICES:
+        raise ValueError(f"device must be 'cuda' or 'cpu', got {device!r}")
+    import torch
+
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError("device='cuda' needs a CUDA GPU, and torch.cuda.is_available() is False here; "
+                           "use device='cpu' to capture CPU activity only")
+    return device
+
+
+class Capture:
+    """Profile the body of a ``with`` block.
+
+    >>> with Capture(device="cpu") as cap:                # doctest: +SKIP
+    ...     y = x @ x
+    >>> cap.trace                                         # doctest: +SKIP
+
+    Args:
+        device: ``"cuda"`` (CPU and CUDA activity; waits for the GPU before stopping, so every
+            kernel launched in the block is recorded) or ``"cpu"`` (CPU activity only).
+        record_shapes: pass-through to ``torch.profiler.profile``.
+    """
+
+    def __init__(self, device: str = "cuda", *, record_shapes: bool = False) -> None:
+        self.device = _check_device(device)
+        self.record_shapes = bool(record_shapes)
+        self._prof: Any = None
+        self._trace: Trace | None = None
+
+    @property
+    def trace(self) -> Trace:
+        """The captured trace (available once the ``with`` block has exited)."""
+        if self._trace is None:
+            state = "is still running" if self._prof is not None else "has not run"
+            raise RuntimeError(f"the capture {state}; read .trace after the with block")
+        return self._trace
+
+    def __enter__(self) -> "Capture":
+        import torch
+        from torch.profiler import ProfilerActivity, profile
+
+        if self._prof is not None or self._trace is not None:
+            raise RuntimeError("a Capture can be used once; create a new one")
+        activities = [ProfilerActivity.CPU]
+        if self.device.startswith("cuda"):
+            activities.append(ProfilerActivity.CUDA)
+            torch.cuda.synchronize()  # earlier work must not spill into the capture
+        self._prof = profile(activities=activities, record_shapes=self.record_shapes)
+        self._prof.__enter__()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        import torch
+
+        prof = self._prof
+        try:
+            if self.device.startswith("cuda"):
+                torch.cuda.synchronize()  # let every launched kernel finish, so it is recorded
+        finally:
+            prof.__exit__(exc_type, exc, tb)
+        if exc_type is not None:
+            return None  # the body's exception propagates; there is no trace
+        self._trace = _to_trace(prof, self.device)
+        return None
+
+
+def _to_trace(prof: Any, device: str) -> Trace:
+    import torch
+
+    fd, path = tempfile.mkstemp(prefix="d2l_async_capture_", suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(path)
+        trace = read_chrome_trace(path)
+    finally:
+        os.unlink(path)
+    if device.startswith("cuda"):
+        index = torch.device(device).index
+        name = torch.cuda.get_device_name(index if index is not None else torch.cuda.current_device())
+        meta = {"source": "cuda", "device": name}
+    else:
+        meta = {"source": "cpu", "device": f"CPU ({platform.processor() or platform.machine()}), no GPU activity"}
+    return trace.with_meta(**meta, virtual=False, torch_version=torch.__version__, path="")
+
+
+def capture(fn: Callable[..., Any], *args: Any, device: str = "cuda", **kwargs: Any) -> Trace:
+    """Run ``fn(*args, **kwargs)`` under ``torch.profiler`` and return what it did as a Trace.
+
+    Args:
+        fn: the work to profile (launch kernels, run a training step, ...).
+        *args: positional arguments for ``fn``.
+        device: ``"cuda"`` to record CPU and GPU activity, ``"cpu"`` for CPU activity only.
+        **kwargs: keyword arguments for ``fn``.
+
+    Returns:
+        The trace: the Python thread(s) as frontend lanes and, with CUDA, one backend lane per
+        stream, each kernel paired with its launch.  ``meta["source"]`` is ``"cuda"`` or ``"cpu"``
+        and ``meta["device"]`` names the GPU (or says there was none).
+    """
+    if not callable(fn):
+        raise TypeError(f"capture expects a callable, got {type(fn).__name__}")
+    with Capture(device=device) as cap:
+        fn(*args, **kwargs)
+    return cap.trace

@@ -1,0 +1,490 @@
+"""Chrome Trace Event JSON: read torch.profiler (Kineto) traces, write traces Perfetto opens.
+
+Reading maps a profiler trace onto the lanes of :class:`~d2l_async.trace.Trace`::
+
+    CPU thread (pid, tid)  -> frontend lane "thread 4515 (python)"
+        cpu_op                            -> Kind.OP
+        cudaLaunchKernel, cudaMemcpyAsync -> Kind.LAUNCH   (see LAUNCH_CALLS)
+        cudaStreamSynchronize, ...        -> Kind.BLOCK, reason = the call (see SYNC_CALLS)
+        any other runtime/driver call     -> Kind.RUNTIME
+    GPU stream (device, stream) -> backend lane "cuda:0 stream 7"
+        kernel -> Kind.KERNEL, gpu_memcpy -> Kind.COPY, gpu_memset -> Kind.MEMSET
+
+A runtime call and the GPU work it caused share ``args.correlation``: that number becomes the
+``flow`` column of both, and the GPU event's ``issue`` is the start of its runtime call.  Work whose
+call is missing (or calls whose work is missing, as when the profiler window cuts a step) is counted
+in ``meta["unmatched_gpu_ops"]`` and ``meta["unmatched_launches"]``, never an error.
+
+Times in the file are microseconds, absolute or relative to ``baseTimeNanoseconds``; the trace
+holds seconds from its first event.  Other categories are skipped and counted in
+``meta["skipped"]``: ``user_annotation`` ranges (``record_function`` labels, ``ProfilerStep#3``)
+can span the whole trace and would hide when the thread was really busy; ``cuda_sync``,
+``gpu_user_annotation`` and ``python_function`` are not work on a lane either.
+
+Writing emits complete slices (``ph: "X"``) per lane with ``process_name``/``thread_name``
+metadata, flow arrows (``ph: "s"``/``"f"``) from each issue to its start, and one counter track
+(``ph: "C"``) of queue length per backend lane.  Every column the Chrome format has no field for is
+kept in ``args["d2l"]`` and the lanes in a top-level ``"d2l_async"`` record, so a written trace
+reads back with the same analysis.
+
+Only the standard library and numpy: no torch, no pandas.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._model import Kind, Lane, LaneRole, Trace, TraceError
+from ._queue import queue_steps, queued_mask
+
+__all__ = ["read_chrome_trace", "write_chrome_trace", "LAUNCH_CALLS", "SYNC_CALLS"]
+
+#: Runtime/driver calls that put work on a stream's launch queue.  HTA 0.5.0 counts exactly these
+#: (``TraceSymbolTable.get_runtime_launch_events_query``), so queue lengths agree with it.
+LAUNCH_CALLS = frozenset({
+    "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync",
+})
+#: Calls that make the CPU thread wait for the GPU: the frontend is blocked while they run.
+SYNC_CALLS = frozenset({
+    "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy",
+    "cudaMemcpy2D", "cudaMemcpyFromSymbol", "cudaMemcpyToSymbol", "cudaMemset",
+    "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cuMemcpyDtoH", "cuMemcpyHtoD",
+})
+
+# category -> (role, kind); runtime calls are refined by name after parsing
+_FRONT, _BACK = 0, 1
+_CATS: dict[str, tuple[int, str]] = {
+    "cpu_op": (_FRONT, Kind.OP.value),
+    "cuda_runtime": (_FRONT, Kind.RUNTIME.value),
+    "cuda_driver": (_FRONT, Kind.RUNTIME.value),
+    "kernel": (_BACK, Kind.KERNEL.value),
+    "gpu_memcpy": (_BACK, Kind.COPY.value),
+    "gpu_memset": (_BACK, Kind.MEMSET.value),
+}
+_KIND_TO_CAT = {
+    Kind.OP.value: "cpu_op", Kind.LAUNCH.value: "cuda_runtime", Kind.RUNTIME.value: "cuda_runtime",
+    Kind.BLOCK.value: "cuda_runtime", Kind.KERNEL.value: "kernel", Kind.COPY.value: "gpu_memcpy",
+    Kind.MEMSET.value: "gpu_memset",
+}
+_FORMAT_KEY = "d2l_async"  # top-level record of files we write
+_EXTRA = ("id", "kind", "issue", "source", "reason", "nbytes", "deps", "reads", "writes", "device")
+
+
+# ---------------------------------------------------------------------------------------------
+# reading
+# ---------------------------------------------------------------------------------------------
+def _load_json(path: Path) -> Any:
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        raise TraceError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise TraceError(f"{path}: is a directory, expected a Chrome-trace .json or .json.gz file") from None
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot read the file ({exc})") from exc
+    if raw[:2] == b"\x1f\x8b":  # gzip magic, whatever the suffix
+        try:
+            raw = gzip.decompress(raw)
+        except (EOFError, OSError, zlib.error) as exc:
+            raise TraceError(f"{path}: corrupt or truncated gzip data ({exc})") from None
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise TraceError(f"{path}: not valid JSON ({exc})") from None
+
+
+def read_chrome_trace(path: str | os.PathLike[str]) -> Trace:
+    """Load a torch.profiler / Kineto Chrome-trace JSON file (plain or gzip) as a :class:`Trace`.
+
+    Args:
+        path: a ``.json`` or ``.json.gz`` file (gzip is detected from the content).
+
+    Returns:
+        The trace: CPU threads as frontend lanes, GPU streams as backend lanes, times in seconds
+        from the first event.  ``meta`` holds ``source="chrome"``, ``path``, ``device`` (the GPU
+        names), ``unmatched_launches``, ``unmatched_gpu_ops``, ``skipped`` and the file's own
+        top-level fields under ``file``.
+
+    Raises:
+        TraceError: the file is missing, not JSON, truncated, or not a Chrome trace; the message
+            names the file and the problem.
+    """
+    path = Path(path)
+    doc = _load_json(path)
+    if isinstance(doc, list):  # the JSON-array form of the format
+        doc = {"traceEvents": doc}
+    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+        got = type(doc).__name__ if not isinstance(doc, dict) else f"keys {sorted(doc)[:6]}"
+        raise TraceError(f"{path}: not a Chrome trace: expected an object with a 'traceEvents' list, got {got}")
+    try:
+        return _parse(doc, path)
+    except TraceError:
+        raise
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+        raise TraceError(f"{path}: malformed trace event data ({type(exc).__name__}: {exc})") from None
+
+
+def _parse(doc: dict[str, Any], path: Path) -> Trace:
+    events = doc["traceEvents"]
+    ours = doc.get(_FORMAT_KEY) if isinstance(doc.get(_FORMAT_KEY), dict) else None
+
+    # One pass over the events; only X slices of known categories become rows.
+    role_l: list[int] = []
+    kind_l: list[str] = []
+    name_l: list[str] = []
+    pid_l: list[Any] = []
+    tid_l: list[Any] = []
+    ts_l: list[float] = []
+    dur_l: list[float] = []
+    corr_l: list[int] = []
+    stream_l: list[int] = []
+    dev_l: list[int] = []
+    bytes_l: list[int] = []
+    extra_l: list[Any] = []
+    thread_names: dict[tuple[Any, Any], str] = {}
+    skipped: dict[str, int] = {}
+    cats = _CATS
+    for i, e in enumerate(events):
+        if not isinstance(e, dict):
+            raise TraceError(f"{path}: traceEvents[{i}] is a {type(e).__name__}, expected an object")
+        ph = e.get("ph")
+        if ph == "X":
+            cat = e.get("cat")
+            rk = cats.get(cat)
+            if rk is None:
+                skipped[str(cat)] = skipped.get(str(cat), 0) + 1
+                continue
+            a = e.get("args")
+            if a is None:
+                a = {}
+            role_l.append(rk[0])
+            kind_l.append(rk[1])
+            name_l.append(e.get("name", ""))
+            pid_l.append(e.get("pid", 0))
+            tid_l.append(e.get("tid", 0))
+            ts_l.append(e["ts"])
+            dur_l.append(e.get("dur", 0))
+            corr_l.append(a.get("correlation", -1))
+            stream_l.append(a.get("stream", -1))
+            dev_l.append(a.get("device", -1))
+            bytes_l.append(a.get("bytes", 0))
+            extra_l.append(a.get("d2l"))
+        elif ph == "M":
+            if e.get("name") == "thread_name":
+                tname = (e.get("args") or {}).get("name")
+                if tname:
+                    thread_names[(e.get("pid"), e.get("tid"))] = str(tname)
+        elif ph not in ("s", "f", "i", "I", "C"):
+            skipped[f"ph={ph}"] = skipped.get(f"ph={ph}", 0) + 1
+
+    n = len(ts_l)
+    try:
+        ts = np.asarray(ts_l, dtype=np.float64)
+        dur = np.asarray(dur_l, dtype=np.float64)
+        corr = np.asarray(corr_l, dtype=np.int64)
+        stream = np.asarray(stream_l, dtype=np.int64)
+        dev = np.asarray(dev_l, dtype=np.int64)
+        nbytes = np.asarray(bytes_l, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise TraceError(f"{path}: a trace event has a field of the wrong type ({exc})") from None
+    role = np.asarray(role_l, dtype=np.int8)
+    kind = np.asarray(kind_l, dtype=object)
+    name = np.empty(n, dtype=object)
+    name[:] = name_l
+    if n and not all(isinstance(x, str) for x in set(name_l)):
+        raise TraceError(f"{path}: an event 'name' is not a string")
+    back = role == _BACK
+
+    # -- times: microseconds -> seconds from the trace start
+    if ours is not None:
+        origin = float(ours.get("origin_us", 0.0))
+    else:
+        origin = float(ts.min()) if n else 0.0
+    start = (ts - origin) / 1e6
+    end = start + dur / 1e6
+
+    # -- lanes: frontend = CPU thread, backend = (device, stream)
+    gdev = np.where(dev >= 0, dev, _int_or(pid_l, back, -1))
+    lane_col = np.empty(n, dtype=object)
+    lanes: list[Lane] = []
+    device_col = np.full(n, "", dtype=object)
+    if back.any():
+        keys = np.stack([gdev[back], stream[back]], axis=1)
+        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+        names = np.array([f"cuda:{d} stream {s}" for d, s in uniq], dtype=object)
+        lane_col[back] = names[inv.reshape(-1)]
+        devs = np.array([f"cuda:{d}" for d, _ in uniq], dtype=object)
+        device_col[back] = devs[inv.reshape(-1)]
+        lanes += [Lane(str(nm), LaneRole.BACKEND, device=f"cuda:{d}", stream=int(s)) for nm, (d, s) in zip(names, uniq)]
+    front_idx = np.flatnonzero(~back)
+    if len(front_idx):
+        seen: dict[tuple[Any, Any], str] = {}
+        used: set[str] = set(l.name for l in lanes)
+        fl: list[str] = []
+        for j in front_idx.tolist():
+            key = (pid_l[j], tid_l[j])
+            nm = seen.get(key)
+            if nm is None:
+                nm = thread_names.get(key) or f"thread {key[1]}"
+                if nm in used:
+                    nm = f"{nm} (pid {key[0]})"
+                seen[key] = nm
+                used.add(nm)
+                lanes.append(Lane(nm, LaneRole.FRONTEND))
+            fl.append(nm)
+        lane_col[front_idx] = fl
+
+    # -- runtime calls: launch / block / other, by name
+    rt = kind == Kind.RUNTIME.value
+    if rt.any():
+        rnames = name[rt]
+        is_launch = np.fromiter((x in LAUNCH_CALLS for x in rnames), dtype=bool, count=len(rnames))
+        is_sync = np.fromiter((x in SYNC_CALLS for x in rnames), dtype=bool, count=len(rnames))
+        k = kind[rt]
+        k[is_launch] = Kind.LAUNCH.value
+        k[is_sync] = Kind.BLOCK.value
+        kind[rt] = k
+    reason = np.full(n, "", dtype=object)
+    blk = kind == Kind.BLOCK.value
+    reason[blk] = name[blk]
+
+    # -- pair each GPU op with its runtime call through the correlation id
+    issue = np.full(n, np.nan)
+    flow = np.where(corr > 0, corr, -1)
+    front_c = (~back) & (flow >= 0)
+    back_c = back & (flow >= 0)
+    fc_idx = np.flatnonzero(front_c)
+    order = fc_idx[np.argsort(flow[fc_idx], kind="stable")]
+    fc_sorted = flow[order]
+    bc_idx = np.flatnonzero(back_c)
+    pos = np.searchsorted(fc_sorted, flow[bc_idx])
+    pos_ok = pos < len(fc_sorted)
+    hit = np.zeros(len(bc_idx), dtype=bool)
+    hit[pos_ok] = fc_sorted[pos[pos_ok]] == flow[bc_idx[pos_ok]]
+    launch_rows = order[pos[hit]]
+    issue[bc_idx[hit]] = start[launch_rows]
+    device_col[launch_rows] = device_col[bc_idx[hit]]  # a launch targets its op's GPU
+    unmatched_gpu = int(len(bc_idx) - hit.sum())
+    launches = np.flatnonzero(kind == Kind.LAUNCH.value)
+    matched = np.isin(flow[launches], flow[bc_idx[hit]])
+    unmatched_launch = int((~matched).sum())
+
+    cols: dict[str, Any] = {
+        "lane": lane_col, "kind": kind, "name": name, "issue": issue, "start": start, "end": end,
+        "device": device_col, "flow": flow, "reason": reason, "nbytes": np.maximum(nbytes, 0),
+    }
+    meta: dict[str, Any] = {
+        "source": "chrome",
+        "path": str(path),
+        "device": ", ".join(dict.fromkeys(str(p.get("name", "?")) for p in doc.get("deviceProperties") or [] if isinstance(p, dict))) or ("CPU only" if not back.any() else "GPU"),
+        "unmatched_launches": unmatched_launch,
+        "unmatched_gpu_ops": unmatched_gpu,
+        "skipped": skipped,
+        "origin_us": origin,
+        "file": {k: v for k, v in doc.items() if k not in ("traceEvents", _FORMAT_KEY, "deviceProperties")},
+    }
+    if "baseTimeNanoseconds" in doc:
+        meta["base_time_ns"] = doc["baseTimeNanoseconds"]
+
+    if ours is not None:
+        lanes, cols, meta = _apply_ours(ours, extra_l, lanes, cols, meta, lane_col, path)
+    return Trace.from_columns(cols, lanes, meta)
+
+
+def _int_or(values: list[Any], mask: np.ndarray, default: int) -> np.ndarray:
+    """pid as the GPU index where an event has no ``args.device`` (Kineto puts GPU n on pid n)."""
+    out = np.full(len(values), default, dtype=np.int64)
+    for j in np.flatnonzero(mask).tolist():
+        v = values[j]
+        if isinstance(v, int):
+            out[j] = v
+    return out
+
+
+def _apply_ours(ours: dict[str, Any], extra: list[Any], lanes: list[Lane], cols: dict[str, Any],
+                meta: dict[str, Any], lane_col: np.ndarray, path: Path):
+    """Restore what a file written by :func:`write_chrome_trace` kept beyond the Chrome fields."""
+    declared = []
+    for rec in ours.get("lanes", []):
+        lane = Lane(str(rec["name"]), LaneRole(rec["role"]), device=str(rec.get("device", "")),
+                    virtual=bool(rec.get("virtual", False)), stream=int(rec.get("stream", -1)))
+        declared.append(lane)
+    n = len(lane_col)
+    lane_out = np.empty(n, dtype=object)
+    for j, x in enumerate(extra):
+        if not isinstance(x, dict) or "lane" not in x:
+            raise TraceError(f"{path}: event {j} lacks its args.d2l record; the file was edited?")
+        lane_out[j] = x["lane"]
+    cols = dict(cols)
+    cols["lane"] = lane_out
+    for name in _EXTRA:
+        if name in ("deps", "reads", "writes"):
+            vals = [tuple(x.get(name, ())) for x in extra]
+        elif name == "issue":
+            vals = [math.nan if x.get("issue") is None else x["issue"] for x in extra]
+        else:
+            vals = [x.get(name, _default(name)) for x in extra]
+        if name == "kind":
+            vals = [Kind(v).value for v in vals]
+        cols[name] = vals
+    cols["flow"] = [x.get("flow", -1) for x in extra]
+    meta = {**meta, **(ours.get("meta") or {}), "path": str(path)}
+    return declared, cols, meta
+
+
+def _default(name: str) -> Any:
+    return {"id": -1, "kind": Kind.OP.value, "source": "", "reason": "", "nbytes": 0, "device": ""}[name]
+
+
+# ---------------------------------------------------------------------------------------------
+# writing
+# ---------------------------------------------------------------------------------------------
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def write_chrome_trace(trace: Trace, path: str | os.PathLike[str]) -> Path:
+    """Write ``trace`` as Chrome Trace Event JSON (gzip when the name ends in ``.gz``).
+
+    Open the file at https://ui.perfetto.dev (or chrome://tracing).  Each lane is a thread,
+    grouped by device; flow arrows join each issue to its start; a ``queue <lane>`` counter track
+    shows the launch-queue length of each backend lane.
+
+    Args:
+        trace: the trace to write.
+        path: where to write; parent folders must exist.
+
+    Returns:
+        The path written.
+    """
+    if not isinstance(trace, Trace):
+        raise TypeError(f"write_chrome_trace expects a Trace, got {type(trace).__name__}")
+    path = Path(path)
+    # lane -> (pid, tid): frontend threads in pid 1, each device in its own pid
+    pids: dict[str, int] = {"": 1}
+    lane_key: dict[str, tuple[int, int]] = {}
+    out: list[dict[str, Any]] = []
+    for i, lane in enumerate(trace.lanes):
+        group = "" if lane.is_frontend else (lane.device or "backend")
+        pid = pids.setdefault(group, len(pids) + 1)
+        tid = lane.stream if (not lane.is_frontend and lane.stream >= 0) else 1000 + i
+        lane_key[lane.name] = (pid, tid)
+        out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": lane.name}})
+        out.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": i}})
+    for group, pid in pids.items():
+        label = "frontend (CPU threads)" if group == "" else (group + (" (virtual)" if _virtual(trace, group) else ""))
+        out.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": label}})
+        out.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}})
+
+    c = trace.columns
+    n = len(trace)
+    us_start = (c["start"] * 1e6).tolist()
+    us_dur = ((c["end"] - c["start"]) * 1e6).tolist()
+    us_issue = (c["issue"] * 1e6).tolist()
+    lanes_l = c["lane"].tolist()
+    kinds = c["kind"].tolist()
+    flows = c["flow"].tolist()
+    names = c["name"].tolist()
+    ids = c["id"].tolist()
+    issue_l = c["issue"].tolist()
+    backend = {l.name for l in trace.backend_lanes}
+    # where each flow is issued from: the frontend event carrying the same flow id, if any
+    flow_src: dict[int, str] = {}
+    for j in range(n):
+        if flows[j] >= 0 and lanes_l[j] not in backend:
+            flow_src.setdefault(flows[j], lanes_l[j])
+    first_front = trace.frontend_lanes[0].name if trace.frontend_lanes else None
+    for j in range(n):
+        pid, tid = lane_key[lanes_l[j]]
+        d2l = {"lane": lanes_l[j], "id": ids[j], "kind": kinds[j], "flow": flows[j]}
+        for name in ("source", "reason", "device"):
+            v = c[name][j]
+            if v:
+                d2l[name] = v
+        if c["nbytes"][j]:
+            d2l["nbytes"] = int(c["nbytes"][j])
+        for name in ("deps", "reads", "writes"):
+            if len(c[name][j]):
+                d2l[name] = _jsonable(c[name][j])
+        if not math.isnan(issue_l[j]):
+            d2l["issue"] = issue_l[j]
+        args: dict[str, Any] = {"d2l": d2l}
+        if flows[j] >= 0:
+            args["correlation"] = flows[j]
+        if lanes_l[j] in backend:
+            lane = trace.lane(lanes_l[j])
+            args["stream"] = lane.stream
+            if c["nbytes"][j]:
+                args["bytes"] = int(c["nbytes"][j])
+        out.append({"ph": "X", "cat": _KIND_TO_CAT.get(kinds[j], "cpu_op"), "name": names[j], "pid": pid,
+                    "tid": tid, "ts": us_start[j], "dur": max(us_dur[j], 0.0), "args": args})
+        # flow arrow: issue on the frontend -> start on the backend lane
+        if lanes_l[j] in backend and not math.isnan(us_issue[j]):
+            src = flow_src.get(flows[j], first_front) if flows[j] >= 0 else first_front
+            if src is not None:
+                spid, stid = lane_key[src]
+                fid = int(ids[j]) + 1
+                out.append({"ph": "s", "cat": "issue", "name": "issue", "id": fid, "pid": spid, "tid": stid,
+                            "ts": us_issue[j]})
+                out.append({"ph": "f", "cat": "issue", "name": "issue", "id": fid, "pid": pid, "tid": tid,
+                            "ts": us_start[j], "bp": "e"})
+    out.extend(_queue_counters(trace, lane_key))
+    doc = {
+        "traceEvents": out,
+        "displayTimeUnit": "ms",
+        _FORMAT_KEY: {
+            "version": 1,
+            "origin_us": 0.0,
+            "lanes": [{"name": l.name, "role": l.role.value, "device": l.device, "virtual": l.virtual,
+                       "stream": l.stream} for l in trace.lanes],
+            "meta": _jsonable({k: v for k, v in trace.meta.items() if k != "path"}),
+        },
+    }
+    data = json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
+    if path.suffix == ".gz":
+        data = gzip.compress(data, compresslevel=6)
+    try:
+        path.write_bytes(data)
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot write the trace ({exc})") from exc
+    return path
+
+
+def _virtual(trace: Trace, device: str) -> bool:
+    return any(l.virtual for l in trace.backend_lanes if l.device == device)
+
+
+def _queue_counters(trace: Trace, lane_key: dict[str, tuple[int, int]]) -> list[dict[str, Any]]:
+    """Counter events for the issued-not-started queue of each backend lane (HTA's definition)."""
+    out: list[dict[str, Any]] = []
+    mask = queued_mask(trace)
+    for lane in trace.backend_lanes:
+        t, q = queue_steps(trace, lane.name, mask=mask)
+        if not len(t):
+            continue
+        pid, _ = lane_key[lane.name]
+        # one value per distinct time: the last step at that instant holds
+        keep = np.append(t[1:] != t[:-1], True)
+        cname = f"queue {lane.name}"
+        for tt, qq in zip((t[keep] * 1e6).tolist(), q[keep].tolist()):
+            out.append({"ph": "C", "name": cname, "pid": pid, "ts": tt, "args": {"queue_length": qq}})
+    return out
