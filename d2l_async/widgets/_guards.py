@@ -149,8 +149,11 @@ def memory_guard(
             return None
         live = values.get(live_tensors, 1) if isinstance(live_tensors, str) else live_tensors
         need = workload_bytes(values[size], live, dtype_bytes=dtype_bytes)
+        free = available()
+        if free is None:  # unknown machine: do not refuse on a guess
+            return None
         what = f"{size}={values[size]} ({values[size]}\u00b2 x {dtype_bytes} B x {live} live tensors)"
-        return check_bytes(need, what=what, available=available(), fraction=fraction)
+        return check_bytes(need, what=what, available=free, fraction=fraction)
 
     return guard
 
@@ -168,7 +171,10 @@ def ops_guard(
         if n_ops not in values:
             return None
         need = ops_bytes(values[n_ops], per_op=per_op)
-        return check_bytes(need, what=f"{n_ops}={values[n_ops]:,}", available=available(), fraction=fraction)
+        free = available()
+        if free is None:
+            return None
+        return check_bytes(need, what=f"{n_ops}={values[n_ops]:,}", available=free, fraction=fraction)
 
     return guard
 

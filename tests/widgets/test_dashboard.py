@@ -1,0 +1,183 @@
+"""The dashboard: setting a control's value reruns the experiment and updates the same figure."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import pytest
+
+from d2l_async.widgets import Dashboard, dropdown, int_slider, log_slider
+
+
+class Recorder:
+    """A fake experiment: records its calls; raises for ``n == 13``."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict] = []
+
+    def __call__(self, *, n: int, shape: str = "square", offset: int = 0):
+        self.calls.append({"n": n, "shape": shape, "offset": offset})
+        if n == 13:
+            raise ValueError("n=13 is unlucky")
+        if n == 0:
+            raise KeyboardInterrupt
+        xs = list(range(n))
+        ys = [x * x + offset if shape == "square" else x + offset for x in xs]
+        return {"x": xs, "y": ys}
+
+
+def line(r):
+    return go.Figure(go.Scatter(x=r["x"], y=r["y"]))
+
+
+def bars(r):
+    # one bar trace per 5 points: the number of traces follows the workload
+    return go.Figure([go.Bar(x=[i], y=[r["y"][i]]) for i in range(0, len(r["x"]), 5)])
+
+
+def make(mode="figurewidget", **kw):
+    exp = Recorder()
+    controls = {"n": int_slider("n", 5, 0, 50), "shape": dropdown("shape", ["square", "linear"])}
+    d = Dashboard(exp, controls, {"line": line, "bars": bars}, mode=mode, **kw)
+    return d, exp
+
+
+def test_first_run_uses_the_defaults():
+    d, exp = make(fixed={"offset": 1})
+    assert exp.calls == [{"n": 5, "shape": "square", "offset": 1}]
+    assert d.runs == 1 and d.result["y"][-1] == 17
+    assert list(d.figure_widgets["line"].data[0].y) == [1, 2, 5, 10, 17]
+    assert "Ran with" in d.status.value
+
+
+def test_changing_a_control_reruns_and_updates_the_same_widget():
+    d, exp = make()
+    fw = d.figure_widgets["line"]
+    d.controls["n"].value = 8
+    assert exp.calls[-1] == {"n": 8, "shape": "square", "offset": 0} and d.runs == 2
+    assert d.figure_widgets["line"] is fw
+    assert list(fw.data[0].x) == list(range(8)) and list(fw.data[0].y) == [x * x for x in range(8)]
+    d.controls["shape"].value = "linear"
+    assert exp.calls[-1]["shape"] == "linear" and list(fw.data[0].y) == list(range(8))
+    assert d.figure_widgets["line"] is fw
+
+
+def test_trace_count_follows_the_result():
+    d, _ = make()
+    fw = d.figure_widgets["bars"]
+    assert len(fw.data) == 1
+    d.controls["n"].value = 21
+    assert len(fw.data) == 5 and d.figure_widgets["bars"] is fw
+    d.controls["n"].value = 3
+    assert len(fw.data) == 1
+
+
+def test_an_error_is_shown_not_raised_and_the_next_change_works():
+    d, exp = make()
+    fw = d.figure_widgets["line"]
+    d.controls["n"].value = 13  # must not raise
+    assert "ValueError" in d.status.value and "unlucky" in d.status.value
+    assert d.errors == 1 and len(fw.data[0].x) == 5  # previous figure kept
+    d.controls["n"].value = 6
+    assert "Ran with" in d.status.value and len(fw.data[0].x) == 6
+
+
+def test_an_interrupt_is_shown_not_raised():
+    d, _ = make()
+    d.controls["n"].value = 0
+    assert "KeyboardInterrupt" in d.status.value and d.errors == 1
+
+
+def test_a_failing_figure_function_is_shown():
+    def broken(r):
+        raise RuntimeError("cannot draw")
+
+    d = Dashboard(Recorder(), {"n": int_slider("n", 5, 1, 50)}, {"bad": broken}, mode="figurewidget")
+    assert "RuntimeError" in d.status.value and "cannot draw" in d.status.value
+    assert d.result is None
+
+
+def test_guard_refuses_keeps_the_figure_and_reverts_the_control():
+    guard = lambda v: f"n={v['n']} is too big" if v["n"] > 20 else None  # noqa: E731
+    d, exp = make(guard=guard)
+    fw = d.figure_widgets["line"]
+    d.controls["n"].value = 40
+    assert len(exp.calls) == 1  # nothing ran
+    assert "Refused" in d.status.value and "too big" in d.status.value
+    assert d.controls["n"].value == 5 and len(fw.data[0].x) == 5
+    d.controls["n"].value = 9
+    assert len(exp.calls) == 2 and len(fw.data[0].x) == 9
+
+
+def test_a_guard_that_raises_refuses_with_its_reason():
+    def guard(values):
+        raise ValueError("cannot estimate")
+
+    d = Dashboard(Recorder(), {"n": int_slider("n", 5, 1, 50)}, {"line": line}, guard=guard, mode="figurewidget")
+    assert d.runs == 0 and "cannot estimate" in d.status.value
+
+
+def test_run_button_waits_for_a_click():
+    d, exp = make(run_button=True, autorun=False)
+    assert exp.calls == [] and "Run" in d.status.value
+    d.controls["n"].value = 7
+    assert exp.calls == [] and d.stale
+    d.button.click()
+    assert exp.calls[-1]["n"] == 7 and not d.stale
+    assert len(d.figure_widgets["line"].data[0].x) == 7
+
+
+def test_output_mode_redraws_a_plain_figure():
+    d, exp = make(mode="output")
+    import ipywidgets
+
+    out = d.figure_widgets["line"]
+    assert isinstance(out, ipywidgets.Output)
+    first = d.figures["line"]
+    d.controls["n"].value = 11
+    assert d.figure_widgets["line"] is out
+    assert d.figures["line"] is not first and isinstance(d.figures["line"], go.Figure)
+    assert list(d.figures["line"].data[0].x) == list(range(11))
+    assert d.views["line"].updates == 2
+
+
+def test_figures_default_to_result_figures_and_new_names_get_views():
+    class Result:
+        def __init__(self, n):
+            self.n = n
+
+        def figures(self):
+            figs = {"a": go.Figure(go.Scatter(y=list(range(self.n))))}
+            if self.n > 5:
+                figs["b"] = go.Figure(go.Bar(y=[self.n]))
+            return figs
+
+    d = Dashboard(lambda *, n: Result(n), {"n": log_slider("n", 4, 2, 64)}, mode="figurewidget")
+    assert list(d.figure_widgets) == ["a"]
+    a = d.figure_widgets["a"]
+    d.controls["n"].value = 16
+    assert list(d.figure_widgets) == ["a", "b"] and d.figure_widgets["a"] is a
+    assert len(a.data[0].y) == 16 and list(d.figure_widgets["b"].data[0].y) == [16]
+    assert len(d._figure_box.children) == 2
+
+
+def test_bad_arguments_fail_at_construction():
+    with pytest.raises(TypeError, match="callable"):
+        Dashboard(42, {})
+    with pytest.raises(TypeError, match="ipywidgets control"):
+        Dashboard(Recorder(), {"n": 5})
+    with pytest.raises(ValueError, match="identifier"):
+        Dashboard(Recorder(), {"not a name": int_slider("n", 1, 1, 2)})
+    with pytest.raises(ValueError, match="fixed"):
+        Dashboard(Recorder(), {"n": int_slider("n", 1, 1, 2)}, fixed={"n": 3})
+    with pytest.raises(ValueError, match="mode"):
+        Dashboard(Recorder(), {"n": int_slider("n", 1, 1, 2)}, mode="plot")
+    with pytest.raises(TypeError, match="not callable"):
+        Dashboard(Recorder(), {"n": int_slider("n", 1, 1, 2)}, {"x": 3})
+
+
+def test_displays_as_one_widget():
+    import ipywidgets
+
+    d, _ = make()
+    assert isinstance(d.widget, ipywidgets.VBox)
+    assert "Dashboard" in repr(d)

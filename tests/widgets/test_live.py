@@ -1,0 +1,142 @@
+"""Live mode: the queue view ticks at >= 5 Hz while a run goes on, then stops; no thread leaks."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import plotly.graph_objects as go
+import pytest
+
+from d2l_async.widgets import Dashboard, Live, Poller, Sample, int_slider, live_columns
+
+class FakeStats:
+    """A frozen-enough stand-in for ``eng.statistics()``."""
+
+    def __init__(self, pending: int, running: int, done: int, bytes_pending: int) -> None:
+        self.pending, self.running, self.done, self.bytes_pending = pending, running, done, bytes_pending
+
+
+class FakeEngine:
+    """Counts like an engine: the experiment moves ops from pending to done."""
+
+    def __init__(self) -> None:
+        self.pending = 0
+        self.done = 0
+        self.closed = False
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def push(self, n: int = 1) -> None:
+        with self._lock:
+            self.pending += n
+
+    def finish(self, n: int = 1) -> None:
+        with self._lock:
+            self.pending -= n
+            self.done += n
+
+    def statistics(self) -> FakeStats:
+        with self._lock:
+            self.calls += 1
+            return FakeStats(self.pending, min(self.pending, 1), self.done, self.pending * 4096)
+
+    def shutdown(self) -> None:
+        self.closed = True
+
+
+RUN_S = 1.2  # a bounded run: long enough to count ticks, short enough for the suite
+
+
+def busy_experiment(*, n_ops: int, engine: FakeEngine, fail_at: int = -1):
+    """Pushes ``n_ops`` ops over about RUN_S seconds, finishing them as it goes."""
+    t0 = time.perf_counter()
+    for i in range(n_ops):
+        engine.push(2)
+        engine.finish(1)
+        if i == fail_at:
+            raise KeyboardInterrupt
+        # spread the work over RUN_S: a wait with a timeout, never an unbounded one
+        threading.Event().wait(max(0.0, t0 + RUN_S * (i + 1) / n_ops - time.perf_counter()))
+    engine.finish(engine.pending)
+    return {"ops": n_ops, "elapsed": time.perf_counter() - t0}
+
+
+def summary(r):
+    return go.Figure(go.Bar(x=["ops"], y=[r["ops"]]))
+
+
+def make(mode="figurewidget", **live_kw):
+    engines: list[FakeEngine] = []
+
+    def new_engine(values):
+        engines.append(FakeEngine())
+        return engines[-1]
+
+    live = Live(engine=new_engine, total="n_ops", **live_kw)
+    d = Dashboard(busy_experiment, {"n_ops": int_slider("ops", 40, 1, 1000)}, {"summary": summary},
+                  live=live, run_button=True, autorun=False, mode=mode)
+    return d, engines
+
+
+def test_live_view_ticks_at_5_hz_or_more_and_stops():
+    d, engines = make()
+    assert d.rerun(), d.status.value
+    elapsed = d.result["elapsed"]
+    assert elapsed >= RUN_S * 0.9
+    draws = d.live_view.draws
+    assert draws / elapsed >= 5, f"{draws} draws in {elapsed:.2f} s"
+    assert not d.poller.alive
+    assert engines[-1].closed  # the dashboard closes the engine it made
+    fw = d.live_view.widget
+    # the final sample shows the drained queue; time runs forward
+    assert fw.data[0].y[-1] == 0 and list(fw.data[0].x) == sorted(fw.data[0].x)
+    assert d.progress.value == d.progress.max == 40 and d.progress.bar_style == "success"
+    assert list(d.figure_widgets["summary"].data[0].y) == [40]
+
+
+def test_an_interrupted_live_run_stops_the_poller_and_shows_it():
+    d, engines = make()
+    d.fixed["fail_at"] = 5
+    assert not d.rerun()
+    assert "KeyboardInterrupt" in d.status.value
+    assert not d.poller.alive and engines[-1].closed
+    assert d.progress.bar_style == "success"  # the poller itself stopped cleanly
+
+
+def test_a_failing_statistics_call_is_reported():
+    d, engines = make()
+
+    class Broken(FakeEngine):
+        def statistics(self):
+            raise RuntimeError("no statistics")
+
+    d.live = Live(engine=lambda v: Broken(), total="n_ops")
+    assert not d.rerun()
+    assert "no statistics" in d.status.value and not d.poller.alive
+
+
+def test_live_output_mode_shows_numbers():
+    d, _ = make(mode="output")
+    assert d.rerun(), d.status.value
+    assert "pending=0" in d.live_view.widget.value and d.live_view.draws >= 2
+
+
+def test_live_columns_are_exact():
+    cols = live_columns([Sample(0.0, 3, 1, 0, 2**20), Sample(0.1, 1, 1, 2, 0)])
+    assert list(cols["t"]) == [0.0, 0.1]
+    assert list(cols["pending"]) == [3, 1] and list(cols["done"]) == [0, 2]
+    assert list(cols["mib"]) == [1.0, 0.0]
+    assert all(len(c) == 0 for c in live_columns([]).values())
+
+
+def test_poller_stops_without_starting_and_rejects_bad_rates():
+    seen = []
+    p = Poller(lambda: FakeStats(1, 0, 0, 0), seen.append, hz=10)
+    assert p.stop(timeout=1.0) and p.ticks == 1  # the final reading only
+    with pytest.raises(ValueError, match="hz"):
+        Poller(lambda: None, seen.append, hz=0)
+    with pytest.raises(ValueError, match="hz"):
+        Live(engine=lambda v: None, hz=1000)
+    with pytest.raises(TypeError, match="callable"):
+        Live(engine=3)
