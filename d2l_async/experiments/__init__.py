@@ -1,1 +1,57 @@
-"""(in progress)"""
+"""The chapter's experiments: run one, get a frozen result back (no plotting, no printing).
+
+One module per topic of D2L §13.2–13.3, in the order of the notebooks::
+
+    asynchrony    run_asynchrony                  NumPy vs framework, naive vs synchronized timer
+    dependency    run_expression,                 z = x * y + 2 and friends on named engine arrays;
+                  run_independent_vs_dependent    independent vs dependent chains on 1 and 2 workers
+    barriers      run_barriers                    waitall() vs wait_to_read() with unrelated work queued
+    blockers      run_blockers                    print/item/asnumpy/numpy/float/bool, every step vs once
+    sync_async    run_sync_async,                 10,000 × y = x + 1, the t1/t2/t3 cost model,
+                  sweep_sync_async                where the advantage disappears
+    queue_memory  run_queue_memory,               queue and memory growth, sync every k, max_pending,
+                  compare_sync_every,
+                  sample_queue_summary            the real V100 trace at the CUDA launch-queue cap
+    parallelism   run_two_devices,                two devices concurrent vs a barrier between them;
+                  run_mlp_parallel                a data-parallel MLP on a host and two devices
+    scheduling    run_scheduling                  per-op scheduling cost, 1 → 16 worker threads
+    profiling     run_profiling, sample_summaries, export_perfetto
+
+Conventions shared by every function:
+
+* arguments are keyword-only and checked at the call (a ``ValueError`` that names the fix);
+* every default workload size goes through :func:`d2l_async.config.scale` (quick mode shrinks it);
+* ``backend="engine"`` (the CPU dependency engine, virtual devices) always works; ``"cuda"`` uses real
+  streams, ``torch.cuda.synchronize(device)`` and :mod:`d2l_async.capture`; ``"auto"`` picks CUDA when
+  present.  Every result has ``device`` (a sentence) and ``virtual`` (True for engine threads);
+* results are frozen dataclasses holding :class:`~d2l_async.benchmark.Measurement` objects (raw runs
+  kept) and :class:`~d2l_async.trace.Trace` objects for the figures of :mod:`d2l_async.viz`;
+* the book's numbers live in :data:`BOOK` only, each with its source, always shown as the book's.
+"""
+
+from __future__ import annotations
+
+from ._common import BACKENDS, Setup, resolve_backend
+from .asynchrony import AsynchronyResult, run_asynchrony
+from .barriers import BarrierResult, run_barriers
+from .blockers import BLOCKERS, BlockersResult, BlockEvent, run_blockers
+from .book import BOOK, BookNumber, book_number
+from .dependency import (EXPRESSIONS, DependencyResult, IndependenceResult, check_expression, run_expression,
+                         run_independent_vs_dependent)
+from .parallelism import MLPResult, TwoDeviceResult, compute_comm_overlap, run_mlp_parallel, run_two_devices
+from .profiling import PROFILE_SAMPLES, ProfilingResult, export_perfetto, run_profiling, sample_summaries
+from .queue_memory import (OPS_PER_BATCH, QueueMemoryResult, SampleQueueSummary, compare_sync_every,
+                           run_queue_memory, sample_queue_summary)
+from .scheduling import SchedulingResult, run_scheduling
+from .sync_async import CostModel, SweepPoint, SyncAsyncResult, SyncAsyncSweep, run_sync_async, sweep_sync_async
+
+__all__ = [
+    "AsynchronyResult", "BACKENDS", "BLOCKERS", "BOOK", "BarrierResult", "BlockEvent", "BlockersResult",
+    "BookNumber", "CostModel", "DependencyResult", "EXPRESSIONS", "IndependenceResult", "MLPResult",
+    "OPS_PER_BATCH", "PROFILE_SAMPLES", "ProfilingResult", "QueueMemoryResult", "SampleQueueSummary",
+    "SchedulingResult", "Setup", "SweepPoint", "SyncAsyncResult", "SyncAsyncSweep", "TwoDeviceResult",
+    "book_number", "check_expression", "compare_sync_every", "compute_comm_overlap", "export_perfetto",
+    "resolve_backend", "run_asynchrony", "run_barriers", "run_blockers", "run_expression",
+    "run_independent_vs_dependent", "run_mlp_parallel", "run_profiling", "run_queue_memory", "run_scheduling",
+    "run_sync_async", "sample_queue_summary", "sample_summaries", "sweep_sync_async",
+]

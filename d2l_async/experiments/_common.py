@@ -1,0 +1,133 @@
+"""What every experiment shares: choosing a backend, naming the device honestly, checking arguments.
+
+An experiment runs either on the CPU dependency engine (``backend="engine"``: worker threads that
+play the role of devices, always available) or on real CUDA streams (``backend="cuda"``, only where
+``torch.cuda.is_available()``).  ``backend="auto"`` picks CUDA when present.  Every result carries
+``device`` (a sentence a reader can trust) and ``virtual`` (True for engine threads), so a CPU
+number is never shown as a GPU number.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
+
+__all__ = ["BACKENDS", "Setup", "resolve_backend", "positive_int", "choice", "time_runs", "make_measurement",
+           "engine_label"]
+
+#: The backends an experiment accepts (``"auto"`` resolves to one of the other two).
+BACKENDS = ("auto", "engine", "cuda")
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Where an experiment runs.
+
+    Attributes:
+        backend: ``"engine"`` or ``"cuda"``.
+        device: one line a reader can trust, e.g. ``"CPU engine, 2 virtual devices (threads)"`` or
+            ``"NVIDIA H100 80GB HBM3 (cuda:0)"``.
+        virtual: True when the devices are engine threads rather than hardware.
+    """
+
+    backend: str
+    device: str
+    virtual: bool
+
+
+def engine_label(n_devices: int, workers: int = 1) -> str:
+    """The honest description of an engine run with ``n_devices`` virtual devices."""
+    dev = "virtual device" if n_devices == 1 else "virtual devices"
+    thr = "" if workers == 1 else f", {workers} workers each"
+    return f"CPU engine, {n_devices} {dev} (threads{thr})"
+
+
+def resolve_backend(backend: str, *, n_devices: int = 1, workers: int = 1, min_gpus: int = 1) -> Setup:
+    """Check ``backend`` and describe where the experiment will run.
+
+    Args:
+        backend: ``"auto"``, ``"engine"`` or ``"cuda"``.
+        n_devices: virtual devices the engine run will use (for the label).
+        workers: worker threads per virtual device (for the label).
+        min_gpus: GPUs the CUDA variant needs; ``"auto"`` falls back to the engine below that.
+
+    Raises:
+        ValueError: unknown backend, or ``"cuda"`` without (enough) CUDA devices.
+    """
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise ValueError(f"backend={backend!r}: use one of {BACKENDS}")
+    gpus = _cuda_count()
+    if backend == "cuda":
+        if gpus == 0:
+            raise ValueError("backend='cuda' but torch.cuda.is_available() is False; use backend='engine' "
+                             "(the CPU engine) or 'auto'")
+        if gpus < min_gpus:
+            raise ValueError(f"backend='cuda' needs {min_gpus} GPUs for this experiment, found {gpus}; "
+                             "use backend='engine' (virtual devices) or 'auto'")
+    if backend == "cuda" or (backend == "auto" and gpus >= min_gpus):
+        import torch
+
+        names = sorted({torch.cuda.get_device_name(i) for i in range(min(gpus, max(min_gpus, 1)))})
+        used = ", ".join(f"cuda:{i}" for i in range(max(min_gpus, 1)))
+        return Setup("cuda", f"{' + '.join(names)} ({used})", False)
+    return Setup("engine", engine_label(n_devices, workers), True)
+
+
+def _cuda_count() -> int:
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a dependency
+        return 0
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def positive_int(name: str, value: Any, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """``value`` as an int ``>= minimum`` (and ``<= maximum``), else a ValueError naming ``name``."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    value = int(value.__index__())
+    if value < minimum or (maximum is not None and value > maximum):
+        bound = f">= {minimum}" if maximum is None else f"between {minimum} and {maximum}"
+        raise ValueError(f"{name} must be {bound}, got {value}")
+    return value
+
+
+def positive_ints(name: str, values: Iterable[Any], *, minimum: int = 1, maximum: int | None = None) -> tuple[int, ...]:
+    """A non-empty tuple of :func:`positive_int` values."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise ValueError(f"{name} must be a sequence of integers, got {values!r}")
+    out = tuple(positive_int(name, v, minimum=minimum, maximum=maximum) for v in values)
+    if not out:
+        raise ValueError(f"{name} must not be empty")
+    return out
+
+
+def choice(name: str, value: Any, options: Sequence[Any]) -> Any:
+    """``value`` if it is one of ``options``, else a ValueError listing them."""
+    if value not in options:
+        raise ValueError(f"{name}={value!r}: use one of {tuple(options)}")
+    return value
+
+
+def time_runs(fn: Callable[[], Any], *, warmup: int, repeat: int) -> tuple[float, ...]:
+    """Wall-clock seconds of ``repeat`` calls of ``fn`` after ``warmup`` untimed ones.
+
+    ``fn`` decides what is synchronized: the experiments time naive (the book's ``Benchmark`` without
+    a final barrier) and synchronized variants with the same clock, so the difference is the lesson.
+    """
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return tuple(out)
+
+
+def make_measurement(label: str, raw: Sequence[float], *, device: str = "", synchronized: bool = True):
+    """A :class:`d2l_async.benchmark.Measurement` holding ``raw`` seconds measured on ``device``."""
+    from d2l_async.benchmark import Measurement
+
+    return Measurement(tuple(float(r) for r in raw), label=label, device=device, synchronized=synchronized)

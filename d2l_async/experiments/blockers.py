@@ -1,0 +1,252 @@
+"""Implicit blockers: anything that needs a value makes the frontend wait (D2L §13.2.2).
+
+``print(z)``, ``z.item()``, ``z.asnumpy()`` / ``z.numpy()``, ``float(z)`` and a tensor in an ``if``
+all need the backend to finish ``z`` first.  This module measures what each costs per call, the
+difference between converting a loss every step and once at the end, and collects the engine's
+blocker report: every wait the frontend made, with its reason and the source line that caused it.
+
+The book's figures (0.0340 s for ``asnumpy``, 0.0445 s for ``item``) timed a 1000×1000 matrix
+product *plus* the conversion on its MXNet machine; :func:`run_blockers` repeats that exact
+experiment (``book_style``) beside the pure per-call cost on a tiny array.  On CUDA the report comes
+from ``torch.cuda.set_sync_debug_mode("warn")``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from d2l_async import config
+
+from ._common import Setup, make_measurement, positive_int, resolve_backend, time_runs
+
+__all__ = ["BLOCKERS", "BlockEvent", "BlockersResult", "run_blockers"]
+
+#: The blockers measured, in display order.
+BLOCKERS = ("print", "item", "asnumpy", "numpy", "float", "bool")
+
+
+@dataclass(frozen=True)
+class BlockEvent:
+    """One wait of the frontend, as the blocker report lists it.
+
+    Attributes:
+        reason: why it waited (``"item"``, ``"print"``, ``"waitall"``, ...).
+        source: the frontend source line that caused it (or the CUDA warning text).
+        seconds: how long it waited (NaN when the source does not say).
+    """
+
+    reason: str
+    source: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class BlockersResult:
+    """Costs of the implicit blockers.
+
+    Attributes:
+        per_call: blocker name -> Measurement of one ``b = b + 1; blocker(b)`` step.
+        baseline: the same step with no blocker (one barrier at the end of the loop).
+        book_style: ``"asnumpy"``/``"item"`` -> Measurement of the book's ``b = a @ a`` plus that
+            conversion (compare with the book's 0.0340 s / 0.0445 s, measured with MXNet).
+        every_step: a loop of ``steps`` steps converting the loss to a float every step.
+        once_at_end: the same loop keeping the losses as arrays and converting them at the end.
+        report: the blocker report of one short run, one :class:`BlockEvent` per wait.
+        trace: the trace the report came from.
+        steps: loop length used for per-call costs.
+        size: matrix side of the book-style run.
+        backend, device, virtual: where it ran.
+    """
+
+    per_call: Mapping[str, Any]
+    baseline: Any
+    book_style: Mapping[str, Any]
+    every_step: Any
+    once_at_end: Any
+    report: tuple[BlockEvent, ...]
+    trace: Any
+    steps: int
+    size: int
+    backend: str
+    device: str
+    virtual: bool
+
+    def cost(self, blocker: str) -> float:
+        """Median seconds one call of ``blocker`` adds to a step (per-step time minus baseline)."""
+        if blocker not in self.per_call:
+            raise ValueError(f"unknown blocker {blocker!r}; measured: {tuple(self.per_call)}")
+        return self.per_call[blocker].median - self.baseline.median
+
+
+def _blocker_calls(kind: str) -> dict[str, Callable[[Any], Any]]:
+    sink = io.StringIO()
+
+    def do_print(b: Any) -> None:
+        with contextlib.redirect_stdout(sink):
+            print(b)
+        sink.seek(0)
+        sink.truncate()
+
+    def do_if(b: Any) -> None:
+        if b.sum() > 0:  # a tensor in an ``if``: bool() needs the value
+            pass
+
+    numpy_call = (lambda b: b.asnumpy()) if kind == "engine" else (lambda b: b.cpu().numpy())
+    return {
+        "print": do_print,
+        "item": lambda b: b.sum().item(),
+        "asnumpy": numpy_call,
+        "numpy": (lambda b: b.numpy()) if kind == "engine" else (lambda b: b.cpu().numpy()),
+        "float": lambda b: float(b.sum()),
+        "bool": do_if,
+    }
+
+
+def run_blockers(
+    *, steps: int | None = None, size: int | None = None, repeat: int | None = None, backend: str = "auto"
+) -> BlockersResult:
+    """Measure each blocker's cost, every-step vs once-at-end conversion, and the blocker report.
+
+    Args:
+        steps: steps of the per-call loops; default 1000 (quick mode 200).
+        size: matrix side of the book-style run; default 1000 (quick mode 300).
+        repeat: timed runs per measurement; default 5 (quick mode 2).
+        backend: ``"auto"``, ``"engine"`` or ``"cuda"``.
+
+    Raises:
+        ValueError: bad counts or an unavailable backend.
+    """
+    steps = positive_int("steps", steps if steps is not None else config.scale(1000, 200), maximum=1_000_000)
+    size = positive_int("size", size if size is not None else config.scale(1000, 300), maximum=8192)
+    repeat = positive_int("repeat", repeat if repeat is not None else config.scale(5, 2), maximum=1000)
+    setup = resolve_backend(backend, n_devices=1)
+    if setup.backend == "cuda":
+        return _cuda(steps, size, repeat, setup)
+    return _engine(steps, size, repeat, setup)
+
+
+def _measure_all(make: Callable[..., Any], barrier: Callable[[], None], calls: Mapping[str, Callable[[Any], Any]],
+                 steps: int, size: int, repeat: int, setup: Setup) -> tuple[dict, Any, dict, Any, Any]:
+    dev = setup.device
+
+    def loop(blocker: Callable[[Any], Any] | None) -> Callable[[], None]:
+        def run() -> None:
+            b = make((1, 2), 1.0)
+            for _ in range(steps):
+                b = b + 1
+                if blocker is not None:
+                    blocker(b)
+            barrier()
+        return run
+
+    per_call = {}
+    for name, call in calls.items():
+        raw = time_runs(loop(call), warmup=1, repeat=repeat)
+        per_call[name] = make_measurement(f"{name}", [r / steps for r in raw], device=dev)
+    baseline = make_measurement("no blocker", [r / steps for r in time_runs(loop(None), warmup=1, repeat=repeat)],
+                                device=dev)
+
+    a = make((size, size), None)
+    book = {}
+    for name, convert in (("asnumpy", calls["asnumpy"]), ("item", calls["item"])):
+        def book_run(convert: Callable[[Any], Any] = convert) -> None:
+            barrier()  # the book's Benchmark starts with an idle queue
+            convert(a @ a)
+        book[name] = make_measurement(f"b = a @ a; {name}", time_runs(book_run, warmup=1, repeat=repeat), device=dev)
+
+    w = make((64, 64), 0.01)
+    x = make((64, 64), 1.0)
+    n_loop = max(1, steps // 4)
+
+    def every_step() -> None:
+        losses = []
+        for _ in range(n_loop):
+            losses.append(float((x @ w).sum()))  # a blocker per step
+        barrier()
+
+    def once_at_end() -> None:
+        losses = [(x @ w).sum() for _ in range(n_loop)]
+        [float(l) for l in losses]  # one wait, then cheap reads
+        barrier()
+
+    m_every = make_measurement("convert every step", time_runs(every_step, warmup=1, repeat=repeat), device=dev)
+    m_once = make_measurement("convert once at the end", time_runs(once_at_end, warmup=1, repeat=repeat), device=dev)
+    return per_call, baseline, book, m_every, m_once
+
+
+def _engine(steps: int, size: int, repeat: int, setup: Setup) -> BlockersResult:
+    import torch
+
+    from d2l_async.engine import ThreadedEngine
+
+    with ThreadedEngine(workers=1, devices=("cpu:0",)) as eng:
+        def make(shape: tuple[int, int], fill: float | None) -> Any:
+            t = torch.rand(*shape) / shape[0] if fill is None else torch.full(shape, fill)
+            return eng.array(t)
+
+        calls = _blocker_calls("engine")
+        per_call, baseline, book, every, once = _measure_all(make, eng.waitall, calls, steps, size, repeat, setup)
+        eng.reset_trace()
+        b = make((1, 2), 1.0)
+        for name, call in calls.items():  # one of each: the report lists them with their lines
+            b = b + 1
+            call(b)
+        eng.waitall()
+        trace = eng.trace().with_meta(device=setup.device, virtual=True, experiment="blockers")
+    report = _report_from_trace(trace)
+    return BlockersResult(per_call, baseline, book, every, once, report, trace, steps, size, "engine",
+                          setup.device, True)
+
+
+def _report_from_trace(trace: Any) -> tuple[BlockEvent, ...]:
+    blocks = trace.where(kind="block")
+    return tuple(BlockEvent(str(blocks["reason"][i]), str(blocks["source"][i]),
+                            float(blocks["end"][i] - blocks["start"][i])) for i in range(len(blocks)))
+
+
+def _cuda(steps: int, size: int, repeat: int, setup: Setup) -> BlockersResult:
+    import torch
+
+    from d2l_async.capture import capture
+
+    dev = torch.device("cuda:0")
+
+    def make(shape: tuple[int, int], fill: float | None) -> Any:
+        return torch.rand(*shape, device=dev) / shape[0] if fill is None else torch.full(shape, fill, device=dev)
+
+    calls = _blocker_calls("cuda")
+    barrier = lambda: torch.cuda.synchronize(dev)  # noqa: E731
+    per_call, baseline, book, every, once = _measure_all(make, barrier, calls, steps, size, repeat, setup)
+
+    def one_of_each() -> None:
+        b = make((1, 2), 1.0)
+        for call in calls.values():
+            b = b + 1
+            call(b)
+        barrier()
+
+    report = []
+    previous = torch.cuda.get_sync_debug_mode()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.cuda.set_sync_debug_mode("warn")
+            b = make((1, 2), 1.0)
+            for name, call in calls.items():
+                b = b + 1
+                n = len(caught)
+                t0 = time.perf_counter()
+                call(b)
+                dt = time.perf_counter() - t0
+                text = "; ".join(str(w.message).splitlines()[0] for w in caught[n:]) or "no warning"
+                report.append(BlockEvent(name, text, dt))
+    finally:
+        torch.cuda.set_sync_debug_mode(previous)
+    trace = capture(one_of_each, device="cuda").with_meta(device=setup.device, virtual=False, experiment="blockers")
+    return BlockersResult(per_call, baseline, book, every, once, tuple(report), trace, steps, size, "cuda",
+                          setup.device, False)

@@ -1,0 +1,271 @@
+"""The dependency graph: what the backend may run in parallel and what must wait (D2L §13.2.1).
+
+``z = x * y + 2``: the frontend pushes ``x * y`` and ``+ 2`` and returns; the backend runs the
+product when ``x`` and ``y`` exist and the sum when the product is done.  Only ``print(z)`` (or any
+other blocker) makes the frontend wait.  :func:`run_expression` evaluates such an expression on the
+engine with named arrays, through a small *safe* evaluator (names ``x``, ``y``, ``w``; operators
+``+ - * / @ **`` and unary ``-``; functions ``exp``, ``relu``, ``sum``, ``mean``; numbers) — never
+``eval``.
+
+:func:`run_independent_vs_dependent` shows why the graph matters: ``chains`` independent chains of
+matrix products finish sooner on 2 workers than on 1, while one dependent chain of the same length
+cannot use the second worker.
+"""
+
+from __future__ import annotations
+
+import ast
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from d2l_async import config
+
+from ._common import engine_label, positive_int, positive_ints
+
+__all__ = ["EXPRESSIONS", "NAMES", "FUNCTIONS", "DependencyResult", "IndependenceResult", "check_expression",
+           "run_expression", "run_independent_vs_dependent"]
+
+#: Expressions for the notebook's dropdown (the book's first).
+EXPRESSIONS = (
+    "x * y + 2",
+    "(x + y) * (x - y)",
+    "relu(x @ w) + y",
+    "exp(x * y) / (1 + exp(x * y))",
+    "sum(x * w) + mean(y)",
+)
+#: Names an expression may use.
+NAMES = ("x", "y", "w")
+#: Functions an expression may call -> the array method that implements it.
+FUNCTIONS = {"exp": "exp", "relu": "relu", "sum": "sum", "mean": "mean"}
+
+_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.MatMult: lambda a, b: a @ b,
+    ast.Pow: lambda a, b: a ** b,
+}
+
+
+@dataclass(frozen=True)
+class DependencyResult:
+    """One expression run on the engine.
+
+    Attributes:
+        expression: the expression as given.
+        value: the engine's result as a NumPy array.
+        expected: the same expression in eager torch (the engine must agree).
+        trace: the engine's trace: one op per operator, a block where the value was read.
+        shape: shape of ``x``, ``y`` and ``w``.
+        workers: worker threads of the engine.
+        device: where it ran, in words.
+        virtual: True (engine threads).
+    """
+
+    expression: str
+    value: Any
+    expected: Any
+    trace: Any
+    shape: tuple[int, int]
+    workers: int
+    device: str
+    virtual: bool
+
+    @property
+    def matches(self) -> bool:
+        """True when the engine's value equals eager torch's."""
+        import numpy as np
+
+        return bool(np.allclose(self.value, self.expected, equal_nan=True))
+
+
+def check_expression(expression: str) -> ast.Expression:
+    """Parse ``expression`` and check it only uses what the evaluator allows.
+
+    Raises:
+        ValueError: a syntax error or anything outside :data:`NAMES`, :data:`FUNCTIONS`, numbers
+            and ``+ - * / @ **`` (the message names the offending part).
+    """
+    if not isinstance(expression, str) or not expression.strip():
+        raise ValueError(f"expression must be a non-empty string like 'x * y + 2', got {expression!r}")
+    if len(expression) > 500:
+        raise ValueError("expression is too long (at most 500 characters)")
+    try:
+        tree = ast.parse(expression.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise ValueError(f"cannot parse {expression!r}: {exc.msg}") from None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Expression, ast.Load, ast.operator, ast.USub, ast.UAdd)):
+            if isinstance(node, ast.operator) and type(node) not in _BINOPS:
+                raise ValueError(f"operator {type(node).__name__} is not allowed; use + - * / @ **")
+            continue
+        if isinstance(node, ast.BinOp):
+            continue
+        if isinstance(node, ast.UnaryOp):
+            continue
+        if isinstance(node, ast.Name):
+            if node.id not in NAMES and node.id not in FUNCTIONS:
+                raise ValueError(f"unknown name {node.id!r}; use the arrays {NAMES} and functions {tuple(FUNCTIONS)}")
+            continue
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+            continue
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
+                raise ValueError(f"only the functions {tuple(FUNCTIONS)} may be called")
+            if len(node.args) != 1 or node.keywords:
+                raise ValueError(f"{node.func.id}() takes exactly one argument")
+            continue
+        raise ValueError(f"{type(node).__name__} is not allowed in an expression; use names {NAMES}, numbers, "
+                         f"+ - * / @ ** and {tuple(FUNCTIONS)}")
+    return tree
+
+
+def _evaluate(node: ast.AST, env: dict[str, Any]) -> Any:
+    if isinstance(node, ast.Expression):
+        return _evaluate(node.body, env)
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id not in env:
+            raise ValueError(f"{node.id!r} is a function; call it, e.g. {node.id}(x)")
+        return env[node.id]
+    if isinstance(node, ast.BinOp):
+        left, right = _evaluate(node.left, env), _evaluate(node.right, env)
+        return _BINOPS[type(node.op)](left, right)  # number OP array uses the array's reflected op
+    if isinstance(node, ast.UnaryOp):
+        value = _evaluate(node.operand, env)
+        return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.Call):
+        arg = _evaluate(node.args[0], env)
+        if not hasattr(arg, "shape"):
+            raise ValueError(f"{node.func.id}() needs an array argument, got the number {arg!r}")
+        return getattr(arg, FUNCTIONS[node.func.id])()
+    raise ValueError(f"cannot evaluate {ast.dump(node)}")  # unreachable after check_expression
+
+
+def run_expression(
+    expression: str = "x * y + 2", *, size: int = 2, workers: int = 2, seed: int = 0
+) -> DependencyResult:
+    """Evaluate ``expression`` on the engine with named arrays ``x``, ``y``, ``w`` (size×size).
+
+    The frontend pushes every op, then reads the result with ``asnumpy()`` — the only wait.
+
+    Args:
+        expression: see :func:`check_expression`; default the book's ``"x * y + 2"``.
+        size: side of the square arrays (the book uses 1×2; square keeps ``@`` valid).
+        workers: engine worker threads.
+        seed: seed of the random arrays.
+
+    Raises:
+        ValueError: a bad expression or argument.
+    """
+    tree = check_expression(expression)
+    size = positive_int("size", size, maximum=4096)
+    workers = positive_int("workers", workers, maximum=64)
+    import torch
+
+    from d2l_async.engine import ThreadedEngine
+
+    gen = torch.Generator().manual_seed(int(seed))
+    tensors = {name: torch.rand(size, size, generator=gen) + 0.5 for name in NAMES}
+    expected = _evaluate(tree, dict(tensors))
+    expected = expected.numpy() if hasattr(expected, "numpy") else expected
+    with ThreadedEngine(workers=workers, devices=("cpu:0",)) as eng:
+        env = {name: eng.array(t.clone(), name=name) for name, t in tensors.items()}
+        out = _evaluate(tree, env)
+        if not hasattr(out, "asnumpy"):
+            raise ValueError(f"{expression!r} does not use any array; use x, y or w")
+        value = out.asnumpy()
+        eng.waitall()
+        trace = eng.trace()
+    label = engine_label(1, workers)
+    return DependencyResult(expression, value, expected, trace.with_meta(device=label, virtual=True,
+                            experiment="dependency"), (size, size), workers, label, True)
+
+
+@dataclass(frozen=True)
+class IndependenceResult:
+    """Independent chains vs one dependent chain of the same total work, on ``workers`` threads.
+
+    Attributes:
+        workers: engine worker threads.
+        ops: matrix products in total (split over ``chains`` chains when independent).
+        chains: independent chains.
+        size: matrix side.
+        independent_seconds: wall time of the independent chains (push to ``waitall``).
+        dependent_seconds: wall time of one chain of ``ops`` products.
+        trace_independent, trace_dependent: the engine's traces.
+        device, virtual: where it ran.
+    """
+
+    workers: int
+    ops: int
+    chains: int
+    size: int
+    independent_seconds: float
+    dependent_seconds: float
+    trace_independent: Any
+    trace_dependent: Any
+    device: str
+    virtual: bool
+
+    @property
+    def speedup(self) -> float:
+        """dependent / independent time: ~1 on one worker, up to ``min(workers, chains)``."""
+        return self.dependent_seconds / self.independent_seconds if self.independent_seconds > 0 else float("nan")
+
+
+def run_independent_vs_dependent(
+    *, workers: tuple[int, ...] = (1, 2), ops: int | None = None, chains: int = 2, size: int | None = None
+) -> tuple[IndependenceResult, ...]:
+    """Time independent and dependent chains of matrix products for each worker count.
+
+    Args:
+        workers: worker counts to compare (the book's point: 1 vs 2).
+        ops: products in total; default 16 (quick mode 8).
+        chains: independent chains (each gets ``ops // chains`` products).
+        size: matrix side; default 400 (quick mode 200).
+
+    Raises:
+        ValueError: bad counts (``ops`` must be at least ``chains``).
+    """
+    workers = positive_ints("workers", workers, maximum=64)
+    ops = positive_int("ops", ops if ops is not None else config.scale(16, 8), maximum=100_000)
+    chains = positive_int("chains", chains, maximum=64)
+    if ops < chains:
+        raise ValueError(f"ops={ops} must be at least chains={chains}")
+    size = positive_int("size", size if size is not None else config.scale(400, 200), maximum=8192)
+    import torch
+
+    from d2l_async.engine import ThreadedEngine
+
+    # a scaled orthogonal-ish matrix keeps long chains finite
+    base = torch.eye(size) * 0.5 + torch.rand(size, size) * (0.5 / size)
+    out = []
+    for w in workers:
+        with ThreadedEngine(workers=w, devices=("cpu:0",)) as eng:
+            m = eng.array(base.clone(), name="m")
+            _chain_run(eng, m, [base] * chains, ops // chains)  # warm-up: threads, allocator
+            eng.reset_trace()
+            ind = _chain_run(eng, m, [base.clone() for _ in range(chains)], ops // chains)
+            t_ind = eng.trace()
+            eng.reset_trace()
+            dep = _chain_run(eng, m, [base.clone()], (ops // chains) * chains)
+            t_dep = eng.trace()
+        label = engine_label(1, w)
+        out.append(IndependenceResult(w, (ops // chains) * chains, chains, size, ind, dep,
+                                      t_ind.with_meta(device=label, virtual=True, experiment="independent"),
+                                      t_dep.with_meta(device=label, virtual=True, experiment="dependent"),
+                                      label, True))
+    return tuple(out)
+
+
+def _chain_run(eng: Any, m: Any, starts: list[Any], length: int) -> float:
+    t0 = time.perf_counter()
+    arrays = [eng.array(s.clone(), name=f"c{i}") for i, s in enumerate(starts)]
+    for _ in range(length):
+        arrays = [a @ m for a in arrays]  # chain i depends only on chain i
+    eng.waitall()
+    return time.perf_counter() - t0

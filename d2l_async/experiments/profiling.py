@@ -1,0 +1,133 @@
+"""Profiling your own code: torch.profiler → our trace → timeline, queue length, Perfetto (D2L §13.2).
+
+:func:`run_profiling` records a few training steps of a small model with ``torch.profiler``
+(through :func:`d2l_async.capture.capture`): on a GPU you see kernels on CUDA streams, their launch
+queue and the frontend's blocks; on a CPU you see only frontend ops (PyTorch runs CPU ops
+synchronously: there is no queue to see — which is why the CPU engine exists).
+:func:`sample_summaries` summarizes the real A100/V100 traces shipped with the package, and
+:func:`export_perfetto` writes any trace for https://ui.perfetto.dev.  For whole-program views use the
+vendors' tools: ``nsys profile python train.py`` (Nsight Systems) and HolisticTraceAnalysis on
+torch.profiler traces of many ranks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from d2l_async import config
+
+from ._common import choice, positive_int, resolve_backend
+from .queue_memory import SampleQueueSummary, sample_queue_summary
+
+__all__ = ["ProfilingResult", "run_profiling", "sample_summaries", "export_perfetto", "PROFILE_SAMPLES"]
+
+#: The shipped GPU traces :func:`sample_summaries` covers.
+PROFILE_SAMPLES = ("v100_training_step", "a100_training_step")
+
+
+@dataclass(frozen=True)
+class ProfilingResult:
+    """A torch.profiler capture of a small model's training steps.
+
+    Attributes:
+        trace: the captured trace.
+        model: a one-line description of the model.
+        steps: training steps recorded.
+        batch_size: rows per step.
+        events: events in the trace.
+        backend_events: events on backend lanes (0 on CPU: PyTorch's CPU ops are synchronous).
+        max_queue: the longest launch queue (0 without backend lanes).
+        blocked_seconds: frontend seconds in synchronizations.
+        backend, device, virtual: where it ran (never virtual: this is real PyTorch).
+    """
+
+    trace: Any
+    model: str
+    steps: int
+    batch_size: int
+    events: int
+    backend_events: int
+    max_queue: int
+    blocked_seconds: float
+    backend: str
+    device: str
+    virtual: bool
+
+
+def run_profiling(
+    *, steps: int | None = None, batch_size: int | None = None, hidden: int = 256, backend: str = "auto"
+) -> ProfilingResult:
+    """Profile ``steps`` SGD steps of a 3-layer MLP with torch.profiler.
+
+    Args:
+        steps: training steps; default 10 (quick mode 3).
+        batch_size: rows per step; default 256 (quick mode 64).
+        hidden: hidden width.
+        backend: ``"auto"``, ``"cuda"`` or ``"cpu"`` (PyTorch on the CPU, profiled directly; the
+            engine is not involved).
+
+    Raises:
+        ValueError: bad sizes or an unavailable backend.
+    """
+    steps = positive_int("steps", steps if steps is not None else config.scale(10, 3), maximum=10_000)
+    batch_size = positive_int("batch_size", batch_size if batch_size is not None else config.scale(256, 64),
+                              maximum=1 << 16)
+    hidden = positive_int("hidden", hidden, maximum=1 << 14)
+    choice("backend", backend, ("auto", "cpu", "cuda"))
+    setup = resolve_backend("engine" if backend == "cpu" else backend)
+    import torch
+
+    from d2l_async.analysis import blocked_time, queue_length_summary
+    from d2l_async.capture import capture
+    from d2l_async.devices import describe_machine
+
+    on_cuda = setup.backend == "cuda"
+    dev = torch.device("cuda:0" if on_cuda else "cpu")
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(64, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, hidden),
+                              torch.nn.ReLU(), torch.nn.Linear(hidden, 1)).to(dev)
+    opt = torch.optim.SGD(net.parameters(), lr=0.01)
+    x = torch.randn(batch_size, 64, device=dev)
+    y = torch.randn(batch_size, 1, device=dev)
+
+    def train() -> float:
+        loss = None
+        for _ in range(steps):
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(net(x), y)
+            loss.backward()
+            opt.step()
+        return float(loss)  # one blocker at the end, like a logged epoch loss
+
+    train()  # warm-up (allocator, kernels)
+    trace = capture(train, device="cuda" if on_cuda else "cpu")
+    device = setup.device if on_cuda else f"PyTorch on the CPU ({describe_machine()}), not the engine"
+    trace = trace.with_meta(device=device, virtual=False, experiment="profiling")
+    summary = queue_length_summary(trace)
+    back = sum(int((trace["lane"] == l.name).sum()) for l in trace.backend_lanes)
+    return ProfilingResult(trace, f"MLP 64-{hidden}-{hidden}-1, SGD", steps, batch_size, len(trace), back,
+                           int(summary["max"].max()) if len(summary) else 0,
+                           float(blocked_time(trace)["total"].sum()), "cuda" if on_cuda else "cpu", device, False)
+
+
+def sample_summaries(names: tuple[str, ...] = PROFILE_SAMPLES) -> tuple[SampleQueueSummary, ...]:
+    """:func:`~d2l_async.experiments.queue_memory.sample_queue_summary` for each shipped GPU trace."""
+    if isinstance(names, str):
+        names = (names,)
+    return tuple(sample_queue_summary(n) for n in names)
+
+
+def export_perfetto(trace: Any, path: str | Path) -> Path:
+    """Write ``trace`` as Chrome Trace JSON (``.json`` or ``.json.gz``) for https://ui.perfetto.dev.
+
+    Raises:
+        ValueError: ``path`` does not end in ``.json`` or ``.json.gz``.
+    """
+    path = Path(path)
+    if not (path.name.endswith(".json") or path.name.endswith(".json.gz")):
+        raise ValueError(f"path must end in .json or .json.gz (Perfetto reads Chrome Trace JSON), got {path}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    trace.to_chrome_trace(path)
+    return path

@@ -1,0 +1,210 @@
+"""Queue memory: a frontend that outruns the backend, and minibatch synchronization (D2L §13.2.3).
+
+Each minibatch issues a few ops (load a batch, a matrix product, the loss, the update).  When the
+frontend issues faster than the backend computes, the queue grows without bound, and every queued
+op holds the memory of its batch until it runs.  Three fixes, all measured here:
+
+* **sync every k minibatches** — wait for the parameters after every k-th update: the queue never
+  holds more than ``k × ops_per_batch`` ops (the book's advice, whose MXNet experiment D2L deleted);
+* **back-pressure** — ``ThreadedEngine(max_pending=N)`` makes ``push`` block at N pending ops;
+* **the hardware does it for you** — a real V100 training step (:func:`sample_queue_summary`):
+  the CUDA launch queue sits at its cap (~1022 entries) and ``cudaLaunchKernel`` blocks the CPU.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from d2l_async import config
+
+from ._common import engine_label, positive_int, positive_ints
+
+__all__ = ["OPS_PER_BATCH", "QueueMemoryResult", "SampleQueueSummary", "run_queue_memory",
+           "compare_sync_every", "sample_queue_summary"]
+
+#: Ops one minibatch issues: load, product, loss, update.
+OPS_PER_BATCH = 4
+
+
+@dataclass(frozen=True)
+class QueueMemoryResult:
+    """One training-like loop on the engine.
+
+    Attributes:
+        sync_every: the frontend waited for the parameters every this many minibatches (None: never).
+        max_pending: the engine's back-pressure bound (None: unbounded).
+        batches: minibatches issued.
+        ops_per_batch: ops each minibatch issues (:data:`OPS_PER_BATCH`).
+        max_queue: the longest launch queue of the backend lane (HTA's definition, from the trace).
+        peak_pending_bytes: the most memory held by issued-but-unfinished ops (from the trace).
+        blocked_seconds: time the frontend spent waiting (syncs and full-queue blocks).
+        seconds: wall time of the loop including a final ``waitall``.
+        trace: the engine's trace.
+        device, virtual: where it ran.
+    """
+
+    sync_every: int | None
+    max_pending: int | None
+    batches: int
+    ops_per_batch: int
+    max_queue: int
+    peak_pending_bytes: int
+    blocked_seconds: float
+    seconds: float
+    trace: Any
+    device: str
+    virtual: bool
+
+    @property
+    def queue_bound(self) -> int | None:
+        """The bound the synchronization promises: ``sync_every × ops_per_batch`` (or ``max_pending``)."""
+        bounds = [b for b in (self.sync_every and self.sync_every * self.ops_per_batch, self.max_pending) if b]
+        return min(bounds) if bounds else None
+
+
+def run_queue_memory(
+    *, batches: int | None = None, sync_every: int | None = None, max_pending: int | None = None,
+    batch_size: int | None = None, features: int | None = None,
+) -> QueueMemoryResult:
+    """Issue ``batches`` minibatches on the engine, syncing every ``sync_every`` (or never).
+
+    Args:
+        batches: minibatches; default 200 (quick mode 40).
+        sync_every: wait for the parameters (``W.wait_to_read()``) after every k-th update;
+            ``None`` never waits until the end.
+        max_pending: engine back-pressure: ``push`` blocks while this many ops are pending.
+        batch_size: rows per minibatch; default 256 (quick mode 128).
+        features: columns of the data and side of the weight matrix; default 256 (quick mode 128).
+
+    Raises:
+        ValueError: non-positive sizes (``sync_every``/``max_pending`` must be None or >= 1).
+    """
+    batches = positive_int("batches", batches if batches is not None else config.scale(200, 40), maximum=100_000)
+    if sync_every is not None:
+        sync_every = positive_int("sync_every", sync_every, maximum=100_000)
+    if max_pending is not None:
+        max_pending = positive_int("max_pending", max_pending, maximum=10_000_000)
+    batch_size = positive_int("batch_size", batch_size if batch_size is not None else config.scale(256, 128),
+                              maximum=1 << 16)
+    features = positive_int("features", features if features is not None else config.scale(256, 128),
+                            maximum=1 << 14)
+    import torch
+
+    from d2l_async.analysis import blocked_time, pending_memory_series, queue_length_summary
+    from d2l_async.engine import ThreadedEngine
+
+    lr = 1e-3 / batch_size
+
+    def load(x: Any) -> None:
+        x.normal_()
+
+    def update(x: Any, h: Any, loss: Any, w: Any) -> None:
+        # the step reads the loss (as a logging or loss-scaled step would), so waiting for W after
+        # it waits for the whole minibatch
+        w.sub_(lr * (x.T @ h))
+
+    with ThreadedEngine(workers=1, devices=("cpu:0",), max_pending=max_pending) as eng:
+        w = eng.array(torch.eye(features), name="W")
+        eng.waitall()
+        eng.reset_trace()
+        t0 = time.perf_counter()
+        for i in range(batches):
+            x = eng.array(torch.empty(batch_size, features), name=f"X{i}")
+            eng.push(load, writes=(x,), name="load batch")
+            h = x @ w
+            loss = h.mean()
+            eng.push(update, reads=(x, h, loss), writes=(w,), name="update")
+            if sync_every is not None and (i + 1) % sync_every == 0:
+                w.wait_to_read()  # minibatch synchronization
+        eng.waitall()
+        seconds = time.perf_counter() - t0
+        label = engine_label(1)
+        trace = eng.trace().with_meta(device=label, virtual=True, experiment="queue_memory")
+    summary = queue_length_summary(trace)
+    max_queue = int(summary["max"].max()) if len(summary) else 0
+    mem = pending_memory_series(trace)
+    peak = int(mem["pending_bytes"].max()) if len(mem) else 0
+    blocked = float(blocked_time(trace)["total"].sum())
+    return QueueMemoryResult(sync_every, max_pending, batches, OPS_PER_BATCH, max_queue, peak, blocked, seconds,
+                             trace, label, True)
+
+
+def compare_sync_every(
+    *, ks: tuple[int | None, ...] = (None, 1, 4, 16), batches: int | None = None, **kwargs: Any
+) -> tuple[QueueMemoryResult, ...]:
+    """:func:`run_queue_memory` for each ``sync_every`` in ``ks`` (``None``: never sync)."""
+    if isinstance(ks, (str, bytes)) or not hasattr(ks, "__iter__") or not len(tuple(ks)):
+        raise ValueError(f"ks must be a non-empty sequence of ints or None, got {ks!r}")
+    return tuple(run_queue_memory(batches=batches, sync_every=k, **kwargs) for k in ks)
+
+
+@dataclass(frozen=True)
+class SampleQueueSummary:
+    """The launch queue of a real GPU trace shipped with the package.
+
+    Attributes:
+        name: the sample's name (see :data:`d2l_async.data.SAMPLES`).
+        gpu: the GPU that recorded it (from the trace).
+        lane: the backend lane with the longest queue.
+        max_queue: its longest queue (the CUDA launch queue caps near 1024).
+        time_weighted_mean: its mean queue length weighted by time.
+        fraction_at_max: share of the lane's span spent at the maximum.
+        launches: kernel launches on the frontend.
+        launch_seconds: frontend seconds inside launch calls.
+        launch_seconds_at_cap: of those, seconds in launches issued while the queue was within 1 %
+            of its maximum (the CPU blocking because the queue is full).
+        blocked_seconds: frontend seconds in explicit synchronizations.
+        duration: the trace's duration.
+        trace: the loaded trace.
+    """
+
+    name: str
+    gpu: str
+    lane: str
+    max_queue: int
+    time_weighted_mean: float
+    fraction_at_max: float
+    launches: int
+    launch_seconds: float
+    launch_seconds_at_cap: float
+    blocked_seconds: float
+    duration: float
+    trace: Any
+
+    @property
+    def virtual(self) -> bool:
+        return False
+
+
+def sample_queue_summary(name: str = "v100_training_step") -> SampleQueueSummary:
+    """Summarize the launch queue of a shipped GPU trace (default: the V100 training step).
+
+    Raises:
+        ValueError: an unknown sample name (the message lists them) or a trace without GPU work.
+    """
+    from d2l_async import data
+    from d2l_async.analysis import blocked_time, queue_length_series, queue_length_summary
+
+    if name not in data.SAMPLES:
+        raise ValueError(f"unknown sample {name!r}; choose one of {sorted(data.SAMPLES)}")
+    trace = data.load_sample(name)
+    summary = queue_length_summary(trace)
+    if not len(summary):
+        raise ValueError(f"sample {name!r} has no backend work with a launch queue; try 'v100_training_step'")
+    row = summary.sort_values("max", kind="stable").iloc[-1]
+    series = queue_length_series(trace, row["lane"])
+    launches = trace.where(kind="launch")
+    starts, durs = launches["start"], launches["end"] - launches["start"]
+    t, q = series["time"].to_numpy(), series["queue_length"].to_numpy()
+    idx = np.searchsorted(t, starts, side="right") - 1
+    q_at = np.where(idx >= 0, q[np.clip(idx, 0, len(q) - 1)], 0) if len(q) else np.zeros(len(starts))
+    at_cap = q_at >= 0.99 * int(row["max"])
+    return SampleQueueSummary(
+        name, str(trace.meta.get("device", "unknown GPU")), str(row["lane"]), int(row["max"]),
+        float(row["time_weighted_mean"]), float(row["fraction_at_max"]), int(len(launches)),
+        float(durs.sum()), float(durs[at_cap].sum()), float(blocked_time(trace)["total"].sum()),
+        float(trace.duration), trace)

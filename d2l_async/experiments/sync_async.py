@@ -1,0 +1,305 @@
+"""Synchronous vs asynchronous issue, and the book's cost model (D2L §13.2.3).
+
+The book runs ``y = x + 1`` 10,000 times, waiting after each op (synchronous) or once at the end
+(asynchronous), and explains the gap with three costs per op:
+
+* ``t1`` — the frontend issues the op (Python, argument checks, the push);
+* ``t2`` — the backend computes it;
+* ``t3`` — the result/notification travels back and the frontend wakes up.
+
+Synchronous: ``n·(t1 + t2 + t3)``.  Asynchronous: ``t1 + n·t2 + t3`` — *if* the backend is the
+bottleneck (``t2 ≥ t1``).  When the frontend is the bottleneck (tiny ops, Python frontend) the
+pipeline runs at the frontend's pace instead: ``n·max(t1, t2) + min(t1, t2) + t3``.
+
+How we estimate them (:class:`CostModel`): ``t2`` is the median backend op duration in the
+asynchronous trace; ``t1`` is the frontend's time to issue the whole async loop divided by ``n``
+(measured before the final barrier); ``t3`` is what the synchronous run spends per op beyond
+``t1 + t2``.  The synchronous model therefore fits by construction; the asynchronous models are
+*predictions* checked against the measured asynchronous time.
+
+As ops grow (more elements per op), ``t2`` dwarfs ``t1`` and ``t3`` and the ratio falls to 1:
+there is nothing left for asynchrony to hide.  :func:`sweep_sync_async` shows where.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from d2l_async import config
+
+from ._common import Setup, make_measurement, positive_int, positive_ints, resolve_backend
+
+__all__ = ["CostModel", "SyncAsyncResult", "SweepPoint", "SyncAsyncSweep", "run_sync_async", "sweep_sync_async"]
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """The book's three per-op costs, estimated from a run (see the module docstring for how).
+
+    Attributes:
+        n: ops per run.
+        t1: frontend issue time per op (s).
+        t2: backend compute time per op (s).
+        t3: return/wake-up time per op in the synchronous run (s).
+    """
+
+    n: int
+    t1: float
+    t2: float
+    t3: float
+
+    @property
+    def sync(self) -> float:
+        """The book's synchronous model ``n·(t1 + t2 + t3)``."""
+        return self.n * (self.t1 + self.t2 + self.t3)
+
+    @property
+    def async_book(self) -> float:
+        """The book's asynchronous model ``t1 + n·t2 + t3`` (backend-bound)."""
+        return self.t1 + self.n * self.t2 + self.t3
+
+    @property
+    def async_pipeline(self) -> float:
+        """``n·max(t1, t2) + min(t1, t2) + t3``: whichever side is slower sets the pace."""
+        return self.n * max(self.t1, self.t2) + min(self.t1, self.t2) + self.t3
+
+    @property
+    def bottleneck(self) -> str:
+        """``"frontend"`` when issuing an op costs more than computing it, else ``"backend"``."""
+        return "frontend" if self.t1 > self.t2 else "backend"
+
+    method = ("t2 = median backend op duration in the async trace; t1 = async frontend issue time / n; "
+              "t3 = sync time / n - t1 - t2 (so the sync model fits by construction).")
+
+
+@dataclass(frozen=True)
+class SyncAsyncResult:
+    """One synchronous and one asynchronous run of ``n`` × ``y = x + 1``.
+
+    Attributes:
+        sync: Measurement of the synchronous runs (a barrier after every op).
+        async_: Measurement of the asynchronous runs (one barrier at the end).
+        model: the estimated :class:`CostModel`.
+        trace_sync, trace_async: traces of one run each (at most ``trace_ops`` ops).
+        ops: ``n``.
+        numel: elements of ``x``.
+        backend, device, virtual: where it ran.
+    """
+
+    sync: Any
+    async_: Any
+    model: CostModel
+    trace_sync: Any
+    trace_async: Any
+    ops: int
+    numel: int
+    backend: str
+    device: str
+    virtual: bool
+
+    @property
+    def ratio(self) -> float:
+        """sync / async median time (the book's 3.16 s / 0.93 s = 3.4×)."""
+        return self.sync.median / self.async_.median
+
+    @property
+    def per_op_async(self) -> float:
+        return self.async_.median / self.ops
+
+    @property
+    def per_op_sync(self) -> float:
+        return self.sync.median / self.ops
+
+
+def run_sync_async(
+    *, ops: int | None = None, numel: int = 1, repeat: int | None = None, trace_ops: int | None = None,
+    backend: str = "auto",
+) -> SyncAsyncResult:
+    """Time ``ops`` × ``y = x + 1`` synchronously and asynchronously, and fit the cost model.
+
+    Args:
+        ops: op count; default 10,000 like the book (quick mode 1,000).
+        numel: elements of ``x`` (1 reproduces the book; large values show the advantage vanish).
+        repeat: timed runs of each variant (median reported); default 3 (quick mode 1).
+        trace_ops: ops in the recorded traces; default ``min(ops, 2000)``.
+        backend: ``"auto"``, ``"engine"`` or ``"cuda"``.
+
+    Raises:
+        ValueError: bad counts or an unavailable backend.
+    """
+    ops = positive_int("ops", ops if ops is not None else config.scale(10_000, 1_000), maximum=1_000_000)
+    numel = positive_int("numel", numel, maximum=1 << 28)
+    repeat = positive_int("repeat", repeat if repeat is not None else config.scale(3, 1), maximum=1000)
+    trace_ops = positive_int("trace_ops", trace_ops if trace_ops is not None else min(ops, 2000), maximum=ops)
+    setup = resolve_backend(backend, n_devices=1)
+    with _Runner(setup, numel) as run:
+        run.sync(min(ops, 100))  # warm-up
+        run.asynchronous(min(ops, 100))
+        sync_raw, async_raw, issue_raw = [], [], []
+        for _ in range(repeat):
+            sync_raw.append(run.sync(ops))
+            total, issue = run.asynchronous(ops)
+            async_raw.append(total)
+            issue_raw.append(issue)
+        trace_sync = run.traced(run.sync, trace_ops)
+        trace_async = run.traced(run.asynchronous, trace_ops)
+    t2 = _median_op_duration(trace_async)
+    t1 = statistics.median(issue_raw) / ops
+    t3 = max(0.0, statistics.median(sync_raw) / ops - t1 - t2)
+    meta = dict(device=setup.device, virtual=setup.virtual, experiment="sync_async")
+    return SyncAsyncResult(
+        make_measurement("synchronous", sync_raw, device=setup.device),
+        make_measurement("asynchronous", async_raw, device=setup.device),
+        CostModel(ops, t1, t2, t3), trace_sync.with_meta(**meta, mode="sync"),
+        trace_async.with_meta(**meta, mode="async"), ops, numel, setup.backend, setup.device, setup.virtual)
+
+
+def _median_op_duration(trace: Any) -> float:
+    from d2l_async.trace import BACKEND_KINDS
+
+    back = [l.name for l in trace.backend_lanes]
+    work = trace.where(kind=BACKEND_KINDS, lane=back) if back else trace.where(kind=BACKEND_KINDS)
+    if not len(work):
+        return 0.0
+    d = work["end"] - work["start"]
+    return float(statistics.median(d.tolist()))
+
+
+class _Runner:
+    """Runs the two loops on the engine or on CUDA; traced runs go through the trace source."""
+
+    def __init__(self, setup: Setup, numel: int) -> None:
+        self.setup, self.numel = setup, numel
+
+    def __enter__(self) -> "_Runner":
+        import torch
+
+        if self.setup.backend == "cuda":
+            self.dev = torch.device("cuda:0")
+            self.x = torch.ones(self.numel, device=self.dev)
+            self.barrier = lambda: torch.cuda.synchronize(self.dev)
+            self.wait_one = self.barrier
+            self.eng = None
+        else:
+            from d2l_async.engine import ThreadedEngine
+
+            self.eng = ThreadedEngine(workers=1, devices=("cpu:0",))
+            self.eng.__enter__()
+            self.x = self.eng.array(torch.ones(self.numel), name="x")
+            self.barrier = self.eng.waitall
+            self.wait_one = None
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.eng is not None:
+            self.eng.__exit__(*exc)
+
+    def sync(self, n: int) -> float:
+        x = self.x
+        self.barrier()
+        t0 = time.perf_counter()
+        if self.eng is None:
+            for _ in range(n):
+                y = x + 1
+                self.barrier()
+        else:
+            for _ in range(n):
+                y = x + 1
+                y.wait_to_read()
+        return time.perf_counter() - t0
+
+    def asynchronous(self, n: int) -> tuple[float, float]:
+        x = self.x
+        self.barrier()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            y = x + 1
+        issued = time.perf_counter() - t0
+        self.barrier()
+        return time.perf_counter() - t0, issued
+
+    def traced(self, fn: Callable[[int], Any], n: int) -> Any:
+        if self.eng is None:
+            from d2l_async.capture import capture
+
+            return capture(fn, n, device="cuda")
+        self.eng.reset_trace()
+        fn(n)
+        return self.eng.trace()
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One cell of the sweep.
+
+    Attributes:
+        ops: op count.
+        numel: elements per op.
+        sync_seconds, async_seconds: median times.
+        model: the cost model fitted at this point.
+    """
+
+    ops: int
+    numel: int
+    sync_seconds: float
+    async_seconds: float
+    model: CostModel
+
+    @property
+    def ratio(self) -> float:
+        return self.sync_seconds / self.async_seconds
+
+
+@dataclass(frozen=True)
+class SyncAsyncSweep:
+    """Sync vs async over op counts and tensor sizes.
+
+    Attributes:
+        points: one :class:`SweepPoint` per (ops, numel), ops varying fastest.
+        backend, device, virtual: where it ran.
+    """
+
+    points: tuple[SweepPoint, ...]
+    backend: str
+    device: str
+    virtual: bool
+
+    def ratios(self, *, numel: int) -> tuple[tuple[int, float], ...]:
+        """``(ops, ratio)`` pairs for one tensor size."""
+        rows = tuple((p.ops, p.ratio) for p in self.points if p.numel == numel)
+        if not rows:
+            raise ValueError(f"numel={numel} was not swept; swept: {sorted({p.numel for p in self.points})}")
+        return rows
+
+
+def sweep_sync_async(
+    *, ops: tuple[int, ...] | None = None, numels: tuple[int, ...] | None = None, repeat: int = 1,
+    backend: str = "auto",
+) -> SyncAsyncSweep:
+    """Run :func:`run_sync_async` over a grid of op counts and tensor sizes.
+
+    Args:
+        ops: op counts; default (100, 1000, 10000) (quick mode (100, 400)).
+        numels: elements per op; default (1, 10**4, 10**6) (quick mode (1, 10**5, 10**6)).
+        repeat: timed runs per point.
+        backend: ``"auto"``, ``"engine"`` or ``"cuda"``.
+
+    Raises:
+        ValueError: bad values or an unavailable backend.
+    """
+    quick = config.quick_mode()
+    ops = positive_ints("ops", ops if ops is not None else ((100, 400) if quick else (100, 1000, 10_000)),
+                        maximum=1_000_000)
+    numels = positive_ints("numels", numels if numels is not None else
+                           ((1, 10**5, 10**6) if quick else (1, 10**4, 10**6)), maximum=1 << 28)
+    repeat = positive_int("repeat", repeat, maximum=100)
+    setup = resolve_backend(backend, n_devices=1)
+    points = []
+    for numel in numels:
+        for n in ops:
+            r = run_sync_async(ops=n, numel=numel, repeat=repeat, trace_ops=min(n, 200), backend=setup.backend)
+            points.append(SweepPoint(n, numel, r.sync.median, r.async_.median, r.model))
+    return SyncAsyncSweep(tuple(points), setup.backend, setup.device, setup.virtual)
