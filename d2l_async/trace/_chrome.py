@@ -196,6 +196,18 @@ def _parse(doc: dict[str, Any], path: Path) -> Trace:
         nbytes = np.asarray(bytes_l, dtype=np.int64)
     except (TypeError, ValueError, OverflowError) as exc:
         raise TraceError(f"{path}: a trace event has a field of the wrong type ({exc})") from None
+    for col, label in ((ts, "ts"), (dur, "dur"), (corr, "args.correlation"), (stream, "args.stream"),
+                       (dev, "args.device"), (nbytes, "args.bytes")):
+        if col.shape != (n,):
+            raise TraceError(f"{path}: a trace event has a list where a number belongs in {label!r}")
+    for col, label in ((ts, "ts"), (dur, "dur")):
+        bad = ~np.isfinite(col)
+        if bad.any():
+            j = int(np.flatnonzero(bad)[0])
+            raise TraceError(f"{path}: event {name_l[j]!r} has a non-numeric or missing {label!r}")
+    if (dur < 0).any():
+        j = int(np.flatnonzero(dur < 0)[0])
+        raise TraceError(f"{path}: event {name_l[j]!r} has a negative duration")
     role = np.asarray(role_l, dtype=np.int8)
     kind = np.asarray(kind_l, dtype=object)
     name = np.empty(n, dtype=object)

@@ -1,0 +1,43 @@
+"""The trace and analysis packages load no heavy library and export what they say."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("torch", "plotly", "ipywidgets")
+
+
+@pytest.mark.parametrize("code", [
+    "import d2l_async.trace",
+    "import d2l_async.analysis",
+    "import d2l_async.data; d2l_async.data.load_sample('a100_simple_add')",
+    "import d2l_async.analysis as a, d2l_async.data as d; a.queue_length_summary(d.load_sample('a100_alexnet'))",
+])
+def test_no_heavy_imports(code):
+    probe = f"{code}\nimport sys\nprint(','.join(m for m in {HEAVY!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "", f"{code!r} loaded {out.stdout.strip()}"
+
+
+@pytest.mark.parametrize("module", ["d2l_async.trace", "d2l_async.analysis", "d2l_async.data"])
+def test_all_is_honest(module):
+    import importlib
+
+    mod = importlib.import_module(module)
+    assert len(mod.__all__) == len(set(mod.__all__))
+    for name in mod.__all__:
+        assert getattr(mod, name) is not None, name
+    public = {n for n in vars(mod) if not n.startswith("_") and callable(getattr(mod, n))
+              and getattr(getattr(mod, n), "__module__", "").startswith(module)}
+    assert public <= set(mod.__all__), public - set(mod.__all__)
+
+
+def test_trace_keeps_the_model_names():
+    import d2l_async.trace as t
+
+    for name in ["BACKEND_KINDS", "COLUMNS", "Event", "Kind", "Lane", "LaneRole", "Trace", "TraceError"]:
+        assert name in t.__all__
