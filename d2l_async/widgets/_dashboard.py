@@ -34,7 +34,7 @@ import ipywidgets as widgets
 import plotly.graph_objects as go
 
 from ._guards import Guard
-from ._live import Live, LiveFigure, Poller, Sample
+from ._live import EngineWatcher, Live, LiveFigure, Poller, Sample
 from ._views import FigureView, OutputView, make_view, resolve_mode
 
 __all__ = ["Dashboard", "FigureSpec"]
@@ -276,7 +276,11 @@ class Dashboard:
         self.progress.bar_style = "info"
         self.live_view.reset()
         t0 = time.perf_counter()
-        engine = live.engine(kwargs)
+        if live.engine is None:  # watch whatever engines the experiment builds
+            engine, call_kwargs = EngineWatcher(), kwargs
+        else:
+            engine = live.engine(kwargs)
+            call_kwargs = {**kwargs, live.argument: engine}
 
         def on_tick(samples: list[Sample]) -> None:
             self.live_view.draw(samples)
@@ -288,10 +292,11 @@ class Dashboard:
         poller = Poller(engine.statistics, on_tick, hz=live.hz).start()
         self.poller = poller
         try:
-            result = self.experiment(**kwargs, **{live.argument: engine})
+            result = self.experiment(**call_kwargs)
         finally:
             ended = poller.stop(timeout=max(5.0, 5 * poller.period))
-            _close(engine)
+            if live.engine is not None:
+                _close(engine)
             self.progress.bar_style = "success" if ended and poller.error is None else "danger"
             if total:
                 self.progress.value = self.progress.max

@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-__all__ = ["Live", "Sample", "Poller", "LiveFigure", "live_columns", "sample_of", "live_figure"]
+__all__ = ["Live", "Sample", "Poller", "LiveFigure", "EngineWatcher", "live_columns", "sample_of", "live_figure"]
 
 
 @dataclass(frozen=True)
@@ -33,23 +33,25 @@ class Live:
     """How a dashboard watches a run live.
 
     Attributes:
-        engine: builds the engine for the controls' values (``values -> engine``); the dashboard
-            polls its ``statistics()`` and closes it after the run (``shutdown()``/``close()`` when it
-            has one).
-        argument: the keyword under which the experiment receives that engine.
+        engine: ``None`` (default): watch every engine the experiment creates while it runs (an
+            :class:`EngineWatcher` over ``d2l_async.engine.live_engines()``), so any experiment
+            function works unchanged.  Or a callable ``values -> engine``: the dashboard builds the
+            engine, passes it to the experiment as ``argument``, polls its ``statistics()`` and
+            shuts it down after the run.
+        argument: the keyword under which the experiment receives a built engine.
         hz: samples per second (at least 5: a queue that moves must look like it moves).
         total: ops the run will execute, for the progress bar: the name of a control, or
             ``values -> int``; ``None`` shows elapsed time only.
     """
 
-    engine: Callable[[Mapping[str, Any]], Any]
+    engine: Callable[[Mapping[str, Any]], Any] | None = None
     argument: str = "engine"
     hz: float = 10.0
     total: str | Callable[[Mapping[str, Any]], int] | None = None
 
     def __post_init__(self) -> None:
-        if not callable(self.engine):
-            raise TypeError("Live(engine=...) must be a callable values -> engine")
+        if self.engine is not None and not callable(self.engine):
+            raise TypeError("Live(engine=...) must be None (watch the engines a run creates) or a callable values -> engine")
         if not 1 <= self.hz <= 100:
             raise ValueError(f"Live(hz={self.hz!r}): use 1..100 samples per second (>= 5 for a smooth view)")
 
@@ -83,6 +85,58 @@ def sample_of(snapshot: Any, t: float) -> Sample:
         done=int(getattr(snapshot, "done", 0) or 0),
         bytes_pending=int(getattr(snapshot, "bytes_pending", 0) or 0),
     )
+
+
+@dataclass(frozen=True)
+class _Totals:
+    pending: int
+    running: int
+    done: int
+    bytes_pending: int
+
+
+def _live_engines() -> list[Any]:
+    from d2l_async.engine import live_engines
+
+    return live_engines()
+
+
+class EngineWatcher:
+    """``statistics()`` summed over the engines created since this watcher was made.
+
+    Experiments build their own engines; the engine keeps a registry of the open ones
+    (``d2l_async.engine.live_engines()``).  Engines open before the run are not counted; an engine
+    that closes is still read (its statistics stay valid), so its last ops count and ``done`` only grows.
+
+    Args:
+        engines: lists the open engines (default ``d2l_async.engine.live_engines``; tests pass fakes).
+    """
+
+    def __init__(self, engines: Callable[[], Sequence[Any]] | None = None) -> None:
+        self._engines = engines or _live_engines
+        self._before = {id(e) for e in self._engines()}
+        self._done: dict[int, int] = {}
+        self._seen: list[Any] = []  # keeps seen engines alive for the run so their ids stay unique
+
+    def statistics(self) -> _Totals:
+        for eng in self._engines():
+            if id(eng) not in self._before and id(eng) not in self._done:
+                self._seen.append(eng)
+                self._done[id(eng)] = 0
+        pending = running = nbytes = 0
+        # engines seen before keep being read after they close: their last ops still count
+        for eng in self._seen:
+            snap = eng.statistics()
+            pending += int(getattr(snap, "pending", 0))
+            running += int(getattr(snap, "running", 0))
+            nbytes += int(getattr(snap, "bytes_pending", 0))
+            self._done[id(eng)] = int(getattr(snap, "done", 0))
+        return _Totals(pending, running, sum(self._done.values()), nbytes)
+
+    @property
+    def engines_seen(self) -> int:
+        """How many new engines the watcher has read so far."""
+        return len(self._done)
 
 
 def live_columns(samples: Sequence[Sample]) -> dict[str, np.ndarray]:

@@ -8,7 +8,7 @@ import time
 import plotly.graph_objects as go
 import pytest
 
-from d2l_async.widgets import Dashboard, Live, Poller, Sample, int_slider, live_columns
+from d2l_async.widgets import Dashboard, EngineWatcher, Live, Poller, Sample, int_slider, live_columns
 
 class FakeStats:
     """A frozen-enough stand-in for ``eng.statistics()``."""
@@ -52,8 +52,9 @@ def busy_experiment(*, n_ops: int, engine: FakeEngine, fail_at: int = -1):
     """Pushes ``n_ops`` ops over about RUN_S seconds, finishing them as it goes."""
     t0 = time.perf_counter()
     for i in range(n_ops):
-        engine.push(2)
-        engine.finish(1)
+        engine.push(1)
+        if i % 2:  # the queue grows: one op in two finishes while the loop runs
+            engine.finish(1)
         if i == fail_at:
             raise KeyboardInterrupt
         # spread the work over RUN_S: a wait with a timeout, never an unbounded one
@@ -140,3 +141,46 @@ def test_poller_stops_without_starting_and_rejects_bad_rates():
         Live(engine=lambda v: None, hz=1000)
     with pytest.raises(TypeError, match="callable"):
         Live(engine=3)
+
+
+def test_engine_watcher_counts_only_new_engines_and_keeps_done():
+    old, new1, new2 = FakeEngine(), FakeEngine(), FakeEngine()
+    old.push(5)
+    open_engines = [old]
+    w = EngineWatcher(lambda: list(open_engines))
+    assert w.statistics().pending == 0
+    open_engines += [new1, new2]
+    new1.push(3)
+    new1.finish(2)
+    new2.push(4)
+    s = w.statistics()
+    assert (s.pending, s.done, s.bytes_pending) == (5, 2, 5 * 4096) and w.engines_seen == 2
+    open_engines.remove(new1)  # closed after finishing its last op: still counted
+    new1.finish(1)
+    assert w.statistics().done == 3 and w.statistics().pending == 4 + 0
+
+
+def test_live_without_an_engine_factory_watches_engines_the_run_creates():
+    open_engines: list[FakeEngine] = []
+
+    def experiment(*, n_ops: int):
+        eng = FakeEngine()
+        open_engines.append(eng)
+        try:
+            return busy_experiment(n_ops=n_ops, engine=eng)
+        finally:
+            open_engines.remove(eng)
+
+    import d2l_async.widgets._live as live_mod
+
+    d = Dashboard(experiment, {"n_ops": int_slider("ops", 30, 1, 1000)}, {"summary": summary},
+                  live=Live(total="n_ops"), run_button=True, autorun=False, mode="figurewidget")
+    original = live_mod._live_engines
+    live_mod._live_engines = lambda: list(open_engines)
+    try:
+        assert d.rerun(), d.status.value
+    finally:
+        live_mod._live_engines = original
+    assert d.live_view.draws / d.result["elapsed"] >= 5
+    assert d.poller.samples[-1].done == 30 and d.progress.value == 30
+    assert max(s.pending for s in d.poller.samples) > 0
