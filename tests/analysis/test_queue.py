@@ -1,0 +1,174 @@
+"""Launch-queue length: HTA 0.5.0's numbers on real traces, and hand-checked small cases."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from d2l_async.analysis import SUMMARY_COLUMNS, queue_length_series, queue_length_summary
+from d2l_async.data import load_sample, sample_path
+from d2l_async.trace import Event, Lane, LaneRole, Trace, TraceError
+
+from ._traces import FRONT, S1, S2, three_launches
+
+GPU_SAMPLES = ["a100_simple_add", "a100_alexnet", "a100_cuda_event_sync", "a100_nccl_step",
+               "a100_training_step", "v100_training_step"]
+
+
+def row(summary: pd.DataFrame, stream: int) -> pd.Series:
+    (i,) = np.flatnonzero(summary["stream"].to_numpy() == stream)
+    return summary.iloc[i]
+
+
+# -- the reference numbers in shared/traces/README.md (HTA 0.5.0 get_queue_length_summary) --------
+@pytest.mark.parametrize("name,stream,count,mean,qmax", [
+    ("a100_simple_add", 7, 182, 0.9176, 5),
+    ("a100_simple_add", 20, 14, 0.5, 1),
+    ("a100_alexnet", 7, 182, 3.3462, 18),
+    ("a100_alexnet", 20, 14, 0.6429, 2),
+])
+def test_hta_reference_numbers(name, stream, count, mean, qmax):
+    r = row(queue_length_summary(load_sample(name)), stream)
+    assert r["count"] == count
+    assert round(r["mean"], 4) == mean
+    assert r["max"] == qmax
+
+
+@pytest.mark.parametrize("name,qmax", [("a100_training_step", 946), ("v100_training_step", 1022)])
+def test_deep_queue_maxima(name, qmax):
+    assert row(queue_length_summary(load_sample(name)), 7)["max"] == qmax
+
+
+# -- HTA itself as the oracle (test-only dependency) ----------------------------------------------
+@pytest.fixture(scope="module")
+def hta_summaries(tmp_path_factory):
+    hta = pytest.importorskip("hta.trace_analysis", reason="holistictraceanalysis is not installed")
+    logging.getLogger("hta").setLevel(logging.ERROR)
+    out = {}
+    for name in GPU_SAMPLES:
+        d = tmp_path_factory.mktemp(name)
+        shutil.copy(sample_path(name), d)
+        ta = hta.TraceAnalysis(trace_dir=str(d))
+        s = ta.get_queue_length_summary(ranks=[0])
+        s = s.droplevel(0, axis=1).reset_index()
+        out[name] = s
+    return out
+
+
+@pytest.mark.parametrize("name", GPU_SAMPLES)
+def test_max_per_stream_equals_hta(hta_summaries, name):
+    ours = queue_length_summary(load_sample(name))
+    theirs = hta_summaries[name]
+    assert sorted(ours["stream"]) == sorted(int(s) for s in theirs["stream"])
+    for _, r in theirs.iterrows():
+        assert row(ours, int(r["stream"]))["max"] == int(r["max"]), (name, r["stream"])
+
+
+@pytest.mark.parametrize("name", ["a100_simple_add", "a100_alexnet", "a100_cuda_event_sync"])
+def test_count_and_mean_equal_hta_on_untrimmed_traces(hta_summaries, name):
+    # HTA trims partial iterations on multi-step traces; these have none to trim
+    ours = queue_length_summary(load_sample(name))
+    for _, r in hta_summaries[name].iterrows():
+        mine = row(ours, int(r["stream"]))
+        assert mine["count"] == int(r["count"])
+        assert mine["mean"] == pytest.approx(r["mean"], rel=1e-12)
+        assert mine["max"] == int(r["max"])
+
+
+# -- definitions on a trace worked out by hand -----------------------------------------------------
+def test_series_by_hand():
+    s = queue_length_series(three_launches())
+    assert list(s.columns) == ["time", "lane", "stream", "queue_length"]
+    assert s["time"].tolist() == [0, 1, 2, 3, 5, 6]
+    assert s["queue_length"].tolist() == [1, 2, 3, 2, 1, 0]
+    assert set(s["lane"]) == {"cuda:0 stream 1"} and set(s["stream"]) == {1}
+
+
+def test_in_flight_counts_until_the_end():
+    s = queue_length_series(three_launches(), "cuda:0 stream 1", in_flight=True)
+    # -1 at ends 5, 6, 10; at t=5 and 6 nothing else happens
+    assert s["time"].tolist() == [0, 1, 2, 5, 6, 10]
+    assert s["queue_length"].tolist() == [1, 2, 3, 2, 1, 0]
+
+
+def test_summary_by_hand():
+    s = queue_length_summary(three_launches())
+    assert list(s.columns) == list(SUMMARY_COLUMNS)
+    assert len(s) == 1  # stream 2 had no work
+    r = s.iloc[0]
+    assert (r["lane"], r["device"], r["stream"], r["count"], r["max"]) == ("cuda:0 stream 1", "cuda:0", 1, 6, 3)
+    assert r["mean"] == pytest.approx(9 / 6)
+    # levels: 1 on [0,1), 2 on [1,2), 3 on [2,3), 2 on [3,5), 1 on [5,6) -> area 1+2+3+4+1 = 11 over 6 s
+    assert r["time_weighted_mean"] == pytest.approx(11 / 6)
+    assert r["time_at_max"] == pytest.approx(1.0)
+    assert r["span"] == pytest.approx(6.0)
+    assert r["fraction_at_max"] == pytest.approx(1 / 6)
+
+
+def test_a_start_at_the_same_instant_as_a_launch_comes_first():
+    ev = [
+        Event("frontend", "launch", "cudaLaunchKernel", 0.0, 0.1, flow=1),
+        Event("frontend", "launch", "cudaLaunchKernel", 1.0, 1.1, flow=2),
+        Event("cuda:0 stream 1", "kernel", "a", 1.0, 2.0, issue=0.0, flow=1),
+        Event("cuda:0 stream 1", "kernel", "b", 2.0, 3.0, issue=1.0, flow=2),
+    ]
+    s = queue_length_series(Trace.from_events(ev, [FRONT, S1]))
+    assert s["queue_length"].tolist() == [1, 0, 1, 0]  # never 2: a left as b arrived
+    assert queue_length_summary(Trace.from_events(ev, [FRONT, S1]))["max"].tolist() == [1]
+
+
+def test_only_launch_calls_fill_the_queue():
+    """A kernel issued by cudaGraphLaunch or a synchronous cudaMemcpy is not counted (as in HTA)."""
+    ev = [
+        Event("frontend", "launch", "cudaLaunchKernel", 0.0, 0.1, flow=1),
+        Event("frontend", "runtime", "cudaGraphLaunch", 0.2, 0.3, flow=2),
+        Event("frontend", "block", "cudaMemcpy", 0.4, 3.0, flow=3, reason="cudaMemcpy"),
+        Event("cuda:0 stream 1", "kernel", "a", 1.0, 2.0, issue=0.0, flow=1),
+        Event("cuda:0 stream 1", "kernel", "graph", 2.0, 2.5, issue=0.2, flow=2),
+        Event("cuda:0 stream 1", "copy", "Memcpy DtoH", 2.5, 3.0, issue=0.4, flow=3),
+    ]
+    s = queue_length_summary(Trace.from_events(ev, [FRONT, S1]))
+    assert s["count"].tolist() == [2] and s["max"].tolist() == [1]
+
+
+def test_engine_work_without_flows_counts():
+    lanes = [Lane("frontend", LaneRole.FRONTEND), Lane("cpu:1 worker 0", LaneRole.BACKEND, "cpu:1", True, 0)]
+    ev = [Event("cpu:1 worker 0", "op", f"op{i}", 10.0 + i, 11.0 + i, issue=float(i)) for i in range(4)]
+    s = queue_length_summary(Trace.from_events(ev, lanes))
+    assert s["max"].tolist() == [4] and s["count"].tolist() == [8]
+
+
+def test_cpu_only_trace_gives_an_empty_summary_with_the_columns():
+    s = queue_length_summary(load_sample("cpu_only"))
+    assert s.empty and list(s.columns) == list(SUMMARY_COLUMNS)
+    series = queue_length_series(load_sample("cpu_only"))
+    assert series.empty and list(series.columns) == ["time", "lane", "stream", "queue_length"]
+
+
+def test_lane_argument_is_checked():
+    t = three_launches()
+    with pytest.raises(TraceError, match="no lane"):
+        queue_length_series(t, "cuda:9 stream 9")
+    with pytest.raises(ValueError, match="frontend lane"):
+        queue_length_series(t, "frontend")
+    with pytest.raises(TypeError, match="lane name"):
+        queue_length_series(t, 7)
+    with pytest.raises(TypeError, match="Trace"):
+        queue_length_summary("a100_simple_add")
+    assert queue_length_series(t, "cuda:0 stream 2").empty
+
+
+def test_series_and_summary_agree_on_a_real_trace():
+    t = load_sample("a100_alexnet")
+    s = queue_length_series(t)
+    summ = queue_length_summary(t)
+    g = s.groupby("lane")["queue_length"].agg(["count", "mean", "max"])
+    for _, r in summ.iterrows():
+        assert (g.loc[r["lane"], "count"], g.loc[r["lane"], "max"]) == (r["count"], r["max"])
+        assert g.loc[r["lane"], "mean"] == pytest.approx(r["mean"])
+    # each lane's series ends empty: everything issued started
+    assert (s.groupby("lane")["queue_length"].last() == 0).all()
