@@ -131,3 +131,15 @@ def make_measurement(label: str, raw: Sequence[float], *, device: str = "", sync
     from d2l_async.benchmark import Measurement
 
     return Measurement(tuple(float(r) for r in raw), label=label, device=device, synchronized=synchronized)
+
+
+def stable_matrix(size: int, *, seed: int = 0):
+    """A ``size``×``size`` torch matrix with positive entries and rows summing to 1.
+
+    Long chains ``a = a @ m`` stay bounded and never reach denormal numbers (which are slow on
+    CPUs and would distort every timing); the entries of ``a`` keep their scale.
+    """
+    import torch
+
+    m = torch.rand(size, size, generator=torch.Generator().manual_seed(seed)) + 0.5
+    return m / m.sum(dim=1, keepdim=True)

@@ -64,7 +64,7 @@ def run_asynchrony(
     """Time ``matmuls`` products of ``size``×``size`` random matrices three ways.
 
     Args:
-        size: matrix side; default 1000 (quick mode 200).
+        size: matrix side; default 1000 (quick mode 400).
         matmuls: products per timed run; default 10 (quick mode 5).
         repeat: timed runs per variant (after one warm-up); default 5 (quick mode 2).
         backend: ``"auto"``, ``"engine"`` or ``"cuda"``.
@@ -72,7 +72,7 @@ def run_asynchrony(
     Raises:
         ValueError: a non-positive size/count, or an unavailable backend.
     """
-    size = positive_int("size", size if size is not None else config.scale(1000, 200), maximum=8192)
+    size = positive_int("size", size if size is not None else config.scale(1000, 400), maximum=8192)
     matmuls = positive_int("matmuls", matmuls if matmuls is not None else config.scale(10, 5), maximum=10_000)
     repeat = positive_int("repeat", repeat if repeat is not None else config.scale(5, 2), maximum=1000)
     setup = resolve_backend(backend, n_devices=1)
@@ -83,7 +83,7 @@ def run_asynchrony(
 
     def numpy_run() -> None:
         for _ in range(matmuls):
-            a = rng.normal(size=(size, size))
+            a = rng.standard_normal((size, size), dtype=np.float32)  # float32 like torch
             a @ a
 
     numpy_m = make_measurement("numpy", time_runs(numpy_run, warmup=1, repeat=repeat), device="CPU (NumPy)")

@@ -24,10 +24,29 @@ from d2l_async import config
 
 from ._common import Setup, make_measurement, positive_int, resolve_backend, time_runs
 
-__all__ = ["BLOCKERS", "BlockEvent", "BlockersResult", "run_blockers"]
+__all__ = ["BLOCKERS", "BLOCKER_DEMO", "BlockEvent", "BlockersResult", "run_blockers"]
 
 #: The blockers measured, in display order.
 BLOCKERS = ("print", "item", "asnumpy", "numpy", "float", "bool")
+
+#: The program whose blocker report :class:`BlockersResult` carries; each blocker on its own line,
+#: so the report can point at the line (as it does in a reader's notebook cell).
+BLOCKER_DEMO = """\
+b = b + 1
+print(b)
+b = b + 1
+b.sum().item()
+b = b + 1
+b.asnumpy()
+b = b + 1
+b.numpy()
+b = b + 1
+float(b.sum())
+b = b + 1
+if b.sum():
+    pass
+"""
+_DEMO_FILE = "<blocker demo>"
 
 
 @dataclass(frozen=True)
@@ -93,7 +112,7 @@ def _blocker_calls(kind: str) -> dict[str, Callable[[Any], Any]]:
         sink.truncate()
 
     def do_if(b: Any) -> None:
-        if b.sum() > 0:  # a tensor in an ``if``: bool() needs the value
+        if b.sum():  # a tensor in an ``if``: bool() needs the value
             pass
 
     numpy_call = (lambda b: b.asnumpy()) if kind == "engine" else (lambda b: b.cpu().numpy())
@@ -192,15 +211,25 @@ def _engine(steps: int, size: int, repeat: int, setup: Setup) -> BlockersResult:
         calls = _blocker_calls("engine")
         per_call, baseline, book, every, once = _measure_all(make, eng.waitall, calls, steps, size, repeat, setup)
         eng.reset_trace()
-        b = make((1, 2), 1.0)
-        for name, call in calls.items():  # one of each: the report lists them with their lines
-            b = b + 1
-            call(b)
+        _run_demo(make((1, 2), 1.0))
         eng.waitall()
         trace = eng.trace().with_meta(device=setup.device, virtual=True, experiment="blockers")
     report = _report_from_trace(trace)
     return BlockersResult(per_call, baseline, book, every, once, report, trace, steps, size, "engine",
                           setup.device, True)
+
+
+def _run_demo(b: Any, *, numpy_name: str = "numpy") -> None:
+    """Run :data:`BLOCKER_DEMO` as if it were a reader's cell, so the engine attributes each wait
+    to the demo's own lines (the engine skips frames inside ``d2l_async``)."""
+    import linecache
+
+    code = BLOCKER_DEMO.replace("b.asnumpy()", "b.cpu().numpy()").replace("b.numpy()", "b.cpu().numpy()") \
+        if numpy_name == "cpu" else BLOCKER_DEMO
+    lines = code.splitlines(keepends=True)
+    linecache.cache[_DEMO_FILE] = (len(code), None, lines, _DEMO_FILE)
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(code, _DEMO_FILE, "exec"), {"__name__": "blocker_demo", "b": b})
 
 
 def _report_from_trace(trace: Any) -> tuple[BlockEvent, ...]:
@@ -224,10 +253,7 @@ def _cuda(steps: int, size: int, repeat: int, setup: Setup) -> BlockersResult:
     per_call, baseline, book, every, once = _measure_all(make, barrier, calls, steps, size, repeat, setup)
 
     def one_of_each() -> None:
-        b = make((1, 2), 1.0)
-        for call in calls.values():
-            b = b + 1
-            call(b)
+        _run_demo(make((1, 2), 1.0), numpy_name="cpu")
         barrier()
 
     report = []

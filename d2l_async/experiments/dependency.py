@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from d2l_async import config
 
-from ._common import engine_label, positive_int, positive_ints
+from ._common import engine_label, positive_int, positive_ints, stable_matrix
 
 __all__ = ["EXPRESSIONS", "NAMES", "FUNCTIONS", "DependencyResult", "IndependenceResult", "check_expression",
            "run_expression", "run_independent_vs_dependent"]
@@ -218,42 +218,49 @@ class IndependenceResult:
 
 
 def run_independent_vs_dependent(
-    *, workers: tuple[int, ...] = (1, 2), ops: int | None = None, chains: int = 2, size: int | None = None
+    *, workers: tuple[int, ...] = (1, 2), ops: int | None = None, chains: int = 2, size: int | None = None,
+    repeat: int | None = None,
 ) -> tuple[IndependenceResult, ...]:
     """Time independent and dependent chains of matrix products for each worker count.
 
     Args:
         workers: worker counts to compare (the book's point: 1 vs 2).
-        ops: products in total; default 16 (quick mode 8).
+        ops: products in total; default 16 (quick mode 12).
         chains: independent chains (each gets ``ops // chains`` products).
-        size: matrix side; default 400 (quick mode 200).
+        size: matrix side; default 400 (quick mode 300).
+        repeat: runs of each variant (medians reported, last traces kept); default 3 (quick mode 2).
 
     Raises:
         ValueError: bad counts (``ops`` must be at least ``chains``).
     """
     workers = positive_ints("workers", workers, maximum=64)
-    ops = positive_int("ops", ops if ops is not None else config.scale(16, 8), maximum=100_000)
+    ops = positive_int("ops", ops if ops is not None else config.scale(16, 12), maximum=100_000)
     chains = positive_int("chains", chains, maximum=64)
     if ops < chains:
         raise ValueError(f"ops={ops} must be at least chains={chains}")
-    size = positive_int("size", size if size is not None else config.scale(400, 200), maximum=8192)
+    size = positive_int("size", size if size is not None else config.scale(400, 300), maximum=8192)
+    repeat = positive_int("repeat", repeat if repeat is not None else config.scale(3, 2), maximum=1000)
+    import statistics
+
     import torch
 
     from d2l_async.engine import ThreadedEngine
 
-    # a scaled orthogonal-ish matrix keeps long chains finite
-    base = torch.eye(size) * 0.5 + torch.rand(size, size) * (0.5 / size)
+    base = stable_matrix(size)  # long chains stay bounded, no denormals
     out = []
     for w in workers:
         with ThreadedEngine(workers=w, devices=("cpu:0",)) as eng:
             m = eng.array(base.clone(), name="m")
             _chain_run(eng, m, [base] * chains, ops // chains)  # warm-up: threads, allocator
-            eng.reset_trace()
-            ind = _chain_run(eng, m, [base.clone() for _ in range(chains)], ops // chains)
-            t_ind = eng.trace()
-            eng.reset_trace()
-            dep = _chain_run(eng, m, [base.clone()], (ops // chains) * chains)
-            t_dep = eng.trace()
+            ind_runs, dep_runs = [], []
+            for _ in range(repeat):
+                eng.reset_trace()
+                ind_runs.append(_chain_run(eng, m, [base.clone() for _ in range(chains)], ops // chains))
+                t_ind = eng.trace()
+                eng.reset_trace()
+                dep_runs.append(_chain_run(eng, m, [base.clone()], (ops // chains) * chains))
+                t_dep = eng.trace()
+            ind, dep = statistics.median(ind_runs), statistics.median(dep_runs)
         label = engine_label(1, w)
         out.append(IndependenceResult(w, (ops // chains) * chains, chains, size, ind, dep,
                                       t_ind.with_meta(device=label, virtual=True, experiment="independent"),

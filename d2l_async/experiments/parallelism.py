@@ -18,6 +18,7 @@ index — the trace here is what actually ran.
 
 from __future__ import annotations
 
+import statistics
 import time
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -26,7 +27,7 @@ import numpy as np
 
 from d2l_async import config
 
-from ._common import Setup, engine_label, positive_int, resolve_backend
+from ._common import Setup, engine_label, positive_int, resolve_backend, stable_matrix
 
 __all__ = ["TwoDeviceResult", "MLPResult", "run_two_devices", "run_mlp_parallel", "compute_comm_overlap"]
 
@@ -62,12 +63,15 @@ class TwoDeviceResult:
         return self.serialized_seconds / self.concurrent_seconds
 
 
-def run_two_devices(*, ops: int | None = None, size: int | None = None, backend: str = "auto") -> TwoDeviceResult:
+def run_two_devices(
+    *, ops: int | None = None, size: int | None = None, repeat: int | None = None, backend: str = "auto"
+) -> TwoDeviceResult:
     """Run ``ops`` products of ``size``×``size`` on each of two devices, concurrently and serialized.
 
     Args:
         ops: products per device; default 10 (quick mode 4).
         size: matrix side; default 600 (quick mode 300).
+        repeat: runs of each variant (medians reported, last traces kept); default 3 (quick mode 2).
         backend: ``"auto"``, ``"engine"`` (two virtual devices) or ``"cuda"`` (needs two GPUs).
 
     Raises:
@@ -75,6 +79,7 @@ def run_two_devices(*, ops: int | None = None, size: int | None = None, backend:
     """
     ops = positive_int("ops", ops if ops is not None else config.scale(10, 4), maximum=100_000)
     size = positive_int("size", size if size is not None else config.scale(600, 300), maximum=8192)
+    repeat = positive_int("repeat", repeat if repeat is not None else config.scale(3, 2), maximum=1000)
     setup = resolve_backend(backend, n_devices=2, min_gpus=2)
     import torch
 
@@ -82,7 +87,7 @@ def run_two_devices(*, ops: int | None = None, size: int | None = None, backend:
         from d2l_async.capture import capture
 
         devs = ("cuda:0", "cuda:1")
-        mats = {d: torch.rand(size, size, device=d) / size for d in devs}
+        mats = {d: stable_matrix(size).to(d) for d in devs}
 
         def chain(d: str) -> None:
             a = mats[d]
@@ -101,15 +106,15 @@ def run_two_devices(*, ops: int | None = None, size: int | None = None, backend:
                 torch.cuda.synchronize(d)  # the barrier
 
         concurrent()
-        t_c = _timed(concurrent)
-        t_s = _timed(serialized)
+        t_c = statistics.median(_timed(concurrent) for _ in range(repeat))
+        t_s = statistics.median(_timed(serialized) for _ in range(repeat))
         tr_c, tr_s = capture(concurrent, device="cuda"), capture(serialized, device="cuda")
     else:
         from d2l_async.engine import ThreadedEngine
 
         devs = ("cpu:0", "cpu:1")
         with ThreadedEngine(workers=1, devices=devs) as eng:
-            mats = {d: eng.array(torch.rand(size, size) / size, device=d, name=f"m{d[-1]}") for d in devs}
+            mats = {d: eng.array(stable_matrix(size), device=d, name=f"m{d[-1]}") for d in devs}
 
             def chain(d: str) -> None:
                 a = mats[d]
@@ -127,12 +132,15 @@ def run_two_devices(*, ops: int | None = None, size: int | None = None, backend:
                     eng.waitall()  # the barrier: the next device's work is issued only now
 
             concurrent()  # warm-up
-            eng.reset_trace()
-            t_c = _timed(concurrent)
-            tr_c = eng.trace()
-            eng.reset_trace()
-            t_s = _timed(serialized)
-            tr_s = eng.trace()
+            times: dict[str, list[float]] = {"c": [], "s": []}
+            for _ in range(repeat):
+                eng.reset_trace()
+                times["c"].append(_timed(concurrent))
+                tr_c = eng.trace()
+                eng.reset_trace()
+                times["s"].append(_timed(serialized))
+                tr_s = eng.trace()
+            t_c, t_s = statistics.median(times["c"]), statistics.median(times["s"])
     meta = dict(device=setup.device, virtual=setup.virtual, experiment="two_devices")
     return TwoDeviceResult(t_c, t_s, tr_c.with_meta(**meta, mode="concurrent"),
                            tr_s.with_meta(**meta, mode="serialized"), devs, ops, size, setup.backend,
@@ -201,7 +209,7 @@ class MLPResult:
 
 def run_mlp_parallel(
     *, batches: int | None = None, batch_size: int | None = None, hidden: int | None = None,
-    features: int = 64, lr: float = 0.05, backend: str = "auto", seed: int = 0,
+    features: int = 64, lr: float = 0.01, backend: str = "auto", seed: int = 0,
 ) -> MLPResult:
     """Train a two-layer MLP on a host and two devices; every step is scheduled by the engine.
 
@@ -286,7 +294,7 @@ def _mlp_engine(batches: int, batch_size: int, hidden: int, features: int, lr: f
         torch.matmul(x.T, (d_out @ w2.T) * (h_pre > 0), out=g1)
 
     def sgd(g: Any, w: Any) -> None:
-        w.sub_(lr * g)
+        w.sub_(0.5 * lr * g)  # g is the sum of the two devices' gradients: average it
 
     losses_arrays = []
     with ThreadedEngine(workers=1, devices=(host, *devs)) as eng:
@@ -364,7 +372,7 @@ def _mlp_cuda(batches: int, batch_size: int, hidden: int, features: int, lr: flo
             for j in (1, 0):
                 total = grads[a][j] + grads[b][j].to(a, non_blocking=True)
                 for d, t in ((a, total), (b, total.to(b, non_blocking=True))):
-                    params[d][j] = params[d][j] - lr * t
+                    params[d][j] = params[d][j] - 0.5 * lr * t
             loss_list.append(batch_losses)
         for d in devs:
             torch.cuda.synchronize(d)

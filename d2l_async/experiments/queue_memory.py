@@ -99,9 +99,6 @@ def run_queue_memory(
 
     lr = 1e-3 / batch_size
 
-    def load(x: Any) -> None:
-        x.normal_()
-
     def update(x: Any, h: Any, loss: Any, w: Any) -> None:
         # the step reads the loss (as a logging or loss-scaled step would), so waiting for W after
         # it waits for the whole minibatch
@@ -109,12 +106,14 @@ def run_queue_memory(
 
     with ThreadedEngine(workers=1, devices=("cpu:0",), max_pending=max_pending) as eng:
         w = eng.array(torch.eye(features), name="W")
+        # a few source batches; each minibatch is *copied* from one (an op that holds its bytes,
+        # like a host-to-device copy of the batch)
+        sources = [eng.array(torch.randn(batch_size, features), name=f"data{j}") for j in range(4)]
         eng.waitall()
         eng.reset_trace()
         t0 = time.perf_counter()
         for i in range(batches):
-            x = eng.array(torch.empty(batch_size, features), name=f"X{i}")
-            eng.push(load, writes=(x,), name="load batch")
+            x = sources[i % len(sources)].to("cpu:0", name=f"X{i}")  # load the batch
             h = x @ w
             loss = h.mean()
             eng.push(update, reads=(x, h, loss), writes=(w,), name="update")

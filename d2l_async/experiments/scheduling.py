@@ -27,7 +27,7 @@ class SchedulingResult:
         workers: worker-thread counts measured.
         per_op_seconds: median seconds per op (push to completion, amortized) for each count.
         ops: ops per measurement.
-        raw: whatever :func:`d2l_async.engine.measure_scheduling_overhead` returned.
+        raw: the engine's rows (:class:`d2l_async.engine.SchedulingOverhead`, raw runs in µs per op).
         cpu_count: logical CPUs of this machine (the overhead grows once threads exceed it).
         device, virtual: where it ran.
     """
@@ -65,30 +65,13 @@ def run_scheduling(*, workers: tuple[int, ...] = (1, 2, 4, 8, 16), ops: int | No
     ops = positive_int("ops", ops if ops is not None else config.scale(5000, 500), maximum=10_000_000)
     from d2l_async.engine import measure_scheduling_overhead
 
-    raw = measure_scheduling_overhead(workers=workers, ops=ops)
+    raw = tuple(measure_scheduling_overhead(workers=workers, ops=ops, repeats=config.scale(3, 1)))
     per_op = _per_op(raw, workers)
     return SchedulingResult(workers, per_op, ops, raw, os.cpu_count() or 1,
                             f"CPU engine, 1 virtual device, {workers[0]}–{workers[-1]} worker threads", True)
 
 
 def _per_op(raw: Any, workers: tuple[int, ...]) -> tuple[float, ...]:
-    """Pull per-op seconds out of the engine's table, whatever its shape (frame, mapping, rows)."""
-    if hasattr(raw, "columns") and hasattr(raw, "to_dict"):  # a pandas DataFrame
-        cols = [c for c in raw.columns if "per_op" in str(c) or "seconds" in str(c)]
-        if "workers" in raw.columns and cols:
-            table = dict(zip(raw["workers"].tolist(), raw[cols[0]].tolist()))
-            return tuple(float(table[w]) for w in workers)
-    if isinstance(raw, dict):
-        return tuple(float(getattr(raw[w], "median", raw[w])) for w in workers)
-    rows = list(raw)
-    if len(rows) == len(workers):
-        out = []
-        for r in rows:
-            for name in ("per_op_seconds", "per_op", "seconds", "median"):
-                if hasattr(r, name):
-                    out.append(float(getattr(r, name)))
-                    break
-            else:
-                out.append(float(r[1] if isinstance(r, tuple) else r))
-        return tuple(out)
-    raise TypeError(f"cannot read per-op times from {type(raw).__name__}")
+    """Per-op seconds from the engine's rows (:class:`d2l_async.engine.SchedulingOverhead`, in µs)."""
+    table = {r.workers: r.per_op_us * 1e-6 for r in raw}
+    return tuple(table[w] for w in workers)

@@ -106,6 +106,16 @@ class SyncAsyncResult:
         return self.sync.median / self.async_.median
 
     @property
+    def model_gap(self) -> float:
+        """Measured async time minus :attr:`CostModel.async_pipeline` (seconds).
+
+        Positive means per-op work the three costs leave out: the backend's own bookkeeping
+        (dequeue, dependency release, wake-ups) and, in a Python engine, the two threads taking
+        turns on the GIL.
+        """
+        return self.async_.median - self.model.async_pipeline
+
+    @property
     def per_op_async(self) -> float:
         return self.async_.median / self.ops
 
