@@ -19,8 +19,6 @@ import importlib
 from typing import Any
 
 from ._controls import (
-    BLOCKERS,
-    EXPRESSIONS,
     backend_dropdown,
     backends,
     blocker_dropdown,
@@ -53,7 +51,7 @@ _DASHBOARDS = (
 )
 
 __all__ = sorted([
-    "BLOCKERS", "EXPRESSIONS", "Dashboard", "EngineWatcher", "FigureView", "Live", "LiveFigure", "OutputView", "Poller",
+    "Dashboard", "EngineWatcher", "FigureView", "Live", "LiveFigure", "OutputView", "Poller",
     "Sample", "all_guards", "apply_figure", "available_memory", "backend_dropdown", "backends",
     "blocker_dropdown", "check_bytes", "dropdown", "expression_dropdown", "float_slider", "int_slider",
     "live_columns", "live_figure", "log_slider", "memory_guard", "ops_bytes", "ops_guard", "resolve_mode",

@@ -4,8 +4,8 @@ Each helper returns a plain ipywidgets control whose ``.value`` is passed to the
 under the keyword the dashboard gives it.  Sliders use ``continuous_update=False``: dragging a
 slider launches one run when it is released, not ten on the way (issue 6).
 
-The value lists that teach something live here too: the blockers the chapter names, the
-expressions of the dependency-graph figure, and the backends this machine actually has (``"cuda"``
+The dropdowns that teach something offer the experiments' own lists (the blockers they measure, the
+expressions the dependency graph accepts) and the backends this machine actually has (``"cuda"``
 only when ``torch.cuda.is_available()``; a CPU is never offered as a GPU).
 """
 
@@ -17,8 +17,6 @@ from typing import Any, Sequence
 import ipywidgets as widgets
 
 __all__ = [
-    "BLOCKERS",
-    "EXPRESSIONS",
     "int_slider",
     "float_slider",
     "log_slider",
@@ -29,11 +27,6 @@ __all__ = [
     "blocker_dropdown",
     "expression_dropdown",
 ]
-
-#: Calls that make the frontend wait for the backend (D2L "Asynchronous Computation", Barriers and Blockers).
-BLOCKERS = ("print", "asnumpy", "item", "wait_to_read", "waitall")
-#: Expressions the dependency-graph dashboard offers (``x * y + 2`` is the book's example).
-EXPRESSIONS = ("x * y + 2", "(x + y) * (x - y)", "x @ y + x", "a * b + c * d")
 
 _LAYOUT = {"width": "420px"}
 _STYLE = {"description_width": "140px"}
@@ -123,11 +116,20 @@ def backend_dropdown(value: str = "engine") -> widgets.Dropdown:
     return dropdown("backend", options, value)
 
 
-def blocker_dropdown(value: str = "print", options: Sequence[str] = BLOCKERS) -> widgets.Dropdown:
-    """Which call makes the frontend wait."""
+def blocker_dropdown(value: str | None = None, options: Sequence[str] | None = None) -> widgets.Dropdown:
+    """Which call makes the frontend wait (default: the blockers the experiments measure)."""
+    if options is None:
+        from d2l_async.experiments import BLOCKERS
+
+        options = BLOCKERS
     return dropdown("blocker", options, value)
 
 
-def expression_dropdown(value: str = EXPRESSIONS[0], options: Sequence[str] = EXPRESSIONS) -> widgets.Dropdown:
-    """Which expression the dependency graph is built for."""
+def expression_dropdown(value: str | None = None, options: Sequence[str] | None = None) -> widgets.Dropdown:
+    """Which expression the dependency graph is built for (default: the experiments' list,
+    the book's ``x * y + 2`` first)."""
+    if options is None:
+        from d2l_async.experiments import EXPRESSIONS
+
+        options = EXPRESSIONS
     return dropdown("expression", options, value)

@@ -20,6 +20,9 @@ Readers learn this chapter by moving a slider and watching the queue change (iss
   figures stay.
 * An exception in the experiment or a figure function appears in the status line as
   ``Type: message``; it is never raised into the kernel's event loop, and the next change works.
+* ``view_controls`` change only how a result is drawn (which blocker, which lanes, what time window):
+  they are passed to the figure functions as keyword arguments and redraw the last result without
+  running the experiment again.
 * With ``live=Live(...)`` the experiment receives a fresh engine and a poller draws its queue at
   ``hz`` while it runs (:mod:`d2l_async.widgets._live`), with a progress bar.
 """
@@ -75,16 +78,21 @@ class Dashboard:
         controls: keyword -> ipywidgets control (see :mod:`d2l_async.widgets._controls`).
         figures: how to draw a result (see :data:`FigureSpec`); default ``result.figures()``.
         fixed: keyword arguments passed on every run that no control changes.
+        view_controls: keyword -> control passed to the figure functions (``fn(result, **view)``);
+            a change redraws the last result without rerunning.
         run_button: True for workloads over a few seconds: changes wait for the Run button.
         live: watch the engine while the experiment runs (see :class:`Live`).
         guard: refuses values before a run (see :mod:`d2l_async.widgets._guards`).
         mode: ``"figurewidget"``, ``"output"`` (redraw a plain figure: Colab) or ``"auto"``.
         title: a heading shown above the controls.
+        describe: ``result -> str`` appended to the status after a run (e.g. where it ran:
+            ``"CPU engine, 1 virtual device (threads)"``).
         autorun: run once with the controls' initial values now.
 
     Attributes:
         result: the last result that ran (``None`` before the first successful run).
         runs: how many times the experiment has been called.
+        redraws: how many times a view control redrew the last result.
         errors: how many runs (or drawings) raised.
         status: the ``HTML`` line that reports the last run, refusal or error.
         progress: the ``IntProgress`` bar (shown for Run-button and live dashboards).
@@ -101,11 +109,13 @@ class Dashboard:
         figures: FigureSpec = None,
         *,
         fixed: Mapping[str, Any] | None = None,
+        view_controls: Mapping[str, Any] | None = None,
         run_button: bool = False,
         live: Live | None = None,
         guard: Guard | None = None,
         mode: str = "auto",
         title: str | None = None,
+        describe: Callable[[Any], str] | None = None,
         autorun: bool = True,
     ) -> None:
         if not callable(experiment):
@@ -113,10 +123,16 @@ class Dashboard:
         controls = dict(controls)
         for name, control in controls.items():
             _check_control(name, control)
+        view_controls = dict(view_controls or {})
+        for name, control in view_controls.items():
+            _check_control(name, control)
         fixed = dict(fixed or {})
         clash = set(fixed) & set(controls)
         if clash:
             raise ValueError(f"{sorted(clash)} are both controls and fixed arguments; keep each in one place")
+        clash = set(view_controls) & (set(controls) | set(fixed))
+        if clash:
+            raise ValueError(f"{sorted(clash)} are both view controls and experiment arguments; keep each in one place")
         if figures is not None and not callable(figures) and not isinstance(figures, Mapping):
             raise TypeError("figures must be a mapping name -> callable, a callable, or None")
         if isinstance(figures, Mapping):
@@ -130,7 +146,9 @@ class Dashboard:
 
         self.experiment = experiment
         self.controls = controls
+        self.view_controls = view_controls
         self.fixed = fixed
+        self.describe = describe
         self.figure_spec = figures
         self.run_button = bool(run_button)
         self.live = live
@@ -138,6 +156,7 @@ class Dashboard:
         self.mode = resolve_mode(mode)
         self.result: Any = None
         self.runs = 0
+        self.redraws = 0
         self.errors = 0
         self.timings: dict[str, float] = {}
         self.views: dict[str, FigureView | OutputView] = {}
@@ -161,7 +180,7 @@ class Dashboard:
         parts: list[Any] = []
         if title:
             parts.append(widgets.HTML(f"<b>{html.escape(title)}</b>"))
-        parts += [widgets.VBox(list(controls.values())), widgets.HBox([self.button, self.progress]), self.status]
+        parts += [widgets.VBox([*controls.values(), *view_controls.values()]), widgets.HBox([self.button, self.progress]), self.status]
         if self.live_view is not None:
             parts.append(self.live_view.widget)
         parts.append(self._figure_box)
@@ -169,6 +188,8 @@ class Dashboard:
 
         for control in controls.values():
             control.observe(self._on_change, names="value")
+        for control in view_controls.values():
+            control.observe(self._on_view_change, names="value")
         if autorun:
             self.rerun()
         elif run_button:
@@ -178,6 +199,10 @@ class Dashboard:
     def values(self) -> dict[str, Any]:
         """The controls' current values, by keyword."""
         return {name: control.value for name, control in self.controls.items()}
+
+    def view_values(self) -> dict[str, Any]:
+        """The view controls' current values, by keyword."""
+        return {name: control.value for name, control in self.view_controls.items()}
 
     @property
     def figure_widgets(self) -> dict[str, Any]:
@@ -214,6 +239,28 @@ class Dashboard:
             return
         self.rerun()
 
+    def _on_view_change(self, change: Mapping[str, Any]) -> None:
+        if not self._suppress:
+            self.redraw()
+
+    def redraw(self) -> bool:
+        """Draw the last result again with the view controls' values (no rerun); never raises."""
+        if self.result is None or self._busy:
+            return False
+        self._busy = True
+        t0 = time.perf_counter()
+        try:
+            try:
+                self._draw(self.result)
+            except Exception as exc:
+                return self._fail("drawing the figures", exc)
+            self.redraws += 1
+            self.timings = {"run": 0.0, "draw": time.perf_counter() - t0, "total": time.perf_counter() - t0}
+            self._say("ok", f"Redrawn with {self._describe(self.view_values())} in {self.timings['draw']:.2f} s.")
+            return True
+        finally:
+            self._busy = False
+
     def rerun(self) -> bool:
         """Run the experiment with the controls' values and redraw; never raises.
 
@@ -248,7 +295,13 @@ class Dashboard:
             self._accepted = values
             self._stale = False
             self.timings = {"run": t1 - t0, "draw": t2 - t1, "total": t2 - t0}
-            self._say("ok", f"Ran with {self._describe(values)} in {t1 - t0:.2f} s; drawn in {t2 - t1:.2f} s.")
+            where = ""
+            if self.describe is not None:
+                try:
+                    where = f" ({self.describe(result)})"
+                except Exception as exc:  # a label must not hide a good run
+                    where = f" (describe failed: {type(exc).__name__}: {exc})"
+            self._say("ok", f"Ran with {self._describe(values)} in {t1 - t0:.2f} s{where}; drawn in {t2 - t1:.2f} s.")
             return True
         finally:
             self._busy = False
@@ -308,14 +361,15 @@ class Dashboard:
 
     def _draw(self, result: Any) -> None:
         spec = self.figure_spec
+        view = self.view_values()
         if spec is None:
             if not hasattr(result, "figures"):
                 raise TypeError(f"the result ({type(result).__name__}) has no .figures(); pass figures=...")
-            new = _as_figures(result.figures())
+            new = _as_figures(result.figures(**view))
         elif isinstance(spec, Mapping):
-            new = {name: fn(result) for name, fn in spec.items()}
+            new = {name: fn(result, **view) for name, fn in spec.items()}
         else:
-            new = _as_figures(spec(result))
+            new = _as_figures(spec(result, **view))
         for name, fig in new.items():
             if not isinstance(fig, go.Figure):
                 raise TypeError(f"figure {name!r} is a {type(fig).__name__}, not a plotly go.Figure")

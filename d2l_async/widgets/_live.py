@@ -96,8 +96,10 @@ class _Totals:
 
 
 def _live_engines() -> list[Any]:
-    from d2l_async.engine import live_engines
-
+    try:
+        from d2l_async.engine import live_engines
+    except ImportError:  # not re-exported by the engine package (yet): its registry lives in the core
+        from d2l_async.engine._scheduler import live_engines
     return live_engines()
 
 

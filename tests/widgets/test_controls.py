@@ -47,6 +47,9 @@ def test_cuda_is_offered_only_with_a_gpu(monkeypatch):
 
 def test_blocker_and_expression_dropdowns():
     assert c.blocker_dropdown().value == "print"
-    assert "waitall" in [o for o in c.blocker_dropdown().options]
-    assert c.expression_dropdown().value == "x * y + 2"
+    from d2l_async.experiments import BLOCKERS, EXPRESSIONS
+
+    assert list(c.blocker_dropdown().options) == list(BLOCKERS)
+    assert c.expression_dropdown().value == "x * y + 2" == EXPRESSIONS[0]
+    assert c.blocker_dropdown("item", ["print", "item"]).value == "item"
     assert c.toggle("on", True).value is True

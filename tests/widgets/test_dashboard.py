@@ -181,3 +181,23 @@ def test_displays_as_one_widget():
     d, _ = make()
     assert isinstance(d.widget, ipywidgets.VBox)
     assert "Dashboard" in repr(d)
+
+
+def test_view_controls_redraw_without_rerunning():
+    exp = Recorder()
+
+    def window(r, *, last):
+        return go.Figure(go.Scatter(x=r["x"][-last:], y=r["y"][-last:]))
+
+    d = Dashboard(exp, {"n": int_slider("n", 10, 1, 50)}, {"w": window},
+                  view_controls={"last": int_slider("last", 3, 1, 50)}, mode="figurewidget",
+                  describe=lambda r: f"{len(r['x'])} points")
+    fw = d.figure_widgets["w"]
+    assert list(fw.data[0].x) == [7, 8, 9] and "10 points" in d.status.value
+    d.view_controls["last"].value = 5
+    assert len(exp.calls) == 1 and d.redraws == 1  # no rerun
+    assert list(fw.data[0].x) == [5, 6, 7, 8, 9] and d.figure_widgets["w"] is fw
+    d.controls["n"].value = 20
+    assert len(exp.calls) == 2 and list(fw.data[0].x) == [15, 16, 17, 18, 19]
+    with pytest.raises(ValueError, match="view controls"):
+        Dashboard(exp, {"n": int_slider("n", 1, 1, 2)}, view_controls={"n": int_slider("n", 1, 1, 2)})
