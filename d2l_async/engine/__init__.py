@@ -1,1 +1,52 @@
-"""(in progress)"""
+"""An asynchronous dependency engine on CPU threads: MXNet's semantics, made observable.
+
+PyTorch runs CPU ops synchronously, so on a laptop nothing in the chapter on asynchronous
+computation (D2L 12.2) would be asynchronous.  This engine makes it real::
+
+    with ThreadedEngine(workers=2, devices=("cpu:0", "cpu:1")) as eng:
+        x = eng.array(torch.ones(2, 2), name="x")
+        z = x * x + 2          # pushed: returns at once, a worker computes it
+        x += 1                 # a write to x: waits until the read of x above has run
+        print(z)               # a blocker: waits for z's value
+        eng.waitall()          # a barrier: waits for everything
+        eng.trace()            # what happened, as a d2l_async.trace.Trace
+
+Where to read on:
+
+* :mod:`._deps` -- the dependency rules (reads overlap, writes wait), as pure functions;
+* :mod:`._scheduler` -- the state machine of an op, queues, workers and waits (the lecture);
+* :mod:`._array` -- ``EngineArray``, the handle arithmetic builds ops from;
+* :mod:`._engine` -- ``ThreadedEngine`` and its synchronous twin ``NaiveEngine``;
+* :mod:`._observer` -- the observer protocol and the recorder that makes traces;
+* :mod:`._overhead` -- how scheduling cost grows with the number of workers.
+
+``workers`` counts threads **per virtual device**.  Virtual devices are threads on this CPU, never
+GPUs; traces say so (``Lane.virtual``, ``meta["virtual"]``).  The core (``_deps``,
+``_scheduler``) uses only the standard library; this package imports torch but neither plotly nor
+ipywidgets.
+"""
+
+from __future__ import annotations
+
+from ._array import EngineArray
+from ._default import get_engine, waitall_all
+from ._engine import NaiveEngine, ThreadedEngine
+from ._errors import EngineError
+from ._observer import Observer, Recorder
+from ._overhead import SchedulingOverhead, measure_scheduling_overhead
+from ._op import EngineStatistics, OpState
+
+__all__ = [
+    "EngineArray",
+    "EngineError",
+    "EngineStatistics",
+    "NaiveEngine",
+    "Observer",
+    "OpState",
+    "Recorder",
+    "SchedulingOverhead",
+    "ThreadedEngine",
+    "get_engine",
+    "measure_scheduling_overhead",
+    "waitall_all",
+]

@@ -1,0 +1,299 @@
+"""``EngineArray``: a handle to a tensor that an engine will compute (MXNet's ``NDArray``).
+
+Arithmetic on an array does not compute anything: it builds an op, pushes it to the engine and
+returns a new array at once.  Its shape and dtype are known right away (inferred on torch's
+``meta`` device, once per combination of op, shapes and dtypes, then cached), so a shape error
+surfaces at the line that caused it, as in eager PyTorch.  Its value exists only once a worker ran
+the op; the calls that need the value -- ``wait_to_read``, ``item``, ``asnumpy``, ``numpy``,
+``float``, ``bool``, ``int``, ``print`` -- are *blockers* and wait for it.
+
+Each op calls the very function eager PyTorch calls (``torch.Tensor.__add__``,
+``torch.Tensor.__rtruediv__``, ...), so an engine program computes bitwise what the same program
+computes eagerly.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import torch
+
+from ._op import Device, EngineOp, EngineVar
+
+__all__ = ["EngineArray"]
+
+_T = torch.Tensor
+_SCALARS = (int, float, bool, complex)
+
+
+class _Info(NamedTuple):
+    shape: torch.Size
+    dtype: torch.dtype
+    nbytes: int
+
+
+#: (fn, shapes, dtypes or scalar types) -> what the op makes.  Filled on first use.
+_INFER: dict[tuple, _Info] = {}
+
+
+def _infer(key: tuple, fn: Callable, *args: Any) -> _Info:
+    """Run ``fn`` on meta tensors standing in for the array arguments; cache shape and dtype."""
+    def stand_in(device: str) -> list:
+        return [torch.zeros(a._shape, dtype=a._dtype, device=device) if isinstance(a, EngineArray)
+                else a for a in args]
+
+    try:
+        out = fn(*stand_in("meta"))
+    except NotImplementedError:  # no meta kernel for this op: try on a small real tensor
+        out = fn(*stand_in("cpu"))
+    info = _Info(out.shape, out.dtype, out.numel() * out.element_size())
+    _INFER[key] = info
+    return info
+
+
+# -- what a worker runs: one tiny function per op shape (cheaper than a closure per op) ---------
+def _run_aa(op: EngineOp) -> None:
+    fn, a, b, out = op.args
+    out._data = fn(a._data, b._data)
+
+
+def _run_as(op: EngineOp) -> None:
+    fn, a, s, out = op.args
+    out._data = fn(a._data, s)
+
+
+def _run_unary(op: EngineOp) -> None:
+    fn, a, out = op.args
+    out._data = fn(a._data)
+
+
+def _run_inplace_a(op: EngineOp) -> None:
+    fn, a, b = op.args
+    fn(a._data, b._data)
+
+
+def _run_inplace_s(op: EngineOp) -> None:
+    fn, a, s = op.args
+    fn(a._data, s)
+
+
+def _run_copy(op: EngineOp) -> None:
+    a, out = op.args
+    out._data = a._data.clone()  # virtual devices share memory: a copy must copy
+
+
+class EngineArray(EngineVar):
+    """A tensor on a virtual device of an engine, computed asynchronously.
+
+    Made by ``engine.array(...)`` and by arithmetic on arrays; not constructed directly.
+    ``shape``, ``dtype``, ``device`` and ``name`` are known at once; the value is read with a
+    blocker.
+    """
+
+    __slots__ = ("_engine", "_data", "_shape", "_dtype", "_dev")
+
+    def __init__(self, engine: Any, data: torch.Tensor | None, shape: torch.Size, dtype: torch.dtype,
+                 dev: Device, label: str | None) -> None:
+        # EngineVar/Var fields, set here rather than by super().__init__: this runs once per op
+        self.readers = 0
+        self.writer = None
+        self.waiting = None
+        self.producer = None
+        self.error = None
+        self.last_write = -1
+        self.read_ids = None
+        engine._arrays += 1
+        self.label = label if label is not None else f"a{engine._arrays - 1}"
+        self._engine = engine
+        self._data = data
+        self._shape = shape
+        self._dtype = dtype
+        self._dev = dev
+
+    # -- known at once ---------------------------------------------------------------------
+    @property
+    def shape(self) -> torch.Size:
+        return self._shape
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self._dtype
+
+    @property
+    def device(self) -> str:
+        """The virtual device name (``"cpu:1"``): a thread on this CPU, not hardware."""
+        return self._dev.name
+
+    @property
+    def name(self) -> str:
+        return self.label
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    def numel(self) -> int:
+        return self._shape.numel()
+
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of a 0-d array")
+        return self._shape[0]
+
+    # -- pushing ops -----------------------------------------------------------------------
+    def _other(self, other: Any) -> Any:
+        if other._engine is not self._engine:
+            raise ValueError(f"arrays {self.label!r} and {other.label!r} belong to different engines; "
+                             "compute with arrays of one engine")
+        if other._dev is not self._dev:
+            raise ValueError(f"array {self.label!r} is on {self._dev.name} and {other.label!r} on "
+                             f"{other._dev.name}; copy one first, e.g. {other.label}.to({self._dev.name!r})")
+        return other
+
+    def _binary(self, other: Any, name: str, fn: Callable) -> "EngineArray":
+        if other.__class__ is EngineArray:
+            self._other(other)
+            key = (fn, self._shape, self._dtype, other._shape, other._dtype)
+            info = _INFER.get(key) or _infer(key, fn, self, other)
+            out = EngineArray(self._engine, None, info.shape, info.dtype, self._dev, None)
+            op = EngineOp(name, "op", _run_aa, (fn, self, other, out),
+                          (self, other) if other is not self else (self,), (out,), self._dev, info.nbytes)
+        elif other.__class__ in _SCALARS:
+            key = (fn, self._shape, self._dtype, other.__class__, name == "pow" and other < 0)
+            info = _INFER.get(key) or _infer(key, fn, self, other)
+            out = EngineArray(self._engine, None, info.shape, info.dtype, self._dev, None)
+            op = EngineOp(name, "op", _run_as, (fn, self, other, out), (self,), (out,), self._dev, info.nbytes)
+        else:
+            return _unsupported(self, other, name)
+        self._engine._submit(op)
+        return out
+
+    def _inplace(self, other: Any, name: str, fn: Callable) -> "EngineArray":
+        if other.__class__ is EngineArray:
+            self._other(other)
+            key = (fn, self._shape, self._dtype, other._shape, other._dtype)
+            _INFER.get(key) or _infer(key, fn, self, other)
+            op = EngineOp(name, "op", _run_inplace_a, (fn, self, other),
+                          (other,) if other is not self else (), (self,), self._dev, 0)
+        elif other.__class__ in _SCALARS:
+            key = (fn, self._shape, self._dtype, other.__class__, name == "pow_" and other < 0)
+            _INFER.get(key) or _infer(key, fn, self, other)
+            op = EngineOp(name, "op", _run_inplace_s, (fn, self, other), (), (self,), self._dev, 0)
+        else:
+            return _unsupported(self, other, name)
+        self._engine._submit(op)
+        return self
+
+    def _unary(self, name: str, fn: Callable) -> "EngineArray":
+        key = (fn, self._shape, self._dtype)
+        info = _INFER.get(key) or _infer(key, fn, self)
+        out = EngineArray(self._engine, None, info.shape, info.dtype, self._dev, None)
+        self._engine._submit(EngineOp(name, "op", _run_unary, (fn, self, out), (self,), (out,), self._dev,
+                                      info.nbytes))
+        return out
+
+    def __add__(self, o): return self._binary(o, "add", _T.__add__)
+    def __radd__(self, o): return self._binary(o, "add", _T.__radd__)
+    def __sub__(self, o): return self._binary(o, "sub", _T.__sub__)
+    def __rsub__(self, o): return self._binary(o, "sub", _T.__rsub__)
+    def __mul__(self, o): return self._binary(o, "mul", _T.__mul__)
+    def __rmul__(self, o): return self._binary(o, "mul", _T.__rmul__)
+    def __truediv__(self, o): return self._binary(o, "div", _T.__truediv__)
+    def __rtruediv__(self, o): return self._binary(o, "div", _T.__rtruediv__)
+    def __matmul__(self, o): return self._binary(o, "matmul", _T.__matmul__)
+    def __rmatmul__(self, o): return self._binary(o, "matmul", _T.__rmatmul__)
+    def __pow__(self, o): return self._binary(o, "pow", _T.__pow__)
+    def __rpow__(self, o): return self._binary(o, "pow", _T.__rpow__)
+    def __iadd__(self, o): return self._inplace(o, "add_", _T.__iadd__)
+    def __isub__(self, o): return self._inplace(o, "sub_", _T.__isub__)
+    def __imul__(self, o): return self._inplace(o, "mul_", _T.__imul__)
+    def __itruediv__(self, o): return self._inplace(o, "div_", _T.__itruediv__)
+    def __ipow__(self, o): return self._inplace(o, "pow_", _T.__ipow__)
+    def __neg__(self): return self._unary("neg", _T.__neg__)
+
+    def sum(self) -> "EngineArray":
+        """Sum of all elements (a 0-d array)."""
+        return self._unary("sum", _T.sum)
+
+    def mean(self) -> "EngineArray":
+        """Mean of all elements (a 0-d array; floating dtypes, as in torch)."""
+        return self._unary("mean", _T.mean)
+
+    def exp(self) -> "EngineArray":
+        return self._unary("exp", _T.exp)
+
+    def relu(self) -> "EngineArray":
+        return self._unary("relu", _T.relu)
+
+    def to(self, device: str, *, name: str | None = None) -> "EngineArray":
+        """Copy to another virtual device (a ``"copy"`` op that runs on the destination's queue).
+
+        Always copies, even to the same device: virtual devices share this CPU's memory, and an
+        alias would let an in-place op on one device change the other's array.
+        """
+        dev = self._engine._device(device)
+        out = EngineArray(self._engine, None, self._shape, self._dtype, dev, name)
+        self._engine._submit(EngineOp("copy", "copy", _run_copy, (self, out), (self,), (out,), dev,
+                                      self._shape.numel() * self._dtype.itemsize))
+        return out
+
+    # -- blockers: they wait for the value ---------------------------------------------------
+    def wait_to_read(self, *, timeout: float | None = None) -> "EngineArray":
+        """Block until the value is computed (raise the error of the op that failed to compute it).
+
+        Args:
+            timeout: seconds before :class:`TimeoutError` (for tests; the book's API has none).
+        """
+        self._engine._wait_var(self, "wait_to_read", timeout)
+        return self
+
+    def item(self) -> Any:
+        self._engine._wait_var(self, "item")
+        return self._data.item()
+
+    def asnumpy(self) -> Any:
+        """The value as a new numpy array (a copy: later in-place ops do not change it)."""
+        self._engine._wait_var(self, "asnumpy")
+        return self._data.numpy().copy()
+
+    def numpy(self) -> Any:
+        """Same as :meth:`asnumpy` (torch's name)."""
+        self._engine._wait_var(self, "numpy")
+        return self._data.numpy().copy()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        self._engine._wait_var(self, "asnumpy")
+        a = self._data.numpy().copy()
+        return a if dtype is None else a.astype(dtype)
+
+    def __float__(self) -> float:
+        self._engine._wait_var(self, "float")
+        return float(self._data)
+
+    def __int__(self) -> int:
+        self._engine._wait_var(self, "item")
+        return int(self._data)
+
+    def __bool__(self) -> bool:
+        self._engine._wait_var(self, "bool")
+        return bool(self._data)
+
+    def __str__(self) -> str:
+        self._engine._wait_var(self, "print")
+        return str(self._data)
+
+    def __repr__(self) -> str:
+        self._engine._wait_var(self, "print")
+        value = repr(self._data).replace("\n", "\n" + " " * 12)
+        return f"EngineArray({value}, name={self.label!r}, device={self._dev.name!r} (virtual))"
+
+    def __format__(self, spec: str) -> str:
+        self._engine._wait_var(self, "print")
+        return format(self._data.item() if spec and not self._shape else self._data, spec) if spec else str(self._data)
+
+
+def _unsupported(a: EngineArray, other: Any, name: str) -> Any:
+    if isinstance(other, torch.Tensor):
+        raise TypeError(f"cannot {name} an EngineArray and a torch.Tensor; wrap the tensor first: "
+                        f"eng.array(tensor)")
+    return NotImplemented

@@ -1,0 +1,169 @@
+"""Dependency bookkeeping: which ops may run now.  Pure functions, no threads, no locks.
+
+This is MXNet's variable protocol (the book's section 12.2, "Asynchronous Computation"), written as
+small functions in the style of dask's ``local.py`` so that a test can drive it with plain objects
+and check exact results.  The threaded engine (:mod:`._scheduler`) calls these functions while it
+holds its lock; the naive engine calls them on the frontend thread.
+
+Every array is a :class:`Var`.  Every op declares the vars it reads and the vars it writes, and
+keeps a counter ``wait``: how many of its vars have not yet *granted* it access.  An op with
+``wait == 0`` is ready to run.
+
+A var grants access in the order ops were pushed::
+
+    readers  the number of granted reads of the current version that have not finished
+    writer   the write op at the head of the line: it is granted once ``readers`` drops to 0;
+             while it is set, no new read is granted (later reads must see its result)
+    waiting  ops pushed after ``writer``, first in first out, as ``(op, is_write)`` pairs
+
+Rules (``R`` = read, ``W`` = write)::
+
+    push R:    no writer  -> readers += 1, grant         (reads of one version overlap)
+               writer     -> join the line
+    push W:    no writer  -> writer = W; grant if readers == 0, else wait for the readers
+               writer     -> join the line
+    finish R:  readers -= 1; if 0 and a writer waits -> grant the writer  (write after read)
+    finish W:  writer = None, then admit from the line: every read up to the next write is
+               granted; the next write becomes the writer (granted if no read was admitted)
+
+Only counters change when a read is pushed or finished: nothing grows with the number of readers,
+so 10,000 reads of one ``x`` cost the same per op as one.
+
+An op that both reads and writes a var (``x += 1``) is a write of that var: exclusive access
+implies reading.  :func:`split_access` removes such duplicates before the rules run.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Iterable
+
+__all__ = ["Var", "Op", "split_access", "push_op", "finish_op", "add_read", "add_write",
+           "finish_read", "finish_write"]
+
+
+class Var:
+    """The dependency state of one array (MXNet's ``Var``).
+
+    Attributes:
+        readers: granted reads of the current version that have not finished.
+        writer: the write op at the head of the line (granted when ``readers == 0``), or None.
+        waiting: ops pushed behind ``writer``, as ``(op, is_write)``; None while empty, so an
+            array that is never contended costs no deque.
+    """
+
+    __slots__ = ("readers", "writer", "waiting")
+
+    def __init__(self) -> None:
+        self.readers = 0
+        self.writer: Op | None = None
+        self.waiting: deque | None = None
+
+    def __repr__(self) -> str:
+        n = len(self.waiting) if self.waiting else 0
+        return f"<Var readers={self.readers} writer={self.writer!r} waiting={n}>"
+
+
+class Op:
+    """What the bookkeeping needs to know about an op.
+
+    Attributes:
+        reads: vars the op reads (and does not write).
+        writes: vars the op writes (reading them too is implied).
+        wait: vars that have not yet granted access; the op is ready at 0.
+    """
+
+    __slots__ = ("reads", "writes", "wait")
+
+    def __init__(self, reads: tuple = (), writes: tuple = ()) -> None:
+        self.reads = reads
+        self.writes = writes
+        self.wait = 0
+
+
+def split_access(reads: Iterable[Var], writes: Iterable[Var]) -> tuple[tuple, tuple]:
+    """Deduplicate: a var listed twice counts once, and a var both read and written is a write.
+
+    Returns:
+        ``(reads, writes)`` as tuples, in first-seen order.
+    """
+    w = tuple(dict.fromkeys(writes))
+    ws = set(map(id, w))
+    r = tuple(v for v in dict.fromkeys(reads) if id(v) not in ws)
+    return r, w
+
+
+def add_read(var: Var, op: Op) -> bool:
+    """Register a read of ``var`` by ``op``; True when granted at once."""
+    if var.writer is None:
+        var.readers += 1
+        return True
+    if var.waiting is None:
+        var.waiting = deque()
+    var.waiting.append((op, False))
+    return False
+
+
+def add_write(var: Var, op: Op) -> bool:
+    """Register a write of ``var`` by ``op``; True when granted at once."""
+    if var.writer is None:
+        var.writer = op
+        return var.readers == 0
+    if var.waiting is None:
+        var.waiting = deque()
+    var.waiting.append((op, True))
+    return False
+
+
+def finish_read(var: Var, granted: list) -> None:
+    """A read of ``var`` finished; append to ``granted`` the op that got access (a writer)."""
+    var.readers -= 1
+    if var.readers == 0 and var.writer is not None:
+        granted.append(var.writer)
+
+
+def finish_write(var: Var, granted: list) -> None:
+    """The write at the head of ``var`` finished; append to ``granted`` the ops admitted."""
+    var.writer = None
+    line = var.waiting
+    while line:
+        op, is_write = line.popleft()
+        if is_write:
+            var.writer = op
+            if var.readers == 0:
+                granted.append(op)
+            break
+        var.readers += 1
+        granted.append(op)
+
+
+def push_op(op: Op) -> bool:
+    """Register all of ``op``'s accesses (``op.reads``/``op.writes`` already split).
+
+    Returns:
+        True when the op is ready at once (every var granted access).
+    """
+    wait = 0
+    for v in op.reads:
+        if not add_read(v, op):
+            wait += 1
+    for v in op.writes:
+        if not add_write(v, op):
+            wait += 1
+    op.wait = wait
+    return wait == 0
+
+
+def finish_op(op: Op) -> list:
+    """Release ``op``'s accesses; returns the ops that became ready, in grant order."""
+    granted: list = []
+    for v in op.reads:
+        finish_read(v, granted)
+    for v in op.writes:
+        finish_write(v, granted)
+    ready = []
+    for o in granted:
+        o.wait -= 1
+        if o.wait == 0:
+            ready.append(o)
+    return ready

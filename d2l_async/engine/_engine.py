@@ -1,0 +1,176 @@
+"""The engines readers use: ``ThreadedEngine`` (asynchronous) and ``NaiveEngine`` (its synchronous twin).
+
+Both have the same API; only *when* an op runs differs.  ``ThreadedEngine`` hands each op to
+worker threads and returns at once; ``NaiveEngine`` runs it at push time on the calling thread,
+like MXNet's ``NaiveEngine`` and dask's ``get_sync``: the baseline for "how much did asynchrony
+buy?" and the debugging mode (``D2L_ASYNC_ENGINE=naive``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import torch
+
+from ..trace import Trace
+from ._array import EngineArray
+from ._errors import EngineError
+from ._observer import Recorder
+from ._deps import split_access
+from ._op import EngineOp
+from ._scheduler import Scheduler
+
+__all__ = ["ThreadedEngine", "NaiveEngine"]
+
+
+def _run_push(op: EngineOp) -> None:
+    fn, reads, writes, extra = op.args
+    fn(*[a._data for a in reads], *[a._data for a in writes], *extra)
+
+
+class _ArrayAPI(Scheduler):
+    """What both engines add to the scheduler: arrays, ``push``, traces."""
+
+    def _setup_recording(self, record: bool) -> None:
+        self._arrays = 0
+        self._recorder: Recorder | None = None
+        if record:
+            self._recorder = Recorder(self.devices, self.workers, self.engine_kind, self._t0)
+            self._observers = (self._recorder,)
+
+    def array(self, data: Any, *, device: str | None = None, name: str | None = None,
+              dtype: torch.dtype | None = None) -> EngineArray:
+        """A new array holding a copy of ``data`` (a tensor, numpy array, list or number).
+
+        Args:
+            device: a virtual device of this engine (default: the first).
+            name: the label used in traces and graphs (default ``"a0"``, ``"a1"``, ...).
+            dtype: convert to this torch dtype.
+        """
+        if self.closed:
+            raise EngineError("this engine is shut down; create a new one (use it in a `with` block)")
+        dev = self._device(device)
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"name={name!r}: pass a str label")
+        if isinstance(data, EngineArray):
+            raise TypeError("data is already an EngineArray; use x.to(device) to copy it")
+        t = data.detach().clone() if isinstance(data, torch.Tensor) else torch.as_tensor(data).clone()
+        if dtype is not None:
+            t = t.to(dtype)
+        if t.device.type != "cpu":
+            raise ValueError(f"the engine's virtual devices hold CPU tensors; got one on {t.device}. "
+                             "Move it with tensor.cpu() first")
+        return EngineArray(self, t, t.shape, t.dtype, dev, name)
+
+    def push(self, fn: Callable[..., Any], *args: Any, reads: Sequence[EngineArray] = (),
+             writes: Sequence[EngineArray] = (), name: str | None = None, kind: str = "op",
+             device: str | None = None) -> int:
+        """Push a custom op (MXNet's ``PushAsync``): a worker calls
+        ``fn(*read_tensors, *write_tensors, *args)`` once every dependency is met.
+
+        ``fn`` must change the write tensors in place and must not touch other arrays.
+
+        Args:
+            reads: arrays whose values ``fn`` reads.
+            writes: arrays ``fn`` writes (in place); reading them is implied.
+            name: the op's name in traces (default: ``fn.__name__``).
+            kind: ``"op"`` or ``"copy"`` (how traces draw it).
+            device: the device whose queue runs it (default: the arrays' device, else the first).
+
+        Returns:
+            The op's id (its event id in :meth:`trace`).
+        """
+        if not callable(fn):
+            raise TypeError(f"fn={fn!r} is not callable; push(fn, reads=(...), writes=(...))")
+        if kind not in ("op", "copy"):
+            raise ValueError(f"kind={kind!r}: use 'op' or 'copy'")
+        for role, arrays in (("reads", reads), ("writes", writes)):
+            if isinstance(arrays, EngineArray) or not isinstance(arrays, (tuple, list)):
+                raise TypeError(f"{role} must be a tuple of EngineArrays, e.g. {role}=(x,)")
+            for a in arrays:
+                if not isinstance(a, EngineArray) or a._engine is not self:
+                    raise TypeError(f"{role} holds {a!r:.60}; pass arrays made by this engine")
+        devs = {a._dev for a in (*reads, *writes)}
+        if kind == "op" and len(devs) > 1:
+            raise ValueError(f"push mixes arrays of devices {sorted(d.name for d in devs)}; an op runs on "
+                             "one device: copy with x.to(device) first, or push with kind='copy'")
+        dev = self._device(device) if device is not None else (devs.pop() if len(devs) == 1 else self._device(None))
+        r, w = split_access(reads, writes)
+        label = name if name is not None else getattr(fn, "__name__", "op")
+        op = EngineOp(str(label), kind, _run_push, (fn, tuple(reads), tuple(writes), args), r, w, dev, 0)
+        self._submit(op)
+        return op.id
+
+    # -- traces ------------------------------------------------------------------------------
+    def trace(self) -> Trace:
+        """Everything recorded so far (finished ops, their pushes, and the frontend's blocks)."""
+        rec = self._recorder
+        if rec is None:
+            raise EngineError("recording is off; create the engine with record=True to get a trace")
+        stats = self.statistics()
+        return rec.trace(pending=stats.pending)
+
+    def reset_trace(self) -> None:
+        """Start a fresh recording: later traces hold only what happens from now on (time 0 = now)."""
+        if self._recorder is None:
+            raise EngineError("recording is off; create the engine with record=True to get a trace")
+        with self._lock:
+            self._recorder = Recorder(self.devices, self.workers, self.engine_kind)
+            self._observers = (self._recorder,)
+
+    def __repr__(self) -> str:
+        s = self.statistics()
+        state = "shut down" if self.closed else f"{s.pending} pending, {s.done} done, {s.failed} failed"
+        return (f"<{type(self).__name__} virtual devices {list(self.devices)}, "
+                f"{self.workers} worker(s) each: {state}>")
+
+
+def _set_torch_threads(n: int) -> Callable[[], None]:
+    def init() -> None:
+        # torch's intra-op thread count is per thread: a setting made on the main thread does not
+        # reach threads started later, so each worker sets its own
+        torch.set_num_threads(n)
+    return init
+
+
+class ThreadedEngine(_ArrayAPI):
+    """The asynchronous engine: each virtual device has a queue and ``workers`` threads.
+
+    Args:
+        workers: worker threads *per device*.
+        devices: virtual device names, ``"cpu:0"``, ``"cpu:1"``, ... (threads on this CPU, not GPUs).
+        max_pending: make ``push`` block while this many ops are pending (back-pressure, like the
+            bounded CUDA launch queue); the blocked time is recorded as a ``"full queue"`` block.
+        record: record a trace (``eng.trace()``); ``False`` costs nothing.
+        torch_threads: torch intra-op threads in each worker (None: leave torch's default).
+
+    Use it in a ``with`` block (or call :meth:`shutdown`): the workers stop at the end.
+    """
+
+    engine_kind = "threaded"
+
+    def __init__(self, *, workers: int = 1, devices: Sequence[str] = ("cpu:0",),
+                 max_pending: int | None = None, record: bool = True, torch_threads: int | None = 1) -> None:
+        if torch_threads is not None and (isinstance(torch_threads, bool) or not isinstance(torch_threads, int)
+                                          or torch_threads < 1):
+            raise ValueError(f"torch_threads={torch_threads!r}: pass a positive int, or None for torch's default")
+        self.torch_threads = torch_threads
+        init = _set_torch_threads(torch_threads) if torch_threads is not None else None
+        super().__init__(devices=devices, workers=workers, max_pending=max_pending, thread_init=init)
+        self._setup_recording(record)
+
+
+class NaiveEngine(_ArrayAPI):
+    """The synchronous twin: every op runs at push time on the calling thread.
+
+    Errors are still raised at the next blocker (not at the push), so a program behaves the same
+    on both engines.  Its traces draw ops on ``"<device> worker 0"`` lanes; ``meta["engine"]`` is
+    ``"naive"`` and says they ran inline.
+    """
+
+    engine_kind = "naive"
+
+    def __init__(self, *, devices: Sequence[str] = ("cpu:0",), record: bool = True) -> None:
+        super().__init__(devices=devices, workers=0, inline=True)
+        self._setup_recording(record)
+

@@ -1,0 +1,162 @@
+"""The records the scheduler keeps: an op, an array's var, a virtual device, a statistics snapshot.
+
+Standard library only (see :mod:`._scheduler` for how they move).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from ._deps import Op, Var
+
+__all__ = ["OpState", "EngineVar", "EngineOp", "Device", "EngineStatistics", "parse_devices"]
+
+_DEVICE_NAME = re.compile(r"cpu:(\d+)\Z")
+
+
+class OpState(enum.Enum):
+    WAITING = "waiting"
+    READY = "ready"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+_WAITING, _READY, _RUNNING, _DONE, _FAILED = (OpState.WAITING, OpState.READY, OpState.RUNNING,
+                                               OpState.DONE, OpState.FAILED)
+_FINISHED = frozenset((_DONE, _FAILED))
+
+
+class EngineVar(Var):
+    """A var as the scheduler sees it: dependency state plus what blockers and traces need.
+
+    Attributes:
+        producer: the last pushed, unfinished op that writes this var (None when none).
+        error: the exception that left this var's value undefined (None when fine).
+        label: the name used in traces.
+        last_write: id of the last op that wrote it (-1: none); recorded as a dependency.
+        read_ids: ids of ops that read it since that write (recorded only while recording).
+    """
+
+    __slots__ = ("producer", "error", "label", "last_write", "read_ids")
+
+    def __init__(self, label: str) -> None:
+        Var.__init__(self)
+        self.producer: EngineOp | None = None
+        self.error: BaseException | None = None
+        self.label = label
+        self.last_write = -1
+        self.read_ids: list[int] | None = None
+
+
+class EngineOp(Op):
+    """One pushed op.  Observers may read every attribute; only the engine writes them.
+
+    Attributes:
+        id: unique in the engine, in push order.
+        name, kind: what the trace calls it (``"add"``, ``"op"``/``"copy"``).
+        run: ``run(op)`` does the work on a worker (set by the layer that builds ops).
+        args: what ``run`` needs; dropped once the op finished, so tensors are freed.
+        device: the device whose queue runs it.
+        state: an :class:`OpState`.
+        error: the exception, for a failed op; ``origin`` is False when the op did not run because
+            an input had already failed.
+        nbytes: bytes of the outputs it makes (for ``bytes_pending``).
+        t_launch, t_issue, t_start, t_end: perf_counter stamps (only while recording).
+        worker: index of the worker that ran it; deps: ids it waited for (only while recording).
+        source: ``(filename, lineno)`` of the user's line that pushed it (only while recording).
+    """
+
+    __slots__ = ("id", "name", "kind", "run", "args", "device", "state", "error", "origin",
+                 "nbytes", "t_launch", "t_issue", "t_start", "t_end", "worker", "deps", "source",
+                 "watched")
+
+    def __init__(self, name: str, kind: str, run: Callable[["EngineOp"], None], args: Any,
+                 reads: tuple, writes: tuple, device: "Device", nbytes: int = 0) -> None:
+        self.reads = reads
+        self.writes = writes
+        self.wait = 0
+        self.name = name
+        self.kind = kind
+        self.run = run
+        self.args = args
+        self.device = device
+        self.nbytes = nbytes
+        self.state = _WAITING
+        self.error = None
+        self.origin = True
+        self.watched = False
+        self.id = -1
+
+    def __repr__(self) -> str:
+        return f"<EngineOp #{self.id} {self.name} on {self.device.name}: {self.state.value}>"
+
+
+class Device:
+    """A virtual device: a queue of READY ops, and a condition its idle workers sleep on.
+
+    Attributes:
+        queue: READY ops, first in first out.
+        idle: workers asleep on ``cond`` that nobody has woken yet (a waker decrements it).
+        pending: ops of this device booked and not finished.
+        threads: its worker threads.
+    """
+
+    __slots__ = ("name", "index", "queue", "cond", "idle", "pending", "threads", "stopping")
+
+    def __init__(self, name: str, index: int, lock: threading.Lock) -> None:
+        self.name = name
+        self.index = index
+        self.queue: deque = deque()
+        self.cond = threading.Condition(lock)
+        self.idle = 0
+        self.pending = 0
+        self.threads: list[threading.Thread] = []
+        self.stopping = False
+
+
+@dataclass(frozen=True)
+class EngineStatistics:
+    """A snapshot of the engine (trio's ``statistics()``): nothing here changes afterwards.
+
+    Attributes:
+        pending: ops pushed and not finished (waiting, ready or running).
+        running: ops a worker runs right now.
+        done: ops finished without error; failed: ops finished with an error.
+        device_pending: device name -> its pending ops.
+        bytes_pending: bytes the outputs of pending ops will hold (memory the queue commits).
+        blocked_seconds: total time the frontend spent blocked (waits and a full queue).
+        elapsed: seconds since the engine started.
+    """
+
+    pending: int
+    running: int
+    done: int
+    failed: int
+    device_pending: Mapping[str, int] = field(default_factory=dict)
+    bytes_pending: int = 0
+    blocked_seconds: float = 0.0
+    elapsed: float = 0.0
+
+
+def parse_devices(devices: Sequence[str]) -> tuple[str, ...]:
+    """Check virtual device names: ``"cpu:N"``, at least one, no duplicates."""
+    if isinstance(devices, str):
+        devices = (devices,)
+    names = tuple(devices)
+    if not names:
+        raise ValueError("devices is empty; pass at least one virtual device, e.g. ('cpu:0',)")
+    for name in names:
+        if not isinstance(name, str) or not _DEVICE_NAME.match(name):
+            raise ValueError(
+                f"virtual device {name!r} is not supported: the engine's devices are threads on "
+                "this CPU, named 'cpu:0', 'cpu:1', ... (for real GPUs use torch with d2l_async.capture)")
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"devices {dupes} are listed more than once; name each virtual device once")
+    return names

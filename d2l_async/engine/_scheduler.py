@@ -1,0 +1,509 @@
+"""The asynchronous dependency engine: a frontend that pushes, workers that run, and waits.
+
+This is the machinery behind the book's section on asynchronous computation (D2L 12.2), rebuilt
+on threads so that it is real on any CPU machine.  It uses only the standard library: torch
+appears one layer up (:mod:`._array`), where tensors are made.
+
+The frontend (your Python code) never runs an op.  It *pushes* a description of the op -- what to
+call, which arrays it reads and which it writes -- and returns at once.  Each virtual device
+(``"cpu:0"``, ``"cpu:1"``: threads standing in for devices, not hardware) has a queue of ready ops
+and ``workers`` threads of its own that take ops from it.  Reading a result (``print(z)``,
+``z.asnumpy()``) is a *blocker*: the frontend waits until the op that wrote ``z`` has run.
+
+Life of an op (the state machine)::
+
+             push               booked            all vars granted          a worker takes it
+  frontend -------> INBOX -----------------> WAITING ---------------> READY ------------------> RUNNING
+                  (a deque,      (its reads/writes   (deps not met)   (its device's                |
+                  no lock)       joined the vars'         ^            queue)                       v
+                                 lines, see ._deps)       |                              DONE  or  FAILED
+                                                          '-- finishing an op grants     (error kept,
+                                                              the ops behind it          raised at the
+                                                                                         next blocker)
+
+State kept by the engine.  ``inbox`` is appended to without a lock (``deque.append`` is atomic);
+everything else is guarded by one lock, ``_lock``::
+
+    inbox           ops pushed but not yet booked, in push order
+    _booked         ops booked and not finished (WAITING + READY + RUNNING)
+    _running        ops a worker is running now
+    _done/_failed   ops finished, without / with an error
+    device.queue    READY ops of that device, first in first out
+    device.idle     workers of that device asleep on ``device.cond`` that nobody woke yet
+    var state       per array: readers, writer, waiting line (._deps: the pure rules)
+    var.producer    the last pushed op that writes the array: a blocker on the array waits for it
+    _unreported     errors ``waitall`` has not raised yet (it raises each once)
+
+Whoever next holds the lock *books* the inbox (:meth:`Scheduler._book`): a worker before it takes
+an op, a blocker before it waits, the frontend itself when the op's device has an idle worker to
+wake.  So a push is an append and a check -- no lock, no Event, no list growing with readers --
+and the frontend and the workers do not queue up behind each other on the lock.  A worker sleeps
+only when its queue is empty; a blocker sleeps only when its op has not finished.  torch kernels
+release the GIL, so the frontend's Python and the workers' kernels overlap.
+
+No wake-up is lost: a worker announces itself idle *before* it looks at the inbox a last time; the
+frontend appends *before* it looks at ``idle``.  Each writes and then reads, so at least one of
+them sees the other.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+import weakref
+from collections import deque
+from typing import TYPE_CHECKING, Callable, Sequence
+
+from ._deps import finish_write
+from ._errors import EngineError, deferred
+from ._op import (_DONE, _FAILED, _FINISHED, _READY, _RUNNING, Device, EngineOp, EngineStatistics,
+                  EngineVar, parse_devices)
+from ._source import user_source
+
+if TYPE_CHECKING:  # the observer module imports the trace model (numpy); the core does not
+    from ._observer import Observer
+
+__all__ = ["Scheduler", "live_engines", "WAIT_SLICE"]
+
+_perf = time.perf_counter
+
+#: Blocking waits sleep in slices this long, so a KeyboardInterrupt (a real Ctrl-C or
+#: ``_thread.interrupt_main``) reaches the frontend between slices; a finishing op wakes it earlier.
+WAIT_SLICE = 0.05
+
+_LIVE: "weakref.WeakSet[Scheduler]" = weakref.WeakSet()
+
+
+def live_engines() -> list["Scheduler"]:
+    """Engines that have been created and not shut down."""
+    return [e for e in list(_LIVE) if not e.closed]
+
+
+class Scheduler:
+    """The engine core: inbox, queues, workers, waits and statistics.  Ops are built by subclasses.
+
+    Args:
+        devices: virtual device names, ``"cpu:N"``.
+        workers: worker threads *per device* (ignored with ``inline``).
+        max_pending: block ``push`` while this many ops are pending (None: unbounded).
+        observers: receive push/ready/start/finish/block calls (see :mod:`._observer`).
+        inline: run each op at push time on the calling thread (MXNet's NaiveEngine).
+        thread_init: called once at the start of each worker thread (e.g. to set torch's threads).
+    """
+
+    engine_kind = "threaded"
+
+    def __init__(self, *, devices: Sequence[str] = ("cpu:0",), workers: int = 1,
+                 max_pending: int | None = None, observers: Sequence["Observer"] = (),
+                 inline: bool = False, thread_init: Callable[[], None] | None = None) -> None:
+        names = parse_devices(devices)
+        if not inline and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+            raise ValueError(f"workers={workers!r}: pass a positive int (worker threads per device)")
+        if max_pending is not None and (isinstance(max_pending, bool) or not isinstance(max_pending, int)
+                                        or max_pending < 1):
+            raise ValueError(f"max_pending={max_pending!r}: pass a positive int, or None for no bound")
+        self._lock = threading.Lock()
+        self._front = threading.Condition(self._lock)  # the frontend waits here (ops, space)
+        self._devices = {n: Device(n, i, self._lock) for i, n in enumerate(names)}
+        self.workers = 0 if inline else workers
+        self.max_pending = max_pending
+        self._inline = inline
+        self._observers = tuple(observers)
+        self._inbox: deque[EngineOp] = deque()
+        self._ids = itertools.count()
+        self._booked = self._running = self._done = self._failed = 0
+        self._bytes_pending = 0
+        self._waitall_waiting = 0
+        self._space_waiting = 0
+        self._unreported: list[EngineOp] = []
+        self._blocked = 0.0
+        self._t0 = _perf()
+        self.closed = False
+        self._thread_init = thread_init
+        for dev in self._devices.values():
+            for k in range(self.workers):
+                dev.threads.append(threading.Thread(target=self._work, args=(dev, k), daemon=True,
+                                                    name=f"d2l_async {dev.name} worker {k}"))
+        for dev in self._devices.values():
+            for t in dev.threads:
+                t.start()
+        _LIVE.add(self)
+
+    # -- devices ---------------------------------------------------------------------------
+    @property
+    def devices(self) -> tuple[str, ...]:
+        return tuple(self._devices)
+
+    def _device(self, name: str | None) -> Device:
+        if name is None:
+            return next(iter(self._devices.values()))
+        try:
+            return self._devices[name]
+        except (KeyError, TypeError):
+            raise ValueError(f"device {name!r} is not one of this engine's virtual devices "
+                             f"{list(self._devices)}; create the engine with devices=(...)") from None
+
+    # -- pushing ---------------------------------------------------------------------------
+    def _submit(self, op: EngineOp) -> None:
+        """Push ``op``: the per-op cost of every ``y = x + 1``, so every line here counts."""
+        if self.closed:
+            raise EngineError("this engine is shut down; create a new one (use it in a `with` block)")
+        obs = self._observers
+        if obs:
+            op.source = user_source()
+            op.t_launch = _perf()
+        if self.max_pending is not None:
+            self._wait_for_space()
+        op.id = next(self._ids)
+        for v in op.writes:
+            v.producer = op  # frontend-only field: what a blocker on v waits for
+        if obs:
+            op.t_issue = _perf()
+            for o in obs:
+                o.on_push(op)
+        self._inbox.append(op)
+        if self._inline:
+            with self._lock:
+                self._book()
+            self._execute(op, 0)
+            with self._lock:
+                self._finish(op)
+        elif op.device.idle:  # someone to wake: book now (see "No wake-up is lost" above)
+            with self._lock:
+                self._book()
+
+    def _book(self) -> None:
+        """Move the inbox into the vars' lines (lock held); queue the ops that are ready."""
+        inbox = self._inbox
+        obs = self._observers
+        while inbox:
+            op = inbox.popleft()
+            self._booked += 1
+            dev = op.device
+            dev.pending += 1
+            self._bytes_pending += op.nbytes
+            if obs:
+                self._record_deps(op)
+            # ._deps.push_op, inlined
+            wait = 0
+            for v in op.reads:
+                if v.writer is None:
+                    v.readers += 1
+                else:
+                    if v.waiting is None:
+                        v.waiting = deque()
+                    v.waiting.append((op, False))
+                    wait += 1
+            for v in op.writes:
+                if v.writer is None:
+                    v.writer = op
+                    if v.readers:
+                        wait += 1
+                else:
+                    if v.waiting is None:
+                        v.waiting = deque()
+                    v.waiting.append((op, True))
+                    wait += 1
+            op.wait = wait
+            if wait == 0:
+                self._ready(op, obs)
+
+    def _ready(self, op: EngineOp, obs: tuple) -> None:
+        op.state = _READY
+        dev = op.device
+        if self._inline:  # the pushing thread runs it right away
+            for o in obs:
+                o.on_ready(op)
+            return
+        dev.queue.append(op)
+        for o in obs:
+            o.on_ready(op)
+        if dev.idle:
+            dev.idle -= 1
+            dev.cond.notify()
+
+    def _record_deps(self, op: EngineOp) -> None:
+        """Dependency edges for the trace: the last write of each var, and for a write the reads
+        since then.  Only while recording (these lists grow with readers; the scheduler's state
+        does not)."""
+        deps = []
+        for v in op.reads:
+            if v.last_write >= 0:
+                deps.append(v.last_write)
+            if v.read_ids is None:
+                v.read_ids = []
+            v.read_ids.append(op.id)
+        for v in op.writes:
+            if v.last_write >= 0:
+                deps.append(v.last_write)
+            if v.read_ids:
+                deps.extend(v.read_ids)
+            v.read_ids = None
+            v.last_write = op.id
+        op.deps = tuple(dict.fromkeys(deps))
+
+    def _wait_for_space(self) -> None:
+        """Back-pressure: block while ``max_pending`` ops are pending (recorded as "full queue")."""
+        if len(self._inbox) + self._booked < self.max_pending:
+            return
+        t0 = _perf()
+        self._block_begin("full queue", t0)
+        try:
+            with self._lock:
+                self._book()
+                self._space_waiting += 1
+                try:
+                    while self._booked >= self.max_pending:
+                        self._front.wait(WAIT_SLICE)
+                finally:
+                    self._space_waiting -= 1
+        finally:
+            t1 = _perf()
+            self._blocked += t1 - t0
+            self._block_end("full queue", t1, ())
+
+    # -- running ---------------------------------------------------------------------------
+    def _work(self, dev: Device, k: int) -> None:
+        """A worker: finish the last op and take the next one under one lock, run it without."""
+        if self._thread_init is not None:
+            self._thread_init()
+        lock, cond, queue, inbox = self._lock, dev.cond, dev.queue, self._inbox
+        op = None
+        while True:
+            with lock:
+                if op is not None:
+                    self._finish(op)
+                while True:
+                    if inbox:
+                        self._book()
+                    if queue:
+                        break
+                    if dev.stopping:
+                        return
+                    dev.idle += 1  # announce first, then look at the inbox a last time
+                    if inbox:
+                        dev.idle -= 1
+                        continue
+                    cond.wait()  # whoever notifies has taken us off dev.idle
+                op = queue.popleft()
+                op.state = _RUNNING
+                self._running += 1
+            self._execute(op, k)
+
+    def _execute(self, op: EngineOp, k: int) -> None:
+        """Run ``op`` (no lock held); keep its error instead of raising it."""
+        obs = self._observers
+        if obs:
+            op.worker = k
+            op.t_start = _perf()
+            for o in obs:
+                o.on_start(op)
+        try:
+            if self._failed:
+                self._check_inputs(op)
+            op.run(op)
+        except BaseException as exc:  # noqa: BLE001 - kept, and raised at the blocker
+            op.error = exc
+        if obs:
+            op.t_end = _perf()
+
+    @staticmethod
+    def _check_inputs(op: EngineOp) -> None:
+        """An op whose input failed does not run: it fails with that same error."""
+        for v in (*op.reads, *op.writes):
+            if v.error is not None:
+                op.origin = False
+                raise v.error
+
+    def _finish(self, op: EngineOp) -> None:
+        """Book a finished op (lock held): release its vars, queue what became ready, wake waiters."""
+        dev = op.device
+        if not self._inline:
+            self._running -= 1
+        self._booked -= 1
+        dev.pending -= 1
+        self._bytes_pending -= op.nbytes
+        if op.error is not None:
+            op.state = _FAILED
+            self._failed += 1
+            for v in op.writes:
+                v.error = op.error
+            if op.origin:
+                self._unreported.append(op)
+                where = f" ({op.source[0]}:{op.source[1]})" if getattr(op, "source", None) else ""
+                try:
+                    op.error.add_note(f"d2l_async.engine: raised by op {op.name!r} (#{op.id}) on "
+                                      f"{dev.name}{where}")
+                except Exception:  # noqa: BLE001 - a note is a courtesy
+                    pass
+        else:
+            op.state = _DONE
+            self._done += 1
+        obs = self._observers
+        # ._deps.finish_op, inlined
+        granted = None
+        for v in op.reads:
+            v.readers -= 1
+            if v.readers == 0 and v.writer is not None:
+                if granted is None:
+                    granted = []
+                granted.append(v.writer)
+        for v in op.writes:
+            if v.waiting:
+                if granted is None:
+                    granted = []
+                finish_write(v, granted)
+            else:
+                v.writer = None
+        if granted:
+            for o in granted:
+                o.wait -= 1
+                if o.wait == 0:
+                    self._ready(o, obs)
+        for o in obs:
+            o.on_finish(op)
+        op.args = op.run = None  # free the tensors and arrays the op held
+        op.reads = op.writes = ()
+        if op.watched or (self._waitall_waiting and not self._booked) or (
+                self._space_waiting and self._booked < self.max_pending):
+            self._front.notify_all()
+
+    # -- waiting ---------------------------------------------------------------------------
+    def _wait_op(self, op: EngineOp, reason: str, timeout: float | None = None) -> None:
+        """Block the frontend until ``op`` finished (return at once when it has)."""
+        if op.state in _FINISHED:
+            return
+        t0 = _perf()
+        self._block_begin(reason, t0)
+        deadline = None if timeout is None else t0 + timeout
+        try:
+            with self._lock:
+                self._book()
+                op.watched = True
+                while op.state not in _FINISHED:
+                    self._front.wait(self._slice(deadline, reason))
+        finally:
+            t1 = _perf()
+            self._blocked += t1 - t0
+            self._block_end(reason, t1, (op.id,))
+
+    def _wait_var(self, var: EngineVar, reason: str, timeout: float | None = None) -> None:
+        """A blocker: wait for the last write of ``var``, then raise its error if it has one."""
+        op = var.producer
+        if op is not None:
+            self._wait_op(op, reason, timeout)
+        if var.error is not None:
+            raise deferred(var.error, f"a failed op, raised at {reason}") from var.error
+
+    def waitall(self, *, timeout: float | None = None) -> None:
+        """Block until every pushed op has finished; raise, once, the first error not yet raised.
+
+        Args:
+            timeout: seconds before :class:`TimeoutError` (for tests; the book's API has none).
+        """
+        if self._inbox or self._booked:
+            t0 = _perf()
+            self._block_begin("waitall", t0)
+            deadline = None if timeout is None else t0 + timeout
+            try:
+                with self._lock:
+                    self._book()
+                    self._waitall_waiting += 1
+                    try:
+                        while self._booked:
+                            self._front.wait(self._slice(deadline, "waitall"))
+                    finally:
+                        self._waitall_waiting -= 1
+            finally:
+                t1 = _perf()
+                self._blocked += t1 - t0
+                self._block_end("waitall", t1, ())
+        self._raise_unreported("waitall")
+
+    def _raise_unreported(self, reason: str) -> None:
+        with self._lock:
+            failed, self._unreported = self._unreported, []
+        if failed:
+            first = failed[0]
+            more = f" ({len(failed) - 1} more ops failed)" if len(failed) > 1 else ""
+            raise deferred(first.error, f"op {first.name!r} (#{first.id}), raised at {reason}{more}") \
+                from first.error
+
+    @staticmethod
+    def _slice(deadline: float | None, reason: str) -> float:
+        if deadline is None:
+            return WAIT_SLICE
+        left = deadline - _perf()
+        if left <= 0:
+            raise TimeoutError(f"{reason} timed out; the engine is still running the queued ops")
+        return min(left, WAIT_SLICE)
+
+    def _block_begin(self, reason: str, t: float) -> None:
+        if self._observers:
+            src = user_source()
+            for o in self._observers:
+                o.on_block_begin(reason, t, src)
+
+    def _block_end(self, reason: str, t: float, deps: tuple) -> None:
+        for o in self._observers:
+            o.on_block_end(reason, t, deps)
+
+    # -- state -----------------------------------------------------------------------------
+    def statistics(self) -> EngineStatistics:
+        """A consistent snapshot of the counters (taken under the lock, after booking the inbox)."""
+        with self._lock:
+            self._book()
+            return EngineStatistics(
+                pending=self._booked, running=self._running, done=self._done, failed=self._failed,
+                device_pending={n: d.pending for n, d in self._devices.items()},
+                bytes_pending=self._bytes_pending, blocked_seconds=self._blocked,
+                elapsed=_perf() - self._t0)
+
+    # -- shutdown --------------------------------------------------------------------------
+    def shutdown(self, *, wait: bool = True, timeout: float = 30.0) -> None:
+        """Stop the workers (after the queued ops when ``wait``) and join them.  Idempotent.
+
+        Errors of failed ops are not raised here (``waitall`` and the ``with`` block raise them).
+
+        Raises:
+            EngineError: a worker did not stop within ``timeout`` seconds (an op still running).
+        """
+        if self.closed:
+            return
+        deadline = _perf() + timeout
+        if wait:
+            with self._lock:
+                self._book()
+                self._waitall_waiting += 1
+                try:
+                    while self._booked and _perf() < deadline:
+                        self._front.wait(WAIT_SLICE)
+                finally:
+                    self._waitall_waiting -= 1
+        self.closed = True
+        with self._lock:
+            for dev in self._devices.values():
+                dev.stopping = True
+                if not wait:
+                    dev.queue.clear()
+                dev.idle = 0
+                dev.cond.notify_all()
+        stuck = []
+        for dev in self._devices.values():
+            for t in dev.threads:
+                if t is not threading.current_thread():
+                    t.join(max(0.0, deadline - _perf()) if wait else timeout)
+                    if t.is_alive():
+                        stuck.append(t.name)
+        _LIVE.discard(self)
+        if stuck:
+            raise EngineError(f"workers {stuck} did not stop within {timeout} s: an op is still running")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.shutdown(wait=True)
+        if exc_type is None:
+            self._raise_unreported("the end of the `with` block")

@@ -1,0 +1,39 @@
+"""Which line of the user's code caused an engine event.
+
+A blocker in a notebook is only useful if it points at the line that blocked (``print(z)`` in
+cell 3).  :func:`user_source` walks out of this package's frames and returns the first caller's
+``(filename, lineno)``: a few attribute reads, cheap enough to do per push while recording.  The
+text of the line is looked up later, once, by :func:`format_source` (``linecache`` also knows
+IPython's cells).
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+
+__all__ = ["user_source", "format_source"]
+
+_PACKAGE = __name__.split(".")[0] + "."  # "d2l_async."
+
+
+def user_source() -> tuple[str, int] | None:
+    """``(filename, lineno)`` of the innermost frame outside ``d2l_async`` (None if none)."""
+    f = sys._getframe(1)
+    while f is not None:
+        name = f.f_globals.get("__name__", "")
+        if not name.startswith(_PACKAGE) or name.startswith("d2l_async.tests"):
+            return f.f_code.co_filename, f.f_lineno
+        f = f.f_back
+    return None
+
+
+def format_source(src: tuple[str, int] | None) -> str:
+    """``"file.py:12: print(z)"`` (the file's base name; IPython cells keep their cache name)."""
+    if not src:
+        return ""
+    filename, lineno = src
+    code = linecache.getline(filename, lineno).strip()
+    short = os.path.basename(filename) if os.path.exists(filename) else filename
+    return f"{short}:{lineno}: {code}" if code else f"{short}:{lineno}"
