@@ -1,1 +1,39 @@
-"""(in progress)"""
+"""Figures of the chapter, drawn from any :class:`~d2l_async.trace.Trace`.
+
+Every function here is pure: it takes data and returns a ``plotly.graph_objects.Figure`` — no
+``show()``, no files written, no experiment run.  Each figure has a data step that can be tested on
+its own (:func:`timeline_data`, :func:`queue_data`, :func:`dependency_graph`,
+:func:`expression_graph`, :func:`node_states`, :func:`measurement_table`, :func:`queue_at`) and a
+drawing step; colours, fonts and units come from :mod:`d2l_async.viz.style`.
+
+=========================  ==============================================================
+figure                     what it shows
+=========================  ==============================================================
+plot_timeline              frontend and backend lanes, ops, queue connectors, blocked spans
+plot_queue_length          queued (and in-flight) work per backend lane, cap, pending memory
+plot_trace                 the two above, sharing the time axis
+animate_timeline           the timeline and a queue counter, revealed frame by frame
+plot_dependency_graph      the DAG of arrays and ops, animated queued → ready → running → done
+plot_measurements          naive vs synchronized timings with their spread, book marks
+plot_scheduling_overhead   the engine's per-op cost against its number of workers
+plot_blocked_time          where the frontend waited, per cause
+=========================  ==============================================================
+"""
+
+from __future__ import annotations
+
+from . import style
+from ._animate import animate_timeline, queue_at
+from ._blocked import plot_blocked_time
+from ._graph import (DependencyGraph, dependency_graph, expression_graph, frontend_status, node_states,
+                     plot_dependency_graph)
+from ._measurements import measurement_table, plot_measurements, plot_scheduling_overhead
+from ._queue import CUDA_QUEUE_CAP, QueueData, plot_queue_length, plot_trace, queue_data
+from ._timeline import TimelineData, plot_timeline, timeline_data
+
+__all__ = [
+    "CUDA_QUEUE_CAP", "DependencyGraph", "QueueData", "TimelineData", "animate_timeline", "dependency_graph",
+    "expression_graph", "frontend_status", "measurement_table", "node_states", "plot_blocked_time",
+    "plot_dependency_graph", "plot_measurements", "plot_queue_length", "plot_scheduling_overhead",
+    "plot_timeline", "plot_trace", "queue_at", "queue_data", "style", "timeline_data",
+]

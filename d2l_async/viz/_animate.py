@@ -1,0 +1,117 @@
+"""The timeline and the queue counter, growing over time: the frontend racing ahead, animated.
+
+The whole trace is drawn once; each frame moves a "now" line and an opaque curtain that hides
+everything after it, and updates a counter of the work queued at that moment.  A frame therefore
+carries a handful of numbers, not the events, so even a long trace animates smoothly and the
+exported HTML stays small.  Frames are at most ``max_frames`` evenly spaced times.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ..trace import Trace
+from . import style
+from ._common import check_positive_int, check_trace, empty_figure
+from ._graph import _animation_controls
+from ._queue import draw_queue, queue_data
+from ._series import queue_length_series
+from ._timeline import _notes, default_title, draw_timeline, timeline_data
+
+__all__ = ["animate_timeline", "queue_at"]
+
+_CURTAIN = "rgba(255,255,255,1)"
+
+
+def queue_at(trace: Trace, times: np.ndarray) -> dict[str, np.ndarray]:
+    """Exact queue length of each backend lane at each of ``times`` (the counter's data step)."""
+    trace = check_trace(trace, "queue_at")
+    times = np.asarray(times, dtype=float)
+    df = queue_length_series(trace)
+    out = {}
+    for lane in [l.name for l in trace.backend_lanes]:
+        sub = df[df["lane"] == lane]
+        if not len(sub):
+            continue
+        t = sub["time"].to_numpy(float)
+        q = sub["queue_length"].to_numpy(float)
+        i = np.searchsorted(t, times, side="right") - 1  # last change at or before each time
+        out[lane] = np.where(i >= 0, q[np.maximum(i, 0)], 0.0)
+    return out
+
+
+def animate_timeline(trace: Trace, *, max_frames: int = 150, max_events: int = 2000,
+                     title: str | None = None) -> go.Figure:
+    """The timeline over the queue length, revealed frame by frame with a live queue counter.
+
+    Args:
+        trace: a :class:`~d2l_async.trace.Trace`.
+        max_frames: most frames (evenly spaced over the trace).
+        max_events: most timeline bars (denser traces merge bars closer than a pixel).
+        title: figure title.
+
+    Frame names are the frame's time in seconds, as text.
+    """
+    trace = check_trace(trace, "animate_timeline")
+    max_frames = check_positive_int(max_frames, "max_frames", minimum=2)
+    title = title if title is not None else default_title(trace, "Timeline, animated")
+    if not len(trace):
+        return empty_figure(title)
+    tl = timeline_data(trace, max_events=max_events, max_connectors=min(max_events, 600))
+    q = queue_data(trace, cap=None)
+    t0, t1 = tl.span
+    f, unit = tl.factor, tl.unit
+    times = np.linspace(t0, t1, max_frames)
+    counts = queue_at(trace, times)
+    total = np.sum(list(counts.values()), axis=0) if counts else np.zeros(len(times))
+
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.05, row_heights=[0.65, 0.35])
+    # no block labels: annotations sit above the curtain and would give the future away
+    draw_timeline(fig, tl, row=1, col=1, max_labels=0)
+    if q.queued:
+        # SVG traces only: a WebGL layer would sit above the curtain and show through it
+        draw_queue(fig, q, row=2, col=1, webgl=False)
+    nrows = len(tl.lanes)
+    qmax = max([max(v.max(), 1.0) for _, v in q.queued.values()] or [1.0]) * 1.15
+    fig.update_yaxes(range=[0, qmax], row=2, col=1)
+    if not q.queued:
+        fig.update_yaxes(range=[0, 1], title_text="queue length (nothing queued)", row=2, col=1)
+
+    def curtain(t: float, lo: float, hi: float) -> dict:
+        return {"x": [t * f, t1 * f * 1.001 + 1e-12, t1 * f * 1.001 + 1e-12, t * f, t * f], "y": [lo, lo, hi, hi, lo]}
+
+    def counter_text(k: int) -> str:
+        parts = [f"{int(v[k])} queued on {lane}" for lane, v in counts.items()][:3]
+        return "<br>".join(parts) if parts else "nothing queued"
+
+    first = len(fig.data)
+    fig.add_trace(go.Scatter(**curtain(times[0], nrows, -1), fill="toself", fillcolor=_CURTAIN, mode="none",
+                             hoverinfo="skip", showlegend=False), row=1, col=1)
+    fig.add_trace(go.Scatter(**curtain(times[0], -1, qmax * 2), fill="toself", fillcolor=_CURTAIN, mode="none",
+                             hoverinfo="skip", showlegend=False), row=2, col=1)
+    fig.add_trace(go.Scatter(x=[times[0] * f] * 2, y=[nrows, -1], mode="lines", name="now",
+                             line={"color": "#000000", "width": 1.5}, hoverinfo="skip"), row=1, col=1)
+    fig.add_trace(go.Scatter(x=[times[0] * f], y=[total[0]], mode="markers+text", text=[counter_text(0)],
+                             textposition="middle right", showlegend=False, hoverinfo="skip",
+                             marker={"color": "#000000", "size": 8}, textfont={"size": 12}), row=2, col=1)
+    traces = list(range(first, first + 4))
+    frames = []
+    for k, t in enumerate(times):
+        frames.append(go.Frame(name=f"{t:.12g}", traces=traces, data=[
+            go.Scatter(**curtain(t, nrows, -1)),
+            go.Scatter(**curtain(t, -1, qmax * 2)),
+            go.Scatter(x=[t * f] * 2, y=[nrows, -1]),
+            go.Scatter(x=[t * f], y=[total[k]], text=[counter_text(k)],
+                       textposition="middle right" if t < (t0 + t1) / 2 else "middle left"),
+        ]))
+    fig.frames = frames
+    notes = _notes(tl)
+    fig.update_layout(**_animation_controls(times, f, unit))
+    fig.update_layout(**style.base_layout(
+        title={"text": title, "subtitle": {"text": notes}} if notes else {"text": title},
+        barmode="overlay", bargap=0, height=460 + 46 * nrows))
+    fig.update_layout(margin={"t": 90, "b": 120})
+    fig.update_xaxes(title_text=style.time_axis_title(unit), row=2, col=1)
+    return fig

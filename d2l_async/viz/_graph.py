@@ -1,0 +1,528 @@
+"""The dependency graph, executing: the book's ``z = x * y + 2`` picture, brought to life.
+
+Nodes are arrays (squares), constants (diamonds) and ops (circles); an edge runs from each array
+an op reads to the op, and from the op to each array it writes.  Nodes are laid out left to right
+by depth (longest path from an input).  Over time each op moves through the engine's states::
+
+    not issued --push--> queued --inputs done--> ready --worker takes it--> running --> done
+
+``ready`` is not a column of the trace: it is derived as the moment the op's inputs were written
+(the end of the ops it depends on) and the op had been issued, clamped to its start.  An array is
+``pending`` from the push of the op that writes it until that op ends, then ``done``.
+
+The animation is a plain ``go.Figure`` with frames, a play/pause button and a time slider, so it
+plays anywhere plotly.js runs (JupyterLab, Colab, nbviewer, an exported HTML file) without a
+kernel.  A ring marks the op the frontend pushed last and a caption says which statement the
+frontend is on, or what it is blocked on.
+
+An expression string (``"z = x * y + 2"``) gives the static graph through :mod:`ast`; its
+animation follows a *schematic* schedule (one time step per op, on one worker), and says so.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from ..trace import BACKEND_KINDS, Trace
+from . import style
+from ._common import check_positive_int, check_trace, empty_figure
+
+__all__ = ["DependencyGraph", "dependency_graph", "expression_graph", "node_states", "frontend_status",
+           "plot_dependency_graph"]
+
+OP_STATES = ("not issued", "queued", "ready", "running", "done")
+ARRAY_STATES = ("not issued", "pending", "done")
+_SYMBOL = {"op": "circle", "array": "square", "const": "diamond"}
+
+
+@dataclass(frozen=True)
+class DependencyGraph:
+    """Nodes, edges and event times of a dependency graph (times in seconds, or steps if schematic).
+
+    Attributes:
+        nodes: one row per node: ``key, label, type`` (op/array/const), ``depth, y`` (layout),
+            ``event`` (trace row of an op, -1 otherwise), ``lane``, and times ``issue, ready,
+            start, end``: for ops when they were pushed, became ready, started, ended; for an
+            array the push and end of the op that writes it (``-inf`` for inputs).
+        edges: ``src, dst`` node keys.
+        frontend: the frontend's statements over time: ``start, end, text, blocked``.
+        schematic: True when the times are a made-up schedule (expression graphs), not measured.
+        n_ops_total: ops in the source before ``max_ops`` cut the graph.
+    """
+
+    nodes: pd.DataFrame
+    edges: pd.DataFrame
+    frontend: pd.DataFrame
+    schematic: bool = False
+    n_ops_total: int = 0
+    title: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_ops(self) -> int:
+        return int((self.nodes["type"] == "op").sum())
+
+
+# -- building graphs --------------------------------------------------------------------------
+class _Builder:
+    """Accumulates nodes and edges, giving each written array a new version node."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+        self.edges: list[tuple[str, str]] = []
+        self.latest: dict[str, str] = {}  # array label -> key of its current version
+        self.versions: dict[str, int] = {}
+
+    def array_for_read(self, label: str, type_: str = "array") -> str:
+        if label not in self.latest:
+            key = f"{type_}:{label}"
+            self.rows.append({"key": key, "label": label, "type": type_, "event": -1, "lane": "",
+                              "issue": -np.inf, "ready": -np.inf, "start": -np.inf, "end": -np.inf})
+            self.latest[label] = key
+            self.versions[label] = 1
+        return self.latest[label]
+
+    def op(self, key: str, label: str, event: int, lane: str, times: tuple[float, float, float]) -> str:
+        issue, start, end = times
+        self.rows.append({"key": key, "label": label, "type": "op", "event": event, "lane": lane,
+                          "issue": issue, "ready": np.nan, "start": start, "end": end})
+        return key
+
+    def array_written(self, label: str, op_key: str, issue: float, end: float) -> str:
+        version = self.versions.get(label, 0) + 1
+        self.versions[label] = version
+        key = f"array:{label}#{version}"
+        shown = label if version == 1 else f"{label} (v{version})"
+        self.rows.append({"key": key, "label": shown, "type": "array", "event": -1, "lane": "",
+                          "issue": issue, "ready": np.nan, "start": np.nan, "end": end})
+        self.latest[label] = key
+        self.edges.append((op_key, key))
+        return key
+
+    def frame(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        nodes = pd.DataFrame(self.rows, columns=["key", "label", "type", "event", "lane", "issue", "ready",
+                                                 "start", "end"])
+        edges = pd.DataFrame(self.edges, columns=["src", "dst"]).drop_duplicates(ignore_index=True)
+        return nodes, edges
+
+
+def _layout(nodes: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:
+    """Depth = longest path from a source (Kahn's order); y spreads each depth's nodes around 0."""
+    keys = list(nodes["key"])
+    index = {k: i for i, k in enumerate(keys)}
+    preds: list[list[int]] = [[] for _ in keys]
+    succs: list[list[int]] = [[] for _ in keys]
+    for s, d in zip(edges["src"], edges["dst"]):
+        preds[index[d]].append(index[s])
+        succs[index[s]].append(index[d])
+    indeg = [len(p) for p in preds]
+    depth = [0] * len(keys)
+    todo = [i for i, n in enumerate(indeg) if n == 0]
+    seen = 0
+    while todo:
+        i = todo.pop()
+        seen += 1
+        for j in succs[i]:
+            depth[j] = max(depth[j], depth[i] + 1)
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                todo.append(j)
+    if seen != len(keys):
+        raise ValueError("the dependency edges form a cycle; a dependency graph must be acyclic")
+    for i in range(len(keys)):  # inputs and constants sit just left of their first consumer
+        if not preds[i] and succs[i]:
+            depth[i] = max(0, min(depth[j] for j in succs[i]) - 1)
+    nodes = nodes.assign(depth=depth)
+    nodes["y"] = 0.0
+    for _, grp in nodes.groupby("depth"):
+        m = len(grp)
+        nodes.loc[grp.index, "y"] = -(np.arange(m) - (m - 1) / 2)
+    return nodes
+
+
+def _ready_times(nodes: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:
+    """An op is ready when it was issued and every node feeding it was done (clamped to its start)."""
+    end = dict(zip(nodes["key"], nodes["end"]))
+    inputs: dict[str, list[float]] = {}
+    for s, d in zip(edges["src"], edges["dst"]):
+        inputs.setdefault(d, []).append(end[s])
+    ready = []
+    for r in nodes.itertuples(index=False):
+        if r.type != "op":
+            ready.append(r.ready)
+            continue
+        t = max([r.issue if np.isfinite(r.issue) else -np.inf, *inputs.get(r.key, [])])
+        ready.append(min(t, r.start) if np.isfinite(r.start) else t)
+    return nodes.assign(ready=ready)
+
+
+def _frontend_rows(trace: Trace) -> pd.DataFrame:
+    fe = [l.name for l in trace.frontend_lanes]
+    mask = np.isin(trace["lane"], fe) & np.isfinite(trace["start"])
+    idx = np.flatnonzero(mask)
+    idx = idx[np.argsort(trace["start"][idx], kind="stable")]
+    texts, blocked = [], []
+    for i in idx:
+        kind, src, name = str(trace["kind"][i]), str(trace["source"][i]), str(trace["name"][i])
+        if kind == "block":
+            texts.append("blocked: " + style.block_label(str(trace["reason"][i]), src))
+            blocked.append(True)
+        else:
+            texts.append(src or name)
+            blocked.append(False)
+    return pd.DataFrame({"start": trace["start"][idx], "end": trace["end"][idx], "text": texts,
+                         "blocked": np.asarray(blocked, dtype=bool)})
+
+
+def dependency_graph(trace: Trace, *, max_ops: int = 16) -> DependencyGraph:
+    """The graph of an engine recording: arrays and ops from the reads/writes/deps columns.
+
+    Ops are the backend events (op, kernel, copy, memset) in issue order; the first ``max_ops``
+    are kept.  Without reads/writes, the ``deps`` column gives op→op edges; with neither, ops of
+    one lane are chained in lane order (a stream runs its work in order).
+    """
+    trace = check_trace(trace, "dependency_graph")
+    max_ops = check_positive_int(max_ops, "max_ops")
+    backend = {l.name for l in trace.backend_lanes}
+    idx = np.flatnonzero(np.isin(trace["kind"], BACKEND_KINDS) & np.isin(trace["lane"], list(backend)))
+    order_time = np.where(np.isfinite(trace["issue"][idx]), trace["issue"][idx], trace["start"][idx])
+    idx = idx[np.lexsort((trace["id"][idx], order_time))]
+    n_total = len(idx)
+    idx = idx[:max_ops]
+    b = _Builder()
+    op_key_of_id: dict[int, str] = {}
+    writer_of: dict[str, str] = {}  # array key -> op key
+    has_arrays = any(len(trace["reads"][i]) or len(trace["writes"][i]) for i in idx)
+    has_deps = any(len(trace["deps"][i]) for i in idx)
+    last_on_lane: dict[str, str] = {}
+    for i in idx:
+        ev_id = int(trace["id"][i])
+        issue, start, end = (float(trace[c][i]) for c in ("issue", "start", "end"))
+        reads = [b.array_for_read(str(a)) for a in trace["reads"][i]]
+        key = b.op(f"op:{ev_id}", str(trace["name"][i]), int(i), str(trace["lane"][i]), (issue, start, end))
+        op_key_of_id[ev_id] = key
+        for a in reads:
+            b.edges.append((a, key))
+        fed = {writer_of.get(a) for a in reads}
+        for dep in trace["deps"][i]:
+            dep_key = op_key_of_id.get(int(dep))
+            if dep_key is not None and dep_key not in fed:
+                b.edges.append((dep_key, key))
+        if not has_arrays and not has_deps:
+            prev = last_on_lane.get(str(trace["lane"][i]))
+            if prev is not None:
+                b.edges.append((prev, key))
+            last_on_lane[str(trace["lane"][i])] = key
+        for a in trace["writes"][i]:
+            writer_of[b.array_written(str(a), key, issue, end)] = key
+    nodes, edges = b.frame()
+    nodes = _ready_times(_layout(nodes, edges), edges)
+    return DependencyGraph(nodes, edges, _frontend_rows(trace), schematic=False, n_ops_total=n_total,
+                           meta={"virtual": trace.is_virtual, "source": trace.meta.get("source", "")})
+
+
+_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.MatMult: "matmul",
+           ast.Pow: "pow", ast.Mod: "mod", ast.FloorDiv: "floordiv"}
+_UNARY = {ast.USub: "neg", ast.UAdd: "pos", ast.Invert: "invert", ast.Not: "not"}
+
+
+def expression_graph(expr: str, *, push_time: float = 0.25, op_time: float = 1.0,
+                     workers: int = 1) -> DependencyGraph:
+    """The static graph of Python statements such as ``"z = x * y + 2"``, with a schematic schedule.
+
+    Names are input arrays, numbers constants; each operator or call is an op writing a temporary
+    array labelled with its sub-expression.  The schedule is made up, for teaching: the frontend
+    pushes one op every ``push_time`` steps; an op runs for ``op_time`` steps on the first of
+    ``workers`` free workers once its inputs are done.
+
+    Raises:
+        ValueError: the text is not Python, or uses a construct other than assignments, names,
+            numbers, operators and calls.
+    """
+    if not isinstance(expr, str):
+        raise TypeError(f"expression_graph() expects a string such as 'z = x * y + 2', got {type(expr).__name__}")
+    try:
+        tree = ast.parse(expr.strip())
+    except SyntaxError as exc:
+        raise ValueError(f"could not parse {expr!r} as Python: {exc.msg}") from exc
+    workers = check_positive_int(workers, "workers")
+    b = _Builder()
+    free = [0.0] * workers
+    clock = {"t": 0.0, "n": 0}
+    end_of: dict[str, float] = {}
+    front: list[tuple[float, float, str]] = []
+
+    def visit(node: ast.AST, line: str) -> str:
+        if isinstance(node, ast.Name):
+            return b.array_for_read(node.id)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, complex)):
+            return b.array_for_read(repr(node.value), "const")
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            args, name = [visit(node.left, line), visit(node.right, line)], _BINOPS[type(node.op)]
+        elif isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+            args, name = [visit(node.operand, line)], _UNARY[type(node.op)]
+        elif isinstance(node, ast.Call) and not node.keywords:
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+            if name is None:
+                raise ValueError(f"unsupported call {ast.unparse(node)!r}: call a name, e.g. np.dot(x, y)")
+            args = [visit(a, line) for a in node.args]
+        else:
+            raise ValueError(
+                f"unsupported expression {ast.unparse(node)!r}: use names, numbers, + - * / @ ** and calls")
+        issue = clock["t"]
+        clock["t"] += push_time
+        ready = max([issue, *(end_of.get(a, -np.inf) for a in args)])
+        w = int(np.argmin(free))
+        start = max(ready, free[w])
+        end = start + op_time
+        free[w] = end
+        key = b.op(f"op:{clock['n']}", name, -1, f"worker {w}", (issue, start, end))
+        clock["n"] += 1
+        front.append((issue, issue + push_time, f"{line}  (push {name})"))
+        for a in args:
+            b.edges.append((a, key))
+        out = b.array_written(ast.unparse(node), key, issue, end)
+        end_of[out] = end
+        return out
+
+    for stmt in tree.body:
+        line = f"line {stmt.lineno}: {ast.unparse(stmt)}"
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            result = visit(stmt.value, line)
+            target = stmt.targets[0].id
+            row = next(r for r in b.rows if r["key"] == result)
+            if row["type"] == "array" and row["key"].startswith("array:") and row["issue"] != -np.inf:
+                row["label"] = target  # the temporary is the assigned array
+            b.latest[target] = result
+        elif isinstance(stmt, ast.Expr):
+            visit(stmt.value, line)
+        else:
+            raise ValueError(f"unsupported statement {ast.unparse(stmt)!r}: use 'name = expression' or an expression")
+    nodes, edges = b.frame()
+    if not (nodes["type"] == "op").any():
+        raise ValueError(f"{expr!r} has no operation to draw: write one such as 'z = x * y + 2'")
+    nodes = _ready_times(_layout(nodes, edges), edges)
+    frontend = pd.DataFrame(front, columns=["start", "end", "text"]).assign(blocked=False)
+    return DependencyGraph(nodes, edges, frontend, schematic=True, n_ops_total=int((nodes["type"] == "op").sum()),
+                           title=expr.strip())
+
+
+# -- states -----------------------------------------------------------------------------------
+def node_states(graph: DependencyGraph, t: float) -> np.ndarray:
+    """State of every node at time ``t``: ops one of :data:`OP_STATES`, arrays of
+    :data:`ARRAY_STATES`, constants ``"done"``."""
+    n = graph.nodes
+    typ = n["type"].to_numpy()
+    issue = np.nan_to_num(n["issue"].to_numpy(float), nan=-np.inf)
+    ready = np.nan_to_num(n["ready"].to_numpy(float), nan=-np.inf)
+    start = n["start"].to_numpy(float)
+    end = n["end"].to_numpy(float)
+    op = np.select([t < issue, t < ready, t < start, t < end], OP_STATES[:4], "done")
+    arr = np.select([t < issue, t < end], ["not issued", "pending"], "done")
+    return np.where(typ == "op", op, np.where(typ == "array", arr, "done")).astype(object)
+
+
+def frontend_status(graph: DependencyGraph, t: float) -> tuple[str, bool]:
+    """(what the frontend is doing at ``t``, whether it is blocked)."""
+    f = graph.frontend
+    if not len(f):
+        return "", False
+    starts = f["start"].to_numpy(float)
+    i = int(np.searchsorted(starts, t, side="right")) - 1
+    if i < 0:
+        return "not started", False
+    # a block still running wins over a later instant event
+    open_blocks = np.flatnonzero(f["blocked"].to_numpy() & (starts <= t) & (f["end"].to_numpy(float) > t))
+    if len(open_blocks):
+        return str(f["text"].iloc[open_blocks[-1]]), True
+    row = f.iloc[i]
+    if bool(row["blocked"]):
+        return "after " + str(row["text"]).removeprefix("blocked: "), False
+    return str(row["text"]), False
+
+
+def frame_times(graph: DependencyGraph, max_frames: int) -> np.ndarray:
+    """The animation's times: every change of state when there are few, else evenly spaced."""
+    n = graph.nodes
+    ts = np.concatenate([n[c].to_numpy(float) for c in ("issue", "ready", "start", "end")]
+                        + [graph.frontend["start"].to_numpy(float), graph.frontend["end"].to_numpy(float)])
+    ts = np.unique(ts[np.isfinite(ts)])
+    if not len(ts):
+        return np.zeros(1)
+    lo, hi = ts[0], ts[-1]
+    before = lo - max((hi - lo) * 0.01, 1e-9)
+    if len(ts) + 1 <= max_frames:
+        return np.r_[before, ts]
+    return np.r_[before, np.linspace(lo, hi, max_frames - 1)]
+
+
+# -- drawing ----------------------------------------------------------------------------------
+def _short(label: str, n: int) -> str:
+    label = str(label)
+    return label if len(label) <= n else label[: n - 1] + "…"
+
+
+def _node_colors(states: np.ndarray) -> list[str]:
+    return [style.STATE_COLORS.get(s, "#FFFFFF") for s in states]
+
+
+def _ring(graph: DependencyGraph, t: float) -> tuple[list[float], list[float]]:
+    n = graph.nodes
+    ops = n[(n["type"] == "op") & (n["issue"] <= t)]
+    if not len(ops):
+        return [], []
+    last = ops.loc[ops["issue"].idxmax()]
+    return [float(last["depth"])], [float(last["y"])]
+
+
+def plot_dependency_graph(source: Trace | str | DependencyGraph, *, max_ops: int = 16, max_frames: int = 150,
+                          title: str | None = None) -> go.Figure:
+    """The dependency graph, animated from queued to done, with the frontend's statement.
+
+    Args:
+        source: a :class:`~d2l_async.trace.Trace` of an engine recording, an expression such as
+            ``"z = x * y + 2"`` (schematic schedule), or a :class:`DependencyGraph`.
+        max_ops: most ops drawn from a trace (the first ones issued).
+        max_frames: most animation frames (times are resampled evenly beyond it).
+        title: figure title.
+
+    Frame names are the frame's time in seconds (steps for an expression), as text.
+    """
+    if isinstance(source, str):
+        graph = expression_graph(source)
+    elif isinstance(source, DependencyGraph):
+        graph = source
+    elif isinstance(source, Trace):
+        graph = dependency_graph(source, max_ops=max_ops) if len(source) else None
+    else:
+        raise TypeError(f"plot_dependency_graph() expects a d2l_async.trace.Trace, an expression string or "
+                        f"a DependencyGraph, got {type(source).__name__}")
+    max_frames = check_positive_int(max_frames, "max_frames", minimum=2)
+    if title is None:
+        title = "Dependency graph"
+        if graph is not None and graph.schematic:
+            title = f"Dependency graph of {graph.title} — schematic schedule, not measured"
+        elif graph is not None and graph.meta.get("virtual"):
+            title += " — engine on virtual devices (threads)"
+    if graph is None or not len(graph.nodes):
+        return empty_figure(title, "no events in this trace" if graph is None else "no ops to draw")
+    nodes, edges = graph.nodes, graph.edges
+    times = frame_times(graph, max_frames)
+    if graph.schematic:
+        unit, factor = "steps", 1.0
+    else:
+        unit, factor = style.time_unit(times[-1] - times[0])
+    pos = {k: (d, y) for k, d, y in zip(nodes["key"], nodes["depth"], nodes["y"])}
+
+    fig = go.Figure()
+    # edges, shortened at the head so the arrow is not hidden under the node
+    ex, ey, sizes = [], [], []
+    for s, d in zip(edges["src"], edges["dst"]):
+        (x0, y0), (x1, y1) = pos[s], pos[d]
+        length = float(np.hypot(x1 - x0, y1 - y0)) or 1.0
+        k = max(0.0, 1 - 0.16 / length)
+        ex += [x0, x0 + (x1 - x0) * k, None]
+        ey += [y0, y0 + (y1 - y0) * k, None]
+        sizes += [0, 9, 0]
+    fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines+markers", hoverinfo="skip", showlegend=False,
+                             line={"color": "#888888", "width": 1.2},
+                             marker={"symbol": "arrow", "angleref": "previous", "size": sizes, "color": "#888888"}))
+    for state in OP_STATES + ("pending",):  # legend entries for the colours
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=state,
+                                 marker={"color": style.STATE_COLORS[state], "size": 12, "symbol": "circle",
+                                         "line": {"color": "#555555", "width": 1}}))
+    states0 = node_states(graph, times[0])
+    typ = nodes["type"].to_numpy()
+    # size nodes to the columns available (about 1000 px of width); drop labels that cannot fit
+    col_px = 1000 / (float(nodes["depth"].max() - nodes["depth"].min()) + 1)
+    op_size = float(np.clip(col_px * 0.55, 10, 40))
+    arr_size = float(np.clip(col_px * 0.3, 7, 22))
+    labels = [_short(lbl, 14 if col_px >= 90 else 8) for lbl in nodes["label"]]
+    text = [lbl if (t == "op" and op_size >= 30) or (t != "op" and col_px >= 45) else ""
+            for lbl, t in zip(labels, typ)]
+    hover = []
+    for r in nodes.itertuples(index=False):
+        if r.type == "op":
+            hover.append(f"<b>{r.label}</b> on {r.lane}<br>issue {r.issue * factor:.4g} · ready {r.ready * factor:.4g}"
+                         f" · start {r.start * factor:.4g} · end {r.end * factor:.4g} {unit}")
+        else:
+            hover.append(f"<b>{r.label}</b> ({r.type})")
+    node_index = len(fig.data)
+    fig.add_trace(go.Scatter(
+        x=nodes["depth"], y=nodes["y"], mode="markers+text", text=text, showlegend=False,
+        textposition=["middle center" if t == "op" else "bottom center" for t in typ],
+        textfont={"size": 11}, customdata=states0, hovertext=hover,
+        hovertemplate="%{hovertext}<br>state: %{customdata}<extra></extra>",
+        marker={"symbol": [_SYMBOL[t] for t in typ], "size": [op_size if t == "op" else arr_size for t in typ],
+                "color": _node_colors(states0), "opacity": 1.0,
+                "line": {"color": "#555555", "width": 1}},
+    ))
+    ring_index = len(fig.data)
+    rx, ry = _ring(graph, times[0])
+    fig.add_trace(go.Scatter(x=rx, y=ry, mode="markers", name="last op the frontend pushed",
+                             marker={"symbol": "circle-open", "size": op_size * 1.35, "color": "#000000", "line": {"width": 2.5}},
+                             hoverinfo="skip"))
+    top = float(nodes["y"].max()) + 1.0
+    x_left = float(nodes["depth"].min())
+    text_index = len(fig.data)
+
+    def caption(t: float) -> tuple[str, str]:
+        what, blocked = frontend_status(graph, t)
+        color = style.KIND_COLORS["block"] if blocked else "#222222"
+        return f"t = {t * factor:.4g} {unit} · frontend: {what}", color
+
+    c0, col0 = caption(times[0])
+    fig.add_trace(go.Scatter(x=[x_left - 0.3], y=[top], mode="text", text=[c0], textposition="middle right",
+                             textfont={"size": 13, "color": col0}, showlegend=False, hoverinfo="skip"))
+
+    frames = []
+    for t in times:
+        st = node_states(graph, t)
+        rx, ry = _ring(graph, t)
+        cap, col = caption(t)
+        frames.append(go.Frame(name=f"{t:.12g}", traces=[node_index, ring_index, text_index], data=[
+            go.Scatter(marker={"color": _node_colors(st)}, customdata=st),
+            go.Scatter(x=rx, y=ry),
+            go.Scatter(text=[cap], textfont={"color": col}),
+        ]))
+    fig.frames = frames
+    fig.update_layout(**_animation_controls(times, factor, unit))
+    fig.update_layout(**style.base_layout(title=title, height=max(380, 120 + 70 * (nodes["y"].max() - nodes["y"].min() + 2))))
+    fig.update_layout(margin={"t": 90, "b": 90})
+    fig.update_xaxes(visible=False, range=[x_left - 0.5, float(nodes["depth"].max()) + 0.5])
+    fig.update_yaxes(visible=False, range=[float(nodes["y"].min()) - 0.7, top + 0.5])
+    if graph.n_ops_total > graph.n_ops:
+        fig.add_annotation(text=f"first {graph.n_ops} of {graph.n_ops_total:,} ops", xref="paper", yref="paper",
+                           x=1, y=0, showarrow=False, xanchor="right", font={"color": style.OKABE_ITO["grey"]})
+    return fig
+
+
+def _animation_controls(times: np.ndarray, factor: float, unit: str, redraw: bool = False) -> dict[str, Any]:
+    """Play/pause buttons and a time slider over frames named by their time."""
+    names = [f"{t:.12g}" for t in times]
+    step_args = {"mode": "immediate", "frame": {"duration": 0, "redraw": redraw}, "transition": {"duration": 0}}
+    return {
+        "updatemenus": [{
+            "type": "buttons", "direction": "left", "x": 0.0, "y": -0.02, "xanchor": "left", "yanchor": "top",
+            "pad": {"r": 10, "t": 40}, "showactive": False,
+            "buttons": [
+                {"label": "▶ play", "method": "animate",
+                 "args": [None, {"frame": {"duration": 120, "redraw": redraw}, "fromcurrent": True,
+                                 "transition": {"duration": 0}}]},
+                {"label": "❚❚ pause", "method": "animate", "args": [[None], step_args]},
+            ],
+        }],
+        "sliders": [{
+            "active": 0, "x": 0.22, "len": 0.78, "y": -0.02, "yanchor": "top", "pad": {"t": 30},
+            "currentvalue": {"prefix": "time: ", "suffix": f" {unit}"},
+            "steps": [{"label": f"{t * factor:.3g}", "method": "animate", "args": [[name], step_args]}
+                      for t, name in zip(times, names)],
+        }],
+    }

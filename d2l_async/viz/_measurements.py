@@ -1,0 +1,174 @@
+"""Timings side by side: the chapter's "illusion" (naive timing) next to the honest number.
+
+:func:`plot_measurements` draws every raw run of each measurement as a box with its points, so the
+spread is visible, and the book's published numbers as reference marks labelled "book".
+:func:`plot_scheduling_overhead` draws the engine's per-op cost against its number of workers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from . import style
+from ._common import empty_figure
+
+__all__ = ["plot_measurements", "plot_scheduling_overhead", "measurement_table"]
+
+_NAIVE = style.OKABE_ITO["vermillion"]
+_SYNCED = style.OKABE_ITO["blue"]
+
+
+def _runs(label: str, value: Any) -> tuple[np.ndarray, bool | None]:
+    raw = getattr(value, "raw", None)
+    if raw is None:
+        raw = getattr(value, "times", None)
+    if raw is None:
+        raw = value
+    if isinstance(raw, (str, bytes)) or not isinstance(raw, Iterable):
+        raise TypeError(f"measurement {label!r}: expected a sequence of seconds or an object with .raw/.times "
+                        f"(d2l_async.benchmark.Measurement), got {type(value).__name__}")
+    try:
+        runs = np.asarray(list(raw), dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"measurement {label!r}: runs must be numbers of seconds") from exc
+    if not len(runs):
+        raise ValueError(f"measurement {label!r} has no runs; measure at least once")
+    if not np.all(np.isfinite(runs)) or np.any(runs < 0):
+        raise ValueError(f"measurement {label!r} has negative or non-finite times; times are seconds >= 0")
+    synced = getattr(value, "synchronized", None)
+    return runs, synced if isinstance(synced, bool) else None
+
+
+def measurement_table(measurements: Any) -> pd.DataFrame:
+    """The data step: one row per raw run with columns ``label, run, seconds, synchronized``.
+
+    ``measurements`` is a mapping label -> runs (a sequence of seconds, or an object with
+    ``.raw``/``.times`` such as :class:`d2l_async.benchmark.Measurement`), or a sequence of such
+    objects, labelled by their ``.label``.
+    """
+    if isinstance(measurements, Mapping):
+        items = list(measurements.items())
+    elif isinstance(measurements, Iterable) and not isinstance(measurements, (str, bytes)):
+        items = []
+        for i, m in enumerate(measurements):
+            if not (hasattr(m, "raw") or hasattr(m, "times")):
+                raise TypeError("a sequence passed to plot_measurements must hold Measurement objects "
+                                f"(with .raw); item {i} is {type(m).__name__}; pass a dict label -> seconds instead")
+            items.append((getattr(m, "label", "") or f"measurement {i}", m))
+    else:
+        raise TypeError(f"plot_measurements() expects a mapping label -> seconds or a sequence of Measurement "
+                        f"objects, got {type(measurements).__name__}")
+    rows = []
+    for label, value in items:
+        runs, synced = _runs(str(label), value)
+        rows += [{"label": str(label), "run": i, "seconds": float(s), "synchronized": synced}
+                 for i, s in enumerate(runs)]
+    return pd.DataFrame(rows, columns=["label", "run", "seconds", "synchronized"])
+
+
+def _colour(label: str, synced: bool | None, i: int) -> str:
+    low = label.lower()
+    if synced is False or "naive" in low or "unsync" in low or "no sync" in low:
+        return _NAIVE
+    if synced is True or "sync" in low:
+        return _SYNCED
+    return style.series_color(i)
+
+
+def plot_measurements(measurements: Any, *, book: Mapping[str, float] | None = None,
+                      title: str | None = None) -> go.Figure:
+    """Each measurement's raw runs as a box with its points; the book's numbers as marks.
+
+    Args:
+        measurements: mapping label -> seconds per run (or Measurement objects), or a sequence of
+            Measurement objects.  Naive (unsynchronized) timings are vermillion, synchronized blue.
+        book: label -> seconds the book printed, drawn as a black bar labelled "book" (labels not
+            among the measurements get their own column).
+        title: figure title.
+    """
+    table = measurement_table(measurements)
+    book = dict(book or {})
+    for label, value in book.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or not np.isfinite(value):
+            raise TypeError(f"book[{label!r}] must be a number of seconds, got {value!r}")
+    title = title if title is not None else "Measured time per run: naive vs synchronized"
+    if not len(table) and not book:
+        return empty_figure(title, "no measurements")
+    values = np.r_[table["seconds"].to_numpy(float), np.asarray(list(book.values()), dtype=float)]
+    positive = values[values > 0]
+    unit, factor = style.time_unit(float(np.median(positive)) if len(positive) else 0.0)
+    log = len(positive) > 1 and positive.max() / positive.min() > 30
+    fig = go.Figure()
+    for i, (label, grp) in enumerate(table.groupby("label", sort=False)):
+        synced = grp["synchronized"].iloc[0]
+        runs = grp["seconds"].to_numpy(float) * factor
+        med = float(np.median(runs))
+        fig.add_trace(go.Box(
+            x=[label] * len(runs), y=runs, name=label, boxpoints="all", jitter=0.35, pointpos=0,
+            marker={"color": _colour(label, synced, i), "size": 5, "opacity": 0.7},
+            line={"color": _colour(label, synced, i)}, fillcolor="rgba(0,0,0,0)",
+            hovertemplate=f"{label}<br>%{{y:.4g}} {unit}<extra></extra>", showlegend=False,
+        ))
+        fig.add_annotation(x=label, y=np.log10(max(med, 1e-300)) if log else med, text=f"median {med:.3g} {unit}",
+                           showarrow=False, xshift=60, font={"size": 11, "color": _colour(label, synced, i)})
+    if book:
+        labels = list(book)
+        ys = [book[k] * factor for k in labels]
+        fig.add_trace(go.Scatter(
+            x=labels, y=ys, mode="markers+text", name="book (published)", text=["book"] * len(labels),
+            textposition="middle left",
+            marker={"symbol": "line-ew-open", "size": 44, "color": "#000000", "line": {"width": 3}},
+            hovertemplate=f"book: %{{y:.4g}} {unit}<extra></extra>",
+        ))
+    fig.update_layout(**style.base_layout(title=title, height=420, boxgap=0.5))
+    fig.update_yaxes(title_text=f"seconds per run ({unit}{', log scale' if log else ''})",
+                     type="log" if log else "linear", rangemode="tozero")
+    fig.update_xaxes(title_text="")
+    return fig
+
+
+def plot_scheduling_overhead(rows: Any, *, title: str | None = None) -> go.Figure:
+    """Per-op scheduling cost against the number of engine workers.
+
+    Args:
+        rows: a DataFrame or an iterable of mappings with ``workers`` and ``per_op_us``, and
+            optionally ``label`` (one line per label, e.g. the engine) and ``spread_us`` (error
+            bar, e.g. the IQR of repeats).
+        title: figure title.
+    """
+    if isinstance(rows, pd.DataFrame):
+        df = rows.copy()
+    elif isinstance(rows, Iterable) and not isinstance(rows, (str, bytes, Mapping)):
+        rows = list(rows)
+        if not all(isinstance(r, Mapping) for r in rows):
+            raise TypeError("plot_scheduling_overhead() expects a DataFrame or mappings with 'workers' and 'per_op_us'")
+        df = pd.DataFrame(rows)
+    else:
+        raise TypeError(f"plot_scheduling_overhead() expects a DataFrame or an iterable of mappings, "
+                        f"got {type(rows).__name__}")
+    title = title if title is not None else "Scheduling overhead of the engine (CPU threads)"
+    if not len(df):
+        return empty_figure(title, "no measurements")
+    missing = {"workers", "per_op_us"} - set(df.columns)
+    if missing:
+        raise ValueError(f"rows lack column(s) {sorted(missing)}; each row needs 'workers' and 'per_op_us'")
+    if "label" not in df.columns:
+        df["label"] = "per-op overhead"
+    fig = go.Figure()
+    for i, (label, grp) in enumerate(df.groupby("label", sort=False)):
+        grp = grp.sort_values("workers")
+        err = None
+        if "spread_us" in grp.columns:
+            err = {"type": "data", "array": grp["spread_us"].to_numpy(float), "visible": True}
+        fig.add_trace(go.Scatter(x=grp["workers"], y=grp["per_op_us"], error_y=err, mode="lines+markers",
+                                 name=str(label), line={"color": style.series_color(i)},
+                                 hovertemplate="%{x} workers: %{y:.3g} µs per op<extra>" + str(label) + "</extra>"))
+    fig.update_layout(**style.base_layout(title=title, height=380))
+    fig.update_xaxes(title_text="engine workers (threads)", dtick=1)
+    fig.update_yaxes(title_text="time per op (µs)", rangemode="tozero")
+    return fig

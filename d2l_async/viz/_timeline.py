@@ -1,0 +1,336 @@
+"""The frontend/backend timeline: the book's threading diagram, drawn from a real trace.
+
+One row per lane, the frontend (Python) threads first, then each backend lane (engine worker,
+virtual device, CUDA stream)::
+
+    frontend      |push|push|push|#### blocked: print(z) — line 12 ####|
+                     \\    \\     \\                 (connector = time in the queue)
+    cpu:0 worker 0     [mul]  [add]   [mul]
+                                 issue --> start
+
+Ops are bars coloured by kind; a connector runs from the moment the frontend issued an op to the
+moment its lane started it; the intervals when the frontend waited are shaded and labelled with
+their cause.
+
+Scale: a profiler trace of a training step has 10^5 events, far more than pixels.  The data step
+:func:`timeline_data` therefore merges bars of one lane and kind that lie closer than a pixel
+(``span / pixels``) until at most ``max_events`` bars remain, and keeps an evenly spaced subset of
+at most ``max_connectors`` connectors; the figure says when it did either.  Small traces are drawn
+exactly, one bar per event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from ..trace import BACKEND_KINDS, Lane, Trace
+from . import style
+from ._common import check_positive_int, check_trace, empty_figure, time_span
+
+__all__ = ["TimelineData", "timeline_data", "plot_timeline"]
+
+#: Fraction of a row a bar fills; frontend launches are drawn thinner, on top of the ops they are in.
+BAR_WIDTH = 0.7
+LAUNCH_WIDTH = 0.35
+#: Bars with at most this many events get their name written inside.
+_TEXT_LIMIT = 40
+
+
+@dataclass(frozen=True)
+class TimelineData:
+    """Everything the timeline draws, in seconds (the drawing step converts to ``unit``).
+
+    Attributes:
+        lanes: lanes in display order (row ``i`` is ``lanes[i]``).
+        labels: axis label of each row (virtual lanes say ``(virtual)``).
+        bars: one row per bar: ``row, lane, kind, name, start, end, issue, count, reads, writes,
+            source``; ``count > 1`` marks bars merged from events closer than a pixel.
+        connectors: ``issue, start, from_row, to_row, name`` for the issue→start connectors drawn.
+        n_connectors: how many events had an issue time (connectors before the cap).
+        blocks: frontend waits: ``row, start, end, reason, source, label``.
+        span: (first, last) time of the trace in seconds.
+        unit, factor: display unit and the factor from seconds to it.
+        n_events: bars before merging.
+    """
+
+    lanes: tuple[Lane, ...]
+    labels: tuple[str, ...]
+    bars: pd.DataFrame
+    connectors: pd.DataFrame
+    n_connectors: int
+    blocks: pd.DataFrame
+    span: tuple[float, float]
+    unit: str
+    factor: float
+    n_events: int
+
+    @property
+    def merged(self) -> bool:
+        return len(self.bars) < self.n_events
+
+
+def _merge(group: np.ndarray, start: np.ndarray, end: np.ndarray, gap: float) -> np.ndarray:
+    """Segment id per event (events sorted by group, then start): a new segment begins where the
+    group changes or the event starts more than ``gap`` after everything before it has ended."""
+    n = len(start)
+    if not n:
+        return np.empty(0, dtype=np.int64)
+    lo = min(start.min(), end.min())
+    big = (max(end.max(), start.max()) - lo) * 4 + gap * 4 + 1.0
+    # offset each group by a large constant so one running maximum never crosses groups
+    shifted_end = (end - lo) + group * big
+    running = np.maximum.accumulate(shifted_end)
+    prev = np.r_[-np.inf, running[:-1]]
+    new = np.r_[True, group[1:] != group[:-1]] | ((start - lo) + group * big > prev + gap)
+    return np.cumsum(new) - 1
+
+
+def timeline_data(
+    trace: Trace, *, max_events: int = 4000, max_connectors: int = 1500, pixels: int = 1500
+) -> TimelineData:
+    """The timeline's data step: lanes, bars (merged below a pixel when needed), connectors, blocks.
+
+    Args:
+        trace: the trace to draw.
+        max_events: most bars to keep; beyond it bars of one lane and kind closer than a pixel are
+            merged (the pixel is ``span / pixels``, doubled until the bars fit).
+        max_connectors: most issue→start connectors; an evenly spaced subset is kept beyond it.
+        pixels: the plot width the merging assumes.
+    """
+    trace = check_trace(trace, "timeline_data")
+    max_events = check_positive_int(max_events, "max_events")
+    max_connectors = check_positive_int(max_connectors, "max_connectors", minimum=0)
+    pixels = check_positive_int(pixels, "pixels")
+    lanes = tuple(trace.lanes)
+    rows = {lane.name: i for i, lane in enumerate(lanes)}
+    labels = tuple(style.lane_label(l) for l in lanes)
+    span = time_span(trace)
+    unit, factor = style.time_unit(span[1] - span[0])
+
+    kind = trace["kind"].astype(str)
+    lane_col = trace["lane"].astype(str)
+    start, end = trace["start"], trace["end"]
+    finite = np.isfinite(start) & np.isfinite(end)
+    row_of = np.fromiter((rows[n] for n in lane_col), dtype=np.int64, count=len(lane_col))
+
+    # -- bars ---------------------------------------------------------------------------------
+    bar_idx = np.flatnonzero(finite & (kind != "block"))
+    n_events = len(bar_idx)
+    kinds = np.unique(kind[bar_idx]) if n_events else np.empty(0, dtype=object)
+    kind_code = np.searchsorted(kinds, kind[bar_idx])
+    group = row_of[bar_idx] * max(len(kinds), 1) + kind_code
+    order = np.lexsort((start[bar_idx], group))
+    idx, group = bar_idx[order], group[order]
+    if n_events > max_events:
+        gap = (span[1] - span[0]) / pixels
+        seg = _merge(group, start[idx], end[idx], gap)
+        while seg[-1] + 1 > max_events:
+            gap *= 2
+            seg = _merge(group, start[idx], end[idx], gap)
+        first = np.flatnonzero(np.r_[True, seg[1:] != seg[:-1]])
+        count = np.diff(np.r_[first, len(idx)])
+        b_start = np.minimum.reduceat(start[idx], first)
+        b_end = np.maximum.reduceat(end[idx], first)
+        head = idx[first]
+        names = trace["name"][head].astype(str)
+        names = np.where(count > 1, np.char.add(np.char.add(count.astype(str), " events from "), names.astype(str)), names)
+        bars = pd.DataFrame({
+            "row": row_of[head], "lane": lane_col[head], "kind": kind[head], "name": names,
+            "start": b_start, "end": b_end, "issue": np.where(count > 1, np.nan, trace["issue"][head]),
+            "count": count, "reads": trace["reads"][head], "writes": trace["writes"][head],
+            "source": trace["source"][head],
+        })
+    else:
+        bars = pd.DataFrame({
+            "row": row_of[idx], "lane": lane_col[idx], "kind": kind[idx],
+            "name": trace["name"][idx].astype(str), "start": start[idx], "end": end[idx],
+            "issue": trace["issue"][idx], "count": np.ones(len(idx), dtype=np.int64),
+            "reads": trace["reads"][idx], "writes": trace["writes"][idx], "source": trace["source"][idx],
+        })
+
+    # -- connectors: issue (frontend lane) -> start (backend lane) ------------------------------
+    frontend_rows = [rows[l.name] for l in trace.frontend_lanes]
+    conn_idx = np.flatnonzero(finite & np.isin(kind, BACKEND_KINDS) & np.isfinite(trace["issue"]))
+    conn_idx = conn_idx[np.isin(row_of[conn_idx], frontend_rows, invert=True)]
+    n_conn = len(conn_idx)
+    if frontend_rows and n_conn and max_connectors:
+        conn_idx = conn_idx[np.argsort(trace["issue"][conn_idx], kind="stable")]
+        if n_conn > max_connectors:
+            conn_idx = conn_idx[np.unique(np.linspace(0, n_conn - 1, max_connectors).round().astype(np.int64))]
+        from_row = np.full(len(conn_idx), frontend_rows[0], dtype=np.int64)
+        if len(frontend_rows) > 1:  # find the thread that launched it through the flow id
+            flow = trace["flow"]
+            fe = np.flatnonzero(np.isin(row_of, frontend_rows) & (flow != -1))
+            flow_row = pd.Series(row_of[fe], index=flow[fe])
+            flow_row = flow_row[~flow_row.index.duplicated()]
+            mapped = pd.Series(flow[conn_idx]).map(flow_row).to_numpy()
+            from_row = np.where(np.isnan(mapped.astype(float)), from_row, np.nan_to_num(mapped.astype(float))).astype(np.int64)
+        connectors = pd.DataFrame({
+            "issue": trace["issue"][conn_idx], "start": start[conn_idx], "from_row": from_row,
+            "to_row": row_of[conn_idx], "name": trace["name"][conn_idx].astype(str),
+        })
+    else:
+        connectors = pd.DataFrame({"issue": [], "start": [], "from_row": [], "to_row": [], "name": []})
+
+    # -- blocks -------------------------------------------------------------------------------
+    blk = np.flatnonzero(finite & (kind == "block"))
+    blocks = pd.DataFrame({
+        "row": row_of[blk], "start": start[blk], "end": end[blk],
+        "reason": trace["reason"][blk].astype(str), "source": trace["source"][blk].astype(str),
+    })
+    blocks["label"] = [style.block_label(r, s) for r, s in zip(blocks["reason"], blocks["source"])]
+    return TimelineData(lanes, labels, bars, connectors, n_conn, blocks, span, unit, factor, n_events)
+
+
+# -- drawing ----------------------------------------------------------------------------------
+def _fmt_labels(values: Any) -> str:
+    values = tuple(values) if isinstance(values, (tuple, list)) else ()
+    return ", ".join(map(str, values)) if values else "—"
+
+
+def _hover(bars: pd.DataFrame, unit: str, factor: float) -> list[str]:
+    out = []
+    for r in bars.itertuples(index=False):
+        issue = "—" if not np.isfinite(r.issue) else f"{r.issue * factor:.4g} {unit}"
+        text = (
+            f"<b>{r.name}</b> ({r.kind} on {r.lane})<br>"
+            f"issue {issue} · start {r.start * factor:.4g} · end {r.end * factor:.4g} {unit}<br>"
+            f"duration {(r.end - r.start) * factor:.4g} {unit}"
+        )
+        if r.count > 1:
+            text += f"<br>{r.count} events closer than a pixel, merged"
+        else:
+            text += f"<br>reads: {_fmt_labels(r.reads)} · writes: {_fmt_labels(r.writes)}"
+            if r.source:
+                text += f"<br>{r.source}"
+        out.append(text)
+    return out
+
+
+def draw_timeline(fig: go.Figure, data: TimelineData, *, row: int | None = None, col: int | None = None,
+                  connectors: bool = True, max_labels: int = 12) -> None:
+    """Add the timeline's traces to ``fig`` (optionally to one subplot) and style its axes."""
+    where = {"row": row, "col": col} if row is not None else {}
+    f, unit = data.factor, data.unit
+    frontend_rows = {i for i, l in enumerate(data.lanes) if l.is_frontend}
+    nrows = len(data.lanes)
+
+    # blocked intervals under everything: a faint band over all lanes, a strong one on the frontend
+    if len(data.blocks):
+        b = data.blocks
+        xs = np.column_stack([b["start"], b["end"], b["end"], b["start"], b["start"],
+                              np.full(len(b), np.nan)]).ravel() * f
+        top, bottom = -0.5, nrows - 0.5
+        band_y = np.tile([top, top, bottom, bottom, top, np.nan], len(b))
+        fig.add_trace(go.Scatter(x=xs, y=band_y, fill="toself", mode="none", hoverinfo="skip",
+                                 fillcolor="rgba(213,94,0,0.07)", showlegend=False), **where)
+        r = b["row"].to_numpy(float)
+        lane_y = np.column_stack([r - 0.45, r - 0.45, r + 0.45, r + 0.45, r - 0.45, np.full(len(b), np.nan)]).ravel()
+        fig.add_trace(go.Scatter(x=xs, y=lane_y, fill="toself", mode="none", hoverinfo="skip",
+                                 fillcolor="rgba(213,94,0,0.35)", name="frontend blocked"), **where)
+        fig.add_trace(go.Scatter(
+            x=(b["start"] + b["end"]).to_numpy() / 2 * f, y=r, mode="markers",
+            marker={"size": 1, "color": style.KIND_COLORS["block"]}, showlegend=False,
+            hovertext=[f"<b>frontend blocked</b>: {lbl}<br>{s * f:.4g} → {e * f:.4g} {unit} "
+                       f"({(e - s) * f:.4g} {unit})" for lbl, s, e in zip(b["label"], b["start"], b["end"])],
+            hovertemplate="%{hovertext}<extra></extra>"), **where)
+        longest = b.assign(d=b["end"] - b["start"]).nlargest(max_labels, "d")
+        for lb in longest.itertuples(index=False):
+            fig.add_annotation(x=(lb.start + lb.end) / 2 * f, y=lb.row,
+                               text=lb.label, showarrow=False, bgcolor="rgba(255,255,255,0.75)",
+                               font={"size": 11, "color": style.KIND_COLORS["block"]}, **where)
+
+    # bars, one trace per kind so the legend explains the colours
+    bars = data.bars
+    small = len(bars) <= _TEXT_LIMIT
+    order = {k: i for i, k in enumerate(style.KIND_ORDER)}
+    for kind, grp in sorted(bars.groupby("kind", sort=False), key=lambda kv: order.get(kv[0], len(order))):
+        on_frontend = grp["row"].isin(frontend_rows).to_numpy()
+        width = np.where(on_frontend & (kind != "op"), LAUNCH_WIDTH, BAR_WIDTH)
+        fig.add_trace(go.Bar(
+            orientation="h", base=grp["start"].to_numpy() * f, x=(grp["end"] - grp["start"]).to_numpy() * f,
+            y=grp["row"].to_numpy(), width=width, name=str(kind), marker={"color": style.kind_color(kind),
+                                                                          "line": {"width": 0}},
+            hovertext=_hover(grp, unit, f), hovertemplate="%{hovertext}<extra></extra>",
+            text=grp["name"].tolist() if small else None, textposition="inside" if small else None,
+            insidetextanchor="middle", textfont={"color": "white", "size": 11},
+        ), **where)
+
+    # connectors: issue on the frontend -> start on the backend lane (the time spent queued)
+    c = data.connectors
+    if connectors and len(c):
+        n = len(c)
+        xs = np.column_stack([c["issue"], c["start"], np.full(n, np.nan)]).ravel() * f
+        ys = np.column_stack([c["from_row"] + 0.2, c["to_row"] - BAR_WIDTH / 2, np.full(n, np.nan)]).ravel()
+        waits = [f"<b>{name}</b> waited {(s - i) * f:.4g} {unit} in the queue"
+                 for name, i, s in zip(c["name"], c["issue"], c["start"])]
+        shown = "" if n == data.n_connectors else f" ({n} of {data.n_connectors})"
+        fig.add_trace(go.Scatter(
+            x=xs, y=ys, mode="lines+markers", name=f"queued: issue → start{shown}",
+            line={"color": f"rgba(102,102,102,{0.6 if n <= 50 else 0.25 if n <= 300 else 0.12})", "width": 1},
+            marker={"symbol": "arrow", "angleref": "previous", "size": np.tile([0, 7, 0], n),
+                    "color": "rgba(102,102,102,0.8)"},
+            hovertext=[t for w in waits for t in (w, w, "")], hovertemplate="%{hovertext}<extra></extra>",
+        ), **where)
+
+    fig.update_yaxes(tickvals=list(range(nrows)), ticktext=list(data.labels), range=[nrows - 0.4, -0.6],
+                     showgrid=False, zeroline=False, **where)
+    fig.update_xaxes(range=[data.span[0] * f, data.span[1] * f], **where)
+
+
+def _notes(data: TimelineData) -> str:
+    notes = []
+    if data.merged:
+        notes.append(f"{data.n_events:,} events drawn as {len(data.bars):,} bars (events closer than a pixel merged)")
+    if len(data.connectors) < data.n_connectors:
+        notes.append(f"{len(data.connectors):,} of {data.n_connectors:,} queue connectors shown")
+    return "; ".join(notes)
+
+
+def default_title(trace: Trace, what: str) -> str:
+    source = trace.meta.get("source", "")
+    device = trace.meta.get("device", "")
+    parts = [what, f"{len(trace):,} events"]
+    if device:
+        parts.append(str(device))
+    elif source:
+        parts.append(f"source: {source}")
+    if trace.is_virtual:
+        parts.append("virtual devices (threads, not hardware)")
+    return " — ".join(parts)
+
+
+def plot_timeline(trace: Trace, *, max_events: int = 4000, max_connectors: int = 1500,
+                  title: str | None = None) -> go.Figure:
+    """The frontend/backend timeline of a trace: lanes as rows, ops as bars, queue connectors,
+    shaded frontend waits.
+
+    Args:
+        trace: a :class:`~d2l_async.trace.Trace` (from ``eng.trace()``, a sample or a profiler file).
+        max_events: most bars drawn; denser traces merge bars closer than a pixel.
+        max_connectors: most issue→start connectors drawn.
+        title: figure title (default: what the trace is).
+
+    Returns:
+        A ``plotly.graph_objects.Figure``; an empty trace gives a figure saying "no events".
+    """
+    trace = check_trace(trace, "plot_timeline")
+    title = title if title is not None else default_title(trace, "Frontend and backend timeline")
+    if not len(trace):
+        return empty_figure(title)
+    data = timeline_data(trace, max_events=max_events, max_connectors=max_connectors)
+    fig = go.Figure()
+    draw_timeline(fig, data)
+    notes = _notes(data)
+    fig.update_layout(**style.base_layout(
+        title={"text": title, "subtitle": {"text": notes}} if notes else {"text": title},
+        barmode="overlay", height=160 + 46 * len(data.lanes), bargap=0,
+    ))
+    fig.update_layout(margin={"t": 90})
+    fig.update_xaxes(title_text=style.time_axis_title(data.unit))
+    return fig
