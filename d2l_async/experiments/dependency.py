@@ -225,20 +225,20 @@ def run_independent_vs_dependent(
 
     Args:
         workers: worker counts to compare (the book's point: 1 vs 2).
-        ops: products in total; default 16 (quick mode 12).
+        ops: products in total; default 16 (quick mode 8).
         chains: independent chains (each gets ``ops // chains`` products).
-        size: matrix side; default 400 (quick mode 300).
+        size: matrix side; default 600 (quick mode 500).
         repeat: runs of each variant (medians reported, last traces kept); default 3 (quick mode 2).
 
     Raises:
         ValueError: bad counts (``ops`` must be at least ``chains``).
     """
     workers = positive_ints("workers", workers, maximum=64)
-    ops = positive_int("ops", ops if ops is not None else config.scale(16, 12), maximum=100_000)
+    ops = positive_int("ops", ops if ops is not None else config.scale(16, 8), maximum=100_000)
     chains = positive_int("chains", chains, maximum=64)
     if ops < chains:
         raise ValueError(f"ops={ops} must be at least chains={chains}")
-    size = positive_int("size", size if size is not None else config.scale(400, 300), maximum=8192)
+    size = positive_int("size", size if size is not None else config.scale(600, 500), maximum=8192)
     repeat = positive_int("repeat", repeat if repeat is not None else config.scale(3, 2), maximum=1000)
     import statistics
 

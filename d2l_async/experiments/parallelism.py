@@ -70,7 +70,7 @@ def run_two_devices(
 
     Args:
         ops: products per device; default 10 (quick mode 4).
-        size: matrix side; default 600 (quick mode 300).
+        size: matrix side; default 800 (quick mode 500).
         repeat: runs of each variant (medians reported, last traces kept); default 3 (quick mode 2).
         backend: ``"auto"``, ``"engine"`` (two virtual devices) or ``"cuda"`` (needs two GPUs).
 
@@ -78,7 +78,7 @@ def run_two_devices(
         ValueError: bad counts or an unavailable backend.
     """
     ops = positive_int("ops", ops if ops is not None else config.scale(10, 4), maximum=100_000)
-    size = positive_int("size", size if size is not None else config.scale(600, 300), maximum=8192)
+    size = positive_int("size", size if size is not None else config.scale(800, 500), maximum=8192)
     repeat = positive_int("repeat", repeat if repeat is not None else config.scale(3, 2), maximum=1000)
     setup = resolve_backend(backend, n_devices=2, min_gpus=2)
     import torch

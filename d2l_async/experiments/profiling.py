@@ -99,7 +99,7 @@ def run_profiling(
             loss = torch.nn.functional.mse_loss(net(x), y)
             loss.backward()
             opt.step()
-        return float(loss)  # one blocker at the end, like a logged epoch loss
+        return loss.item()  # one blocker at the end, like a logged epoch loss
 
     train()  # warm-up (allocator, kernels)
     trace = capture(train, device="cuda" if on_cuda else "cpu")

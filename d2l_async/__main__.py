@@ -1,0 +1,54 @@
+"""Command line: ``python -m d2l_async report [--device auto|cpu|cuda] [--quick] [--output PATH]``.
+
+Also installed as the ``d2l-async`` console script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+__all__ = ["main", "build_parser"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m d2l_async",
+                                     description="D2L's asynchronous computation chapter, measured on this machine.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    rep = sub.add_parser("report", help="run every experiment and write an HTML report",
+                         description="Run every experiment of the chapter, print a results table and write a "
+                                     "self-contained HTML report with a JSON of the numbers beside it.")
+    rep.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),
+                     help="auto: CUDA when present, else the CPU engine (default); cpu: the engine only; "
+                          "cuda: fail unless CUDA is available")
+    rep.add_argument("--quick", action="store_true", help="small workloads (sets D2L_ASYNC_QUICK=1)")
+    rep.add_argument("--output", default="build/report.html", metavar="PATH",
+                     help="HTML file to write (default build/report.html); the JSON goes beside it")
+    rep.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status (argparse exits with 2 on bad arguments)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command != "report":
+        parser.print_help(sys.stderr)
+        return 2
+    from d2l_async.report import check_device, run_report
+
+    try:
+        check_device(args.device)
+    except ValueError as exc:
+        parser.error(str(exc))
+    try:
+        run_report(device=args.device, quick=True if args.quick else None, output=args.output,
+                   progress=not args.no_progress)
+    except ValueError as exc:
+        parser.error(str(exc))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

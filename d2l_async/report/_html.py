@@ -1,0 +1,81 @@
+"""Writing the report: one self-contained HTML file (plotly.js embedded once) and a JSON of numbers."""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+from ._table import HEADER, Row
+
+__all__ = ["render_html", "write_json", "to_jsonable"]
+
+_CSS = """
+body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #222; }
+table { border-collapse: collapse; width: 100%; font-size: 0.92em; }
+th, td { border-bottom: 1px solid #ddd; padding: 0.35em 0.5em; text-align: left; vertical-align: top; }
+th { background: #f4f4f4; }
+.banner { background: #fff6d6; border: 1px solid #e0c96b; padding: 0.6em 1em; border-radius: 4px; }
+.note { color: #555; font-size: 0.9em; }
+figure { margin: 1.5em 0; }
+figcaption { font-weight: 600; margin-bottom: 0.3em; }
+"""
+
+
+def _table_html(rows: Sequence[Row]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in HEADER)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r.cells()) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def render_html(*, title: str, banner: str, rows: Sequence[Row], sections: Sequence[dict[str, Any]]) -> str:
+    """The report page.
+
+    Args:
+        title: page title.
+        banner: what the numbers ran on (shown at the top).
+        rows: the results table.
+        sections: dicts with ``title``, ``figures`` (``(caption, go.Figure)`` pairs) and ``notes``.
+    """
+    from plotly.offline import get_plotlyjs
+
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+             f"<style>{_CSS}</style><script type='text/javascript'>{get_plotlyjs()}</script></head><body>",
+             f"<h1>{html.escape(title)}</h1><p class='banner'>{html.escape(banner)}</p>",
+             "<p class='note'>The book's numbers were measured by D2L's authors with MXNet on their machine; "
+             "ours are measured by this run. A virtual device is a thread on this CPU, not a GPU.</p>",
+             "<h2>Results</h2>", _table_html(rows)]
+    for sec in sections:
+        parts.append(f"<h2>{html.escape(sec['title'])}</h2>")
+        for caption, fig in sec.get("figures", ()):
+            div = fig.to_html(full_html=False, include_plotlyjs=False, config={"responsive": True})
+            parts.append(f"<figure><figcaption>{html.escape(caption)}</figcaption>{div}</figure>")
+        for note in sec.get("notes", ()):
+            parts.append(f"<p class='note'>{html.escape(note)}</p>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def to_jsonable(value: Any) -> Any:
+    """Plain JSON types: numpy scalars to Python, NaN/inf to None, tuples to lists."""
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        try:
+            value = value.item()
+        except (TypeError, ValueError):
+            return str(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def write_json(path: Path, data: dict[str, Any]) -> Path:
+    path.write_text(json.dumps(to_jsonable(data), indent=2, ensure_ascii=False), encoding="utf-8")
+    return path

@@ -1,0 +1,152 @@
+"""Running the whole chapter headlessly: every step, a progress bar, a table, HTML and JSON.
+
+``python -m d2l_async report`` calls :func:`run_report`; notebooks and tests can call it too.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from ._html import render_html, write_json
+from ._steps import STEPS, Backends, Step, StepOutput
+from ._table import Row, format_table
+
+__all__ = ["DEVICES", "ReportResult", "check_device", "run_report"]
+
+#: What ``--device`` accepts.
+DEVICES = ("auto", "cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """What a report run produced.
+
+    Attributes:
+        rows: the results table.
+        html_path: the HTML report.
+        json_path: the JSON of the numbers, beside it.
+        seconds: wall time of the run.
+        device: ``"auto"``, ``"cpu"`` or ``"cuda"``.
+        quick: whether quick mode was on.
+        machine: :func:`d2l_async.devices.describe_machine`.
+    """
+
+    rows: tuple[Row, ...]
+    html_path: Path
+    json_path: Path
+    seconds: float
+    device: str
+    quick: bool
+    machine: str
+
+    @property
+    def table(self) -> str:
+        return format_table(self.rows)
+
+
+def check_device(device: str) -> str:
+    """``device`` if usable here.
+
+    Raises:
+        ValueError: not one of :data:`DEVICES`, or ``"cuda"`` on a machine without CUDA.
+    """
+    if device not in DEVICES:
+        raise ValueError(f"unknown device {device!r}: use one of {', '.join(DEVICES)}")
+    if device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ValueError("--device cuda: torch.cuda.is_available() is False on this machine; "
+                             "use --device cpu (the CPU engine) or --device auto")
+    return device
+
+
+def run_report(
+    *, device: str = "auto", quick: bool | None = None, output: str | Path = "build/report.html",
+    progress: bool = True, steps: Sequence[Step] = STEPS, stream: Any = None,
+) -> ReportResult:
+    """Run every step, print the table, write the HTML report and the JSON beside it.
+
+    Args:
+        device: ``"auto"`` (CUDA when present), ``"cpu"`` (the engine only) or ``"cuda"``.
+        quick: set quick mode (``D2L_ASYNC_QUICK=1``) for this run; ``None`` keeps the environment's.
+        output: the HTML path (``.html``); the JSON goes to the same path with ``.json``.
+        progress: show a tqdm progress bar (on stderr).
+        steps: the steps to run (default: all nine topics).
+        stream: where the table is printed (default ``sys.stdout``).
+
+    Raises:
+        ValueError: a bad device or output path.
+    """
+    check_device(device)
+    output = Path(output)
+    if output.suffix.lower() not in (".html", ".htm"):
+        raise ValueError(f"--output must end in .html, got {str(output)!r}")
+    if not steps:
+        raise ValueError("no steps to run")
+    stream = stream if stream is not None else sys.stdout
+    old_quick = os.environ.get("D2L_ASYNC_QUICK")
+    if quick is not None:
+        os.environ["D2L_ASYNC_QUICK"] = "1" if quick else "0"
+    try:
+        from d2l_async import config
+        from d2l_async.devices import describe_machine
+
+        is_quick = config.quick_mode()
+        backends = Backends.for_device(device)
+        machine = describe_machine()
+        t0 = time.perf_counter()
+        outputs: list[tuple[Step, StepOutput, float]] = []
+        bar = _progress(steps, progress)
+        for step in steps:
+            bar.set_description(step.key)
+            t_step = time.perf_counter()
+            outputs.append((step, step.run(backends), time.perf_counter() - t_step))
+            bar.update(1)
+        bar.close()
+        seconds = time.perf_counter() - t0
+    finally:
+        if quick is not None:
+            if old_quick is None:
+                os.environ.pop("D2L_ASYNC_QUICK", None)
+            else:
+                os.environ["D2L_ASYNC_QUICK"] = old_quick
+    rows = tuple(r for _, out, _ in outputs for r in out.rows)
+    banner = (f"Ran on: {machine}. --device {device}{', quick mode' if is_quick else ''}; "
+              f"{seconds:.1f} s on {_dt.datetime.now().isoformat(timespec='seconds')}.")
+    sections = [{"title": s.title, "figures": out.figures, "notes": out.notes} for s, out, _ in outputs]
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(render_html(title="d2l-async: the asynchronous computation chapter, measured",
+                                  banner=banner, rows=rows, sections=sections), encoding="utf-8")
+    json_path = output.with_suffix(".json")
+    from d2l_async.experiments import BOOK
+
+    write_json(json_path, {
+        "machine": machine, "device": device, "quick": is_quick, "seconds": seconds,
+        "book": {k: {"value": n.value, "unit": n.unit, "what": n.what, "source": n.source} for k, n in BOOK.items()},
+        "experiments": {s.key: {**out.numbers, "step_seconds": dt} for s, out, dt in outputs},
+        "table": [dict(zip(("experiment", "book", "ours", "device"), r.cells())) for r in rows],
+    })
+    print(format_table(rows), file=stream)
+    print(f"\nwrote {output} and {json_path} ({seconds:.1f} s)", file=stream)
+    return ReportResult(rows, output, json_path, seconds, device, is_quick, machine)
+
+
+class _NoBar:
+    def set_description(self, _: str) -> None: ...
+    def update(self, _: int) -> None: ...
+    def close(self) -> None: ...
+
+
+def _progress(steps: Sequence[Step], enabled: bool) -> Any:
+    if not enabled:
+        return _NoBar()
+    from tqdm.auto import tqdm
+
+    return tqdm(total=len(steps), unit="experiment", file=sys.stderr, dynamic_ncols=True)

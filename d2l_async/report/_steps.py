@@ -1,0 +1,304 @@
+"""The report's steps: run one experiment, turn its result into table rows, figures and numbers.
+
+Each step is a function ``(Backends) -> StepOutput``.  The experiments do the measuring
+(:mod:`d2l_async.experiments`), the figures come from :mod:`d2l_async.viz`; this module only chooses
+what to show and writes the numbers as text.  Numbers are always the ones just measured; the book's
+come from :data:`d2l_async.experiments.BOOK` and are labelled as the book's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ._table import Row
+
+__all__ = ["Backends", "StepOutput", "Step", "STEPS", "fmt_seconds"]
+
+
+@dataclass(frozen=True)
+class Backends:
+    """Which backend each kind of experiment uses for the report's ``--device``.
+
+    Attributes:
+        one: for experiments on one device (``"engine"``, ``"cuda"`` or ``"auto"``).
+        two: for experiments that need two devices (CUDA only with two GPUs).
+        profile: for the torch.profiler step (``"cpu"``, ``"cuda"`` or ``"auto"``).
+    """
+
+    one: str
+    two: str
+    profile: str
+
+    @classmethod
+    def for_device(cls, device: str) -> "Backends":
+        """``"auto"``, ``"cpu"`` or ``"cuda"`` (checked by the caller) -> backends."""
+        if device == "cpu":
+            return cls("engine", "engine", "cpu")
+        if device == "cuda":
+            import torch
+
+            two = "cuda" if torch.cuda.device_count() >= 2 else "engine"  # labelled virtual in the table
+            return cls("cuda", two, "cuda")
+        return cls("auto", "auto", "auto")
+
+
+@dataclass(frozen=True)
+class StepOutput:
+    """What one step contributes to the report.
+
+    Attributes:
+        rows: lines of the results table.
+        figures: ``(caption, plotly figure)`` pairs.
+        numbers: plain numbers for the JSON file (seconds unless the key says otherwise).
+        notes: sentences printed under the step's figures.
+    """
+
+    rows: tuple[Row, ...]
+    figures: tuple[tuple[str, Any], ...]
+    numbers: dict[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Step:
+    """A named step of the report: ``key`` (JSON key), ``title`` (section heading), ``run``."""
+
+    key: str
+    title: str
+    run: Callable[[Backends], StepOutput]
+
+
+def fmt_seconds(s: float) -> str:
+    """Seconds with a readable unit: ``0.0340 s``, ``12.3 ms``, ``4.56 µs``."""
+    if s is None or not math.isfinite(s):
+        return "n/a"
+    a = abs(s)
+    if a >= 1:
+        return f"{s:.2f} s"
+    if a >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    return f"{s * 1e6:.3g} µs"
+
+
+def _book(key: str) -> str:
+    from d2l_async.experiments import BOOK
+
+    n = BOOK[key]
+    return f"{n.value:g} {n.unit}" if n.unit != "×" else f"{n.value:g}×"
+
+
+# -- the steps ------------------------------------------------------------------------------
+def asynchrony(b: Backends) -> StepOutput:
+    from d2l_async import viz
+    from d2l_async.experiments import run_asynchrony
+
+    r = run_asynchrony(backend=b.one)
+    what = f"{r.matmuls} × {r.size}² matmul"
+    rows = (
+        Row(f"asynchrony: {what}, NumPy", "—", fmt_seconds(r.numpy.median), "CPU (NumPy, synchronous)"),
+        Row(f"asynchrony: {what}, framework naive vs synchronized timer", "—",
+            f"{fmt_seconds(r.naive.median)} vs {fmt_seconds(r.synced.median)} "
+            f"({100 * r.hidden_fraction:.0f}% hidden from the naive timer)", r.device),
+    )
+    figs = (("Timings: NumPy, the framework timed naively, and synchronized", viz.plot_measurements(r.measurements)),
+            ("Timeline of one synchronized run", viz.plot_timeline(r.trace)))
+    nums = {"numpy": r.numpy.median, "naive": r.naive.median, "synchronized": r.synced.median,
+            "size": r.size, "matmuls": r.matmuls, "device": r.device, "virtual": r.virtual}
+    return StepOutput(rows, figs, nums)
+
+
+def dependency(b: Backends) -> StepOutput:
+    from d2l_async import viz
+    from d2l_async.experiments import run_expression, run_independent_vs_dependent
+
+    e = run_expression("x * y + 2")
+    ind = run_independent_vs_dependent(workers=(1, 2))
+    rows = [Row("dependency: z = x * y + 2 on the engine equals eager torch", "—", "yes" if e.matches else "NO",
+                e.device)]
+    for r in ind:
+        rows.append(Row(f"dependency: {r.chains} independent chains vs 1 dependent chain, {r.workers} worker(s)",
+                        "—", f"{fmt_seconds(r.independent_seconds)} vs {fmt_seconds(r.dependent_seconds)} "
+                        f"(speed-up {r.speedup:.2f}×)", r.device))
+    two = ind[-1]
+    figs = (("The dependency graph of z = x * y + 2 (press play)", viz.plot_dependency_graph(e.trace)),
+            (f"Independent chains on {two.workers} workers", viz.plot_timeline(two.trace_independent)),
+            (f"One dependent chain on {two.workers} workers", viz.plot_timeline(two.trace_dependent)))
+    nums = {"expression_matches": e.matches,
+            "chains": [{"workers": r.workers, "independent": r.independent_seconds,
+                        "dependent": r.dependent_seconds, "speedup": r.speedup} for r in ind]}
+    return StepOutput(tuple(rows), figs, nums)
+
+
+def barriers(b: Backends) -> StepOutput:
+    from d2l_async import viz
+    from d2l_async.experiments import run_barriers
+
+    r = run_barriers(backend=b.one)
+    a, o = r.barrier_names
+    rows = (Row(f"barriers: frontend wait in {a} vs {o} (unrelated work queued)", "—",
+                f"{fmt_seconds(r.waitall_wait)} vs {fmt_seconds(r.wait_to_read_wait)}", r.device),
+            Row("barriers: whole program with follow-up work", "—",
+                f"{fmt_seconds(r.waitall_total)} vs {fmt_seconds(r.wait_to_read_total)}", r.device))
+    figs = ((f"{a}: the frontend waits for everything", viz.plot_timeline(r.trace_waitall)),
+            (f"{o}: the frontend waits for z only; the long work continues", viz.plot_timeline(r.trace_wait_to_read)))
+    nums = {"waitall_wait": r.waitall_wait, "wait_to_read_wait": r.wait_to_read_wait,
+            "waitall_total": r.waitall_total, "wait_to_read_total": r.wait_to_read_total, "device": r.device}
+    return StepOutput(rows, figs, nums)
+
+
+def blockers(b: Backends) -> StepOutput:
+    from d2l_async import viz
+    from d2l_async.experiments import run_blockers
+
+    r = run_blockers(backend=b.one)
+    rows = [Row(f"blockers: b = a @ a ({r.size}²) then {name}", _book(f"blockers.{name}"),
+                fmt_seconds(r.book_style[name].median), r.device) for name in ("asnumpy", "item")]
+    rows.append(Row("blockers: cost per call on a 1×2 array", "—",
+                    ", ".join(f"{k} {fmt_seconds(r.cost(k))}" for k in r.per_call), r.device))
+    rows.append(Row("blockers: loss to float every step vs once at the end", "—",
+                    f"{fmt_seconds(r.every_step.median)} vs {fmt_seconds(r.once_at_end.median)}", r.device))
+    figs = (("Time per loop step with each blocker (and none)", viz.plot_measurements(
+        {"no blocker": r.baseline, **r.per_call})),
+        ("The blocker report: where the frontend waited", viz.plot_blocked_time(r.trace, by="source")))
+    nums = {"book_style": {k: m.median for k, m in r.book_style.items()},
+            "per_call": {k: r.cost(k) for k in r.per_call}, "baseline_step": r.baseline.median,
+            "every_step": r.every_step.median, "once_at_end": r.once_at_end.median,
+            "report": [{"reason": e.reason, "source": e.source, "seconds": e.seconds} for e in r.report]}
+    notes = tuple(f"{e.reason}: {e.source} ({fmt_seconds(e.seconds)})" for e in r.report)
+    return StepOutput(tuple(rows), figs, nums, notes)
+
+
+def sync_async(b: Backends) -> StepOutput:
+    from d2l_async import viz
+    from d2l_async.experiments import run_sync_async, sweep_sync_async
+
+    from ._figures import plot_sweep
+
+    r = run_sync_async(backend=b.one)
+    m = r.model
+    sw = sweep_sync_async(backend=b.one)
+    rows = (Row(f"sync vs async: {r.ops:,} × y = x + 1", f"{_book('sync_async.sync')} vs {_book('sync_async.async')} "
+                f"({_book('sync_async.ratio')}, 10,000 ops)",
+                f"{fmt_seconds(r.sync.median)} vs {fmt_seconds(r.async_.median)} ({r.ratio:.2f}×)", r.device),
+            Row("sync vs async: cost model per op", "—",
+                f"t1 {fmt_seconds(m.t1)}, t2 {fmt_seconds(m.t2)}, t3 {fmt_seconds(m.t3)}; {m.bottleneck}-bound",
+                r.device),
+            Row("sync vs async: ratio at the largest tensor swept", "—",
+                ", ".join(f"{p.ops} ops: {p.ratio:.2f}×" for p in sw.points if p.numel == max(q.numel for q in sw.points))
+                + f" ({max(p.numel for p in sw.points):,} elements)", sw.device))
+    figs = (("Synchronous vs asynchronous", viz.plot_measurements({"synchronous": r.sync, "asynchronous": r.async_})),
+            ("The asynchronous run: the queue the frontend builds up", viz.plot_trace(r.trace_async)),
+            ("Where the advantage disappears: sync/async ratio by op count and tensor size", plot_sweep(sw)))
+    nums = {"ops": r.ops, "sync": r.sync.median, "async": r.async_.median, "ratio": r.ratio,
+            "t1": m.t1, "t2": m.t2, "t3": m.t3, "model_sync": m.sync, "model_async_book": m.async_book,
+            "model_async_pipeline": m.async_pipeline, "model_gap": r.model_gap,
+            "sweep": [{"ops": p.ops, "numel": p.numel, "sync": p.sync_seconds, "async": p.async_seconds,
+                       "ratio": p.ratio} for p in sw.points]}
+    notes = (f"How t1, t2, t3 were estimated: {m.method}",
+             f"Book's async model t1 + n·t2 + t3 = {fmt_seconds(m.async_book)}; pipeline model "
+             f"n·max(t1, t2) + min(t1, t2) + t3 = {fmt_seconds(m.async_pipeline)}; measured "
+             f"{fmt_seconds(r.async_.median)}.")
+    return StepOutput(rows, figs, nums, notes)
+
+
+def queue_memory(b: Backends) -> StepOutput:
+    from d2l_async import viz
+    from d2l_async.experiments import compare_sync_every, run_queue_memory, sample_queue_summary
+
+    runs = compare_sync_every(ks=(None, 1, 4))
+    bp = run_queue_memory(max_pending=8)
+    s = sample_queue_summary("v100_training_step")
+    rows = [Row(f"queue: {r.batches} minibatches, " + ("never synced" if r.sync_every is None else
+                                                         f"sync every {r.sync_every}"), "—",
+                f"max queue {r.max_queue} ops, peak pending {r.peak_pending_bytes / 2**20:.2f} MiB", r.device)
+            for r in runs]
+    rows.append(Row(f"queue: max_pending={bp.max_pending} back-pressure", "—",
+                    f"max queue {bp.max_queue}, frontend blocked {fmt_seconds(bp.blocked_seconds)}", bp.device))
+    rows.append(Row("queue: real V100 training step (recorded trace)", "—",
+                    f"launch queue max {s.max_queue} ({100 * s.fraction_at_max:.0f}% of the time at max); "
+                    f"{fmt_seconds(s.launch_seconds_at_cap)} of {fmt_seconds(s.launch_seconds)} in launches made "
+                    f"at the cap", f"{s.gpu} (shipped trace, not this machine)"))
+    never, k4 = runs[0], runs[-1]
+    figs = (("Never synchronized: the queue and the memory it holds grow",
+             viz.plot_queue_length(never.trace, memory=True)),
+            (f"Synchronized every {k4.sync_every} minibatches: both stay bounded",
+             viz.plot_queue_length(k4.trace, memory=True)),
+            ("The V100 trace: the launch queue sits at the CUDA cap", viz.plot_queue_length(s.trace)))
+    nums = {"runs": [{"sync_every": r.sync_every, "max_queue": r.max_queue, "bound": r.queue_bound,
+                      "peak_pending_bytes": r.peak_pending_bytes, "seconds": r.seconds} for r in runs],
+            "max_pending": {"bound": bp.max_pending, "max_queue": bp.max_queue, "blocked": bp.blocked_seconds},
+            "v100": {"max_queue": s.max_queue, "fraction_at_max": s.fraction_at_max,
+                     "launch_seconds": s.launch_seconds, "launch_seconds_at_cap": s.launch_seconds_at_cap}}
+    return StepOutput(tuple(rows), figs, nums)
+
+
+def parallelism(b: Backends) -> StepOutput:
+    from d2l_async import viz
+    from d2l_async.experiments import run_mlp_parallel, run_two_devices
+
+    r = run_two_devices(backend=b.two)
+    mlp = run_mlp_parallel(backend=b.two)
+    ov = mlp.overlap
+    rows = (Row(f"parallelism: two devices concurrent vs a barrier between them", "—",
+                f"{fmt_seconds(r.concurrent_seconds)} vs {fmt_seconds(r.serialized_seconds)} "
+                f"(speed-up {r.speedup:.2f}×)", r.device),
+            Row(f"parallelism: data-parallel MLP, {mlp.batches} minibatches", "—",
+                f"{fmt_seconds(mlp.seconds)}; compute and copies overlapped {fmt_seconds(ov.both)} "
+                f"({100 * ov.fraction_of_b:.0f}% of copy time); loss {mlp.losses[0]:.3g} → {mlp.losses[-1]:.3g}",
+                mlp.device))
+    figs = (("Two devices, issued together", viz.plot_timeline(r.trace_concurrent)),
+            ("Two devices with a barrier between them", viz.plot_timeline(r.trace_serialized)),
+            ("Data-parallel MLP: forward, backward, gradient copies and updates", viz.plot_timeline(mlp.trace)))
+    nums = {"concurrent": r.concurrent_seconds, "serialized": r.serialized_seconds, "speedup": r.speedup,
+            "mlp_seconds": mlp.seconds, "overlap_both": ov.both, "compute_busy": ov.busy_a, "copy_busy": ov.busy_b,
+            "losses": list(mlp.losses), "roles": dict(mlp.roles)}
+    return StepOutput(rows, figs, nums)
+
+
+def scheduling(b: Backends) -> StepOutput:
+    from d2l_async import viz
+    from d2l_async.experiments import run_scheduling
+
+    r = run_scheduling()
+    rows = (Row("scheduling: per-op cost of a tiny op, 1 → 16 worker threads",
+                "a machine has 4–256 threads to schedule (no timing)",
+                ", ".join(f"{w}: {fmt_seconds(s)}" for w, s in r.rows()), f"{r.device}; {r.cpu_count} CPUs"),)
+    figs = (("Scheduling overhead as worker threads grow", viz.plot_scheduling_overhead(
+        [{"workers": w, "per_op_us": s * 1e6} for w, s in r.rows()])),)
+    return StepOutput(rows, figs, {"per_op": {str(w): s for w, s in r.rows()}, "cpu_count": r.cpu_count})
+
+
+def profiling(b: Backends) -> StepOutput:
+    from d2l_async import viz
+    from d2l_async.experiments import run_profiling, sample_summaries
+
+    r = run_profiling(backend=b.profile)
+    rows = [Row(f"profiling: torch.profiler on {r.model}, {r.steps} steps", "—",
+                f"{r.events} events, {r.backend_events} on backend lanes, max queue {r.max_queue}", r.device)]
+    samples = sample_summaries()
+    for s in samples:
+        rows.append(Row(f"profiling: shipped trace {s.name}", "—",
+                        f"max launch queue {s.max_queue}, time-weighted mean {s.time_weighted_mean:.0f}",
+                        f"{s.gpu} (shipped trace, not this machine)"))
+    figs = (("Your own code under torch.profiler", viz.plot_timeline(r.trace)),
+            (f"The {samples[-1].name} trace (real GPU)", viz.plot_queue_length(samples[-1].trace)))
+    nums = {"events": r.events, "backend_events": r.backend_events, "max_queue": r.max_queue,
+            "samples": {s.name: {"max_queue": s.max_queue, "time_weighted_mean": s.time_weighted_mean}
+                        for s in samples}}
+    return StepOutput(tuple(rows), figs, nums)
+
+
+#: The report, in the order of the notebooks.
+STEPS: tuple[Step, ...] = (
+    Step("asynchrony", "1. Asynchrony: the frontend returns at once", asynchrony),
+    Step("dependency", "2. The dependency graph", dependency),
+    Step("barriers", "3. Barriers: waitall vs wait_to_read", barriers),
+    Step("blockers", "4. Implicit blockers", blockers),
+    Step("sync_async", "5. Synchronous vs asynchronous issue", sync_async),
+    Step("queue_memory", "6. Queue memory and minibatch synchronization", queue_memory),
+    Step("parallelism", "7. Automatic parallelism", parallelism),
+    Step("scheduling", "8. Scheduling overhead", scheduling),
+    Step("profiling", "9. Profiling your own code", profiling),
+)
