@@ -403,7 +403,17 @@ class Dashboard:
 
     @staticmethod
     def _describe(values: Mapping[str, Any]) -> str:
-        return ", ".join(f"{k}={v!r}" for k, v in values.items()) or "the defaults"
+        def short(v: Any) -> str:
+            if isinstance(v, float):
+                return f"{v:.4g}"
+            if isinstance(v, tuple) and v and all(isinstance(x, float) for x in v):
+                return "(" + ", ".join(f"{x:.4g}" for x in v) + ")"
+            if isinstance(v, tuple) and len(v) > 3:
+                return f"{len(v)} items"
+            text = repr(v)
+            return text if len(text) <= 40 else text[:37] + "..."
+
+        return ", ".join(f"{k}={short(v)}" for k, v in values.items()) or "the defaults"
 
 
 def _close(engine: Any) -> None:
