@@ -37,15 +37,22 @@ _INFER: dict[tuple, _Info] = {}
 
 
 def _infer(key: tuple, fn: Callable, *args: Any) -> _Info:
-    """Run ``fn`` on meta tensors standing in for the array arguments; cache shape and dtype."""
-    def stand_in(device: str) -> list:
-        return [torch.zeros(a._shape, dtype=a._dtype, device=device) if isinstance(a, EngineArray)
-                else a for a in args]
+    """What ``fn`` makes from these arguments, cached under ``key``; raises what eager torch raises.
+
+    Shapes and dtypes come from torch's ``meta`` device (no data, no compute).  Meta kernels skip
+    some value-independent checks (``int ** -1``, ``bool - True``), so the op also runs once on
+    empty CPU tensors of the same dtypes: cheap, and it raises those errors at the push.
+    """
+    def stand_in(device: str, empty: bool) -> list:
+        return [torch.zeros((0,) * len(a._shape) if empty else a._shape, dtype=a._dtype, device=device)
+                if isinstance(a, EngineArray) else a for a in args]
 
     try:
-        out = fn(*stand_in("meta"))
-    except NotImplementedError:  # no meta kernel for this op: try on a small real tensor
-        out = fn(*stand_in("cpu"))
+        out = fn(*stand_in("meta", False))
+    except NotImplementedError:  # no meta kernel for this op: run it on zeros once
+        out = fn(*stand_in("cpu", False))
+    else:
+        fn(*stand_in("cpu", True))
     info = _Info(out.shape, out.dtype, out.numel() * out.element_size())
     _INFER[key] = info
     return info
