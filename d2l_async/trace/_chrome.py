@@ -417,6 +417,8 @@ def write_chrome_trace(trace: Trace, path: str | os.PathLike[str]) -> Path:
         group = "" if lane.is_frontend else (lane.device or "backend")
         pid = pids.setdefault(group, len(pids) + 1)
         tid = lane.stream if (not lane.is_frontend and lane.stream >= 0) else 1000 + i
+        if (pid, tid) in lane_key.values():  # two lanes claiming one stream number stay apart
+            tid = 1000 + i
         lane_key[lane.name] = (pid, tid)
         out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": lane.name}})
         out.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": i}})

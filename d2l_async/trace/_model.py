@@ -181,7 +181,7 @@ class Trace:
         columns: column name -> numpy array, all of the same length (see :data:`COLUMNS`).
         meta: free-form facts about where the trace came from: ``source`` (``"engine"``,
             ``"cuda"``, ``"chrome"``), ``device`` (a one-line description of the machine),
-            ``virtual`` (bool), ``path``, ``unmatched_launches``, ``unmatched_kernels``, ...
+            ``virtual`` (bool), ``path``, ``unmatched_launches``, ``unmatched_gpu_ops``, ...
     """
 
     lanes: tuple[Lane, ...]
