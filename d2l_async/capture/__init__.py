@@ -5,6 +5,6 @@ torch is imported only when a capture starts.
 
 from __future__ import annotations
 
-from ._profiler import Capture, capture
+from ._profiler import CAPTURE_SYNC_SOURCE, Capture, capture, label_final_sync
 
-__all__ = ["Capture", "capture"]
+__all__ = ["CAPTURE_SYNC_SOURCE", "Capture", "capture", "label_final_sync"]

@@ -19,9 +19,9 @@ import platform
 import tempfile
 from typing import Any, Callable
 
-from ..trace import Trace, read_chrome_trace
+from ..trace import Kind, Trace, read_chrome_trace
 
-__all__ = ["Capture", "capture"]
+__all__ = ["CAPTURE_SYNC_SOURCE", "Capture", "capture", "label_final_sync"]
 
 _DEVICES = ("cuda", "cpu")
 
@@ -46,7 +46,8 @@ class Capture:
 
     Args:
         device: ``"cuda"`` (CPU and CUDA activity; waits for the GPU before stopping, so every
-            kernel launched in the block is recorded) or ``"cpu"`` (CPU activity only).
+            kernel launched in the block is recorded: that last ``cudaDeviceSynchronize`` has
+            ``source`` :data:`CAPTURE_SYNC_SOURCE`) or ``"cpu"`` (CPU activity only).
         record_shapes: pass-through to ``torch.profiler.profile``.
     """
 
@@ -107,9 +108,30 @@ def _to_trace(prof: Any, device: str) -> Trace:
         index = torch.device(device).index
         name = torch.cuda.get_device_name(index if index is not None else torch.cuda.current_device())
         meta = {"source": "cuda", "device": name}
+        trace = label_final_sync(trace)
     else:
         meta = {"source": "cpu", "device": f"CPU ({platform.processor() or platform.machine()}), no GPU activity"}
     return trace.with_meta(**meta, virtual=False, torch_version=torch.__version__, path="")
+
+
+#: the ``source`` given to the synchronization the capture itself adds before stopping
+CAPTURE_SYNC_SOURCE = "d2l_async.capture: waits for the GPU so every kernel is recorded"
+
+
+def label_final_sync(trace: Trace) -> Trace:
+    """Mark the last ``cudaDeviceSynchronize`` as the capture's own, so a blocker report can tell
+    it from the user's code (its ``source`` says so; the event and its time stay)."""
+    import numpy as np
+
+    c = trace.columns
+    idx = np.flatnonzero((c["kind"] == Kind.BLOCK.value) & (c["name"] == "cudaDeviceSynchronize"))
+    if not len(idx):
+        return trace
+    last = idx[np.argmax(c["start"][idx])]
+    source = c["source"].copy()
+    source[last] = CAPTURE_SYNC_SOURCE
+    source.flags.writeable = False
+    return Trace(trace.lanes, {**c, "source": source}, trace.meta)
 
 
 def capture(fn: Callable[..., Any], *args: Any, device: str = "cuda", **kwargs: Any) -> Trace:

@@ -7,7 +7,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from d2l_async.analysis import queue_length_summary  # noqa: E402
-from d2l_async.capture import Capture, capture  # noqa: E402
+from d2l_async.capture import CAPTURE_SYNC_SOURCE, Capture, capture, label_final_sync  # noqa: E402
+from d2l_async.data import load_sample  # noqa: E402
 from d2l_async.trace import Kind, Trace  # noqa: E402
 
 gpu = pytest.mark.gpu
@@ -55,6 +56,17 @@ def test_exception_in_the_body_propagates():
         cap.trace
 
 
+def test_the_capture_labels_its_own_final_sync():
+    t = load_sample("a100_cuda_event_sync")
+    labelled = label_final_sync(t)
+    changed = [i for i in range(len(t)) if labelled["source"][i] != t["source"][i]]
+    assert len(changed) == 1
+    (i,) = changed
+    assert labelled["name"][i] == "cudaDeviceSynchronize" and labelled["source"][i] == CAPTURE_SYNC_SOURCE
+    assert labelled["start"][i] == t.where(kind="block")["start"].max()
+    assert label_final_sync(load_sample("cpu_only")) is not None
+
+
 def test_arguments_are_checked():
     with pytest.raises(ValueError, match="'cuda' or 'cpu'"):
         capture(lambda: None, device="tpu")
@@ -100,5 +112,6 @@ def test_cuda_capture_sees_a_blocking_sync():
         return y.sum().item()  # .item() waits for the GPU
 
     trace = capture(step)
-    reasons = set(trace.where(kind="block")["reason"])
-    assert reasons & {"cudaStreamSynchronize", "cudaMemcpy", "cudaDeviceSynchronize"}, reasons
+    blocks = trace.where(kind="block")
+    users = set(blocks["reason"][blocks["source"] != CAPTURE_SYNC_SOURCE])
+    assert users & {"cudaStreamSynchronize", "cudaMemcpy"}, users  # .item(), not the capture's own sync
