@@ -36,23 +36,23 @@ class _Info(NamedTuple):
 _INFER: dict[tuple, _Info] = {}
 
 
-def _infer(key: tuple, fn: Callable, *args: Any) -> _Info:
+def _infer(key: tuple, fn: Callable, *args: Any, inplace: bool = False) -> _Info:
     """What ``fn`` makes from these arguments, cached under ``key``; raises what eager torch raises.
 
-    Shapes and dtypes come from torch's ``meta`` device (no data, no compute).  Meta kernels skip
-    some value-independent checks (``int ** -1``, ``bool - True``), so the op also runs once on
-    empty CPU tensors of the same dtypes: cheap, and it raises those errors at the push.
+    The op runs once on stand-ins: zeros of the same dtypes, broadcast (stride 0) to the same
+    shapes, so they hold one element whatever the shape (an in-place target must own its memory).
+    Running the real kernel, not torch's ``meta`` device, matters twice: meta kernels skip some
+    checks (``int ** -1``, ``bool - True``), and the first meta op of a process costs seconds.
     """
-    def stand_in(device: str, empty: bool) -> list:
-        return [torch.zeros((0,) * len(a._shape) if empty else a._shape, dtype=a._dtype, device=device)
-                if isinstance(a, EngineArray) else a for a in args]
-
-    try:
-        out = fn(*stand_in("meta", False))
-    except NotImplementedError:  # no meta kernel for this op: run it on zeros once
-        out = fn(*stand_in("cpu", False))
-    else:
-        fn(*stand_in("cpu", True))
+    stand_ins = []
+    for i, a in enumerate(args):
+        if isinstance(a, EngineArray):
+            if inplace and i == 0:
+                a = torch.zeros(a._shape, dtype=a._dtype)
+            else:
+                a = torch.zeros((), dtype=a._dtype).expand(a._shape)
+        stand_ins.append(a)
+    out = fn(*stand_ins)
     info = _Info(out.shape, out.dtype, out.numel() * out.element_size())
     _INFER[key] = info
     return info
@@ -179,12 +179,12 @@ class EngineArray(EngineVar):
         if other.__class__ is EngineArray:
             self._other(other)
             key = (fn, self._shape, self._dtype, other._shape, other._dtype)
-            _INFER.get(key) or _infer(key, fn, self, other)
+            _INFER.get(key) or _infer(key, fn, self, other, inplace=True)
             op = EngineOp(name, "op", _run_inplace_a, (fn, self, other),
                           (other,) if other is not self else (), (self,), self._dev, 0)
         elif other.__class__ in _SCALARS:
             key = (fn, self._shape, self._dtype, other.__class__, name == "pow_" and other < 0)
-            _INFER.get(key) or _infer(key, fn, self, other)
+            _INFER.get(key) or _infer(key, fn, self, other, inplace=True)
             op = EngineOp(name, "op", _run_inplace_s, (fn, self, other), (), (self,), self._dev, 0)
         else:
             return _unsupported(self, other, name)
