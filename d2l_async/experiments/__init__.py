@@ -34,7 +34,7 @@ from __future__ import annotations
 from ._common import BACKENDS, Setup, resolve_backend
 from .asynchrony import AsynchronyResult, run_asynchrony
 from .barriers import BarrierResult, run_barriers
-from .blockers import BLOCKERS, BlockersResult, BlockEvent, run_blockers
+from .blockers import BLOCKER_DEMO, BLOCKERS, BlockersResult, BlockEvent, run_blockers
 from .book import BOOK, BookNumber, book_number
 from .dependency import (EXPRESSIONS, DependencyResult, IndependenceResult, check_expression, run_expression,
                          run_independent_vs_dependent)
@@ -46,7 +46,7 @@ from .scheduling import SchedulingResult, run_scheduling
 from .sync_async import CostModel, SweepPoint, SyncAsyncResult, SyncAsyncSweep, run_sync_async, sweep_sync_async
 
 __all__ = [
-    "AsynchronyResult", "BACKENDS", "BLOCKERS", "BOOK", "BarrierResult", "BlockEvent", "BlockersResult",
+    "AsynchronyResult", "BACKENDS", "BLOCKER_DEMO", "BLOCKERS", "BOOK", "BarrierResult", "BlockEvent", "BlockersResult",
     "BookNumber", "CostModel", "DependencyResult", "EXPRESSIONS", "IndependenceResult", "MLPResult",
     "OPS_PER_BATCH", "PROFILE_SAMPLES", "ProfilingResult", "QueueMemoryResult", "SampleQueueSummary",
     "SchedulingResult", "Setup", "SweepPoint", "SyncAsyncResult", "SyncAsyncSweep", "TwoDeviceResult",

@@ -211,7 +211,9 @@ def _engine(steps: int, size: int, repeat: int, setup: Setup) -> BlockersResult:
         calls = _blocker_calls("engine")
         per_call, baseline, book, every, once = _measure_all(make, eng.waitall, calls, steps, size, repeat, setup)
         eng.reset_trace()
-        _run_demo(make((1, 2), 1.0))
+        # a 1000×1000 b: each ``b + 1`` takes long enough that the blocker after it really waits
+        # (the engine records a block only when the value was not ready yet)
+        _run_demo(make((1000, 1000), 1.0))
         eng.waitall()
         trace = eng.trace().with_meta(device=setup.device, virtual=True, experiment="blockers")
     report = _report_from_trace(trace)

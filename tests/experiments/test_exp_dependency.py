@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from d2l_async.experiments import EXPRESSIONS, check_expression, run_expression, run_independent_vs_dependent
+from d2l_async.trace import BACKEND_KINDS
+
+
+@pytest.mark.parametrize("expr", EXPRESSIONS)
+def test_every_dropdown_expression_matches_eager_torch(expr):
+    r = run_expression(expr, size=3, workers=2)
+    assert r.matches, (expr, r.value, r.expected)
+    assert r.virtual and r.workers == 2
+
+
+def test_book_expression_trace():
+    r = run_expression("x * y + 2")
+    work = r.trace.where(kind=BACKEND_KINDS)
+    assert sorted(work["name"]) == ["add", "mul"]
+    blocks = r.trace.where(kind="block")
+    assert list(blocks["reason"]) == ["asnumpy"]  # the frontend waited once, to read z
+    np.testing.assert_allclose(r.value, r.expected)
+
+
+@pytest.mark.parametrize("bad", [
+    "__import__('os').system('true')", "x.shape", "x if y else w", "open('f')", "x < y", "lambda: x",
+    "x[0]", "", "   ", "a + b", "exp(x, y)", "exp(x=1)", "x +", "True + x", "'s' * x", "x // y", "x % y",
+])
+def test_evaluator_rejects_everything_else(bad):
+    with pytest.raises(ValueError):
+        check_expression(bad)
+
+
+def test_expression_without_arrays_and_function_names():
+    with pytest.raises(ValueError, match="does not use any array"):
+        run_expression("2 + 3")
+    with pytest.raises(ValueError, match="call it"):
+        run_expression("exp + x")
+    with pytest.raises(ValueError, match="workers"):
+        run_expression("x + y", workers=0)
+
+
+def _ops(trace):
+    w = trace.where(kind=BACKEND_KINDS)
+    order = np.argsort(w["start"])
+    return w["start"][order], w["end"][order], w["lane"][order]
+
+
+@pytest.fixture(scope="module")
+def chains():
+    return run_independent_vs_dependent(workers=(1, 2), ops=6, chains=2, size=400, repeat=1)
+
+
+def test_dependent_chain_runs_one_op_at_a_time(chains):
+    for r in chains:
+        start, end, _ = _ops(r.trace_dependent)
+        assert len(start) == r.ops
+        assert np.all(start[1:] >= end[:-1]), "an op of a dependent chain started before its input was done"
+
+
+def test_independent_chains_use_both_workers(chains):
+    one, two = chains
+    assert len(set(_ops(one.trace_independent)[2])) == 1
+    from d2l_async.analysis import overlap
+
+    lanes = sorted(set(_ops(two.trace_independent)[2]))
+    assert len(lanes) == 2
+    assert overlap(two.trace_independent, *lanes).both > 0  # the two chains really ran at once
+
+
+def test_independence_validation():
+    with pytest.raises(ValueError, match="at least chains"):
+        run_independent_vs_dependent(ops=1, chains=2)
+    with pytest.raises(ValueError, match="workers"):
+        run_independent_vs_dependent(workers=())

@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+import pytest
+
+from d2l_async.experiments import export_perfetto, run_profiling, run_scheduling, sample_summaries
+from d2l_async.trace import Trace
+
+
+def test_scheduling_rows():
+    r = run_scheduling(workers=(4, 1, 2), ops=100)
+    assert r.workers == (1, 2, 4)
+    assert len(r.per_op_seconds) == 3 and all(0 < s < 0.1 for s in r.per_op_seconds)
+    assert [w for w, _ in r.rows()] == [1, 2, 4] and r.growth > 0
+    assert r.virtual and r.cpu_count >= 1
+
+
+@pytest.mark.parametrize("kwargs", [{"workers": ()}, {"workers": (0,)}, {"workers": (1, 300)}, {"ops": 0}])
+def test_scheduling_bad_arguments(kwargs):
+    with pytest.raises(ValueError):
+        run_scheduling(**kwargs)
+
+
+@pytest.fixture(scope="module")
+def profile():
+    return run_profiling(steps=1, batch_size=8, hidden=16, backend="cpu")
+
+
+def test_profiling_on_cpu_is_real_pytorch_not_a_gpu(profile):
+    assert profile.events == len(profile.trace) > 0
+    assert not profile.virtual and profile.backend == "cpu"
+    assert "CPU" in profile.device and "GPU" not in profile.device.replace("no GPU", "")
+
+
+def test_export_perfetto_round_trip(profile, tmp_path):
+    path = export_perfetto(profile.trace, tmp_path / "sub" / "run.json")
+    assert path.exists() and path.stat().st_size > 0
+    back = Trace.from_chrome_trace(path)
+    assert len(back) > 0
+    with pytest.raises(ValueError, match=".json"):
+        export_perfetto(profile.trace, tmp_path / "run.txt")
+
+
+def test_sample_summaries():
+    (s,) = sample_summaries(("a100_training_step",))
+    assert "A100" in s.gpu and s.max_queue > 100
+
+
+def test_profiling_bad_backend():
+    with pytest.raises(ValueError, match="backend"):
+        run_profiling(backend="engine")
