@@ -342,8 +342,15 @@ class Dashboard:
                 self.progress.value = min(done, self.progress.max)
             self.progress.description = f"{time.perf_counter() - t0:.1f} s"
 
-        poller = Poller(engine.statistics, on_tick, hz=live.hz).start()
+        poller = Poller(engine.statistics, on_tick, hz=live.hz)
         self.poller = poller
+        try:
+            poller.start()
+        except BaseException:
+            if live.engine is not None:
+                _close(engine)
+            self.progress.bar_style = "danger"
+            raise
         try:
             result = self.experiment(**call_kwargs)
         finally:

@@ -243,7 +243,19 @@ class Poller:
         self._thread = threading.Thread(target=self._loop, name="d2l-async-live-poller", daemon=True)
 
     def start(self) -> "Poller":
+        """Take the first sample on the calling thread, then poll on the thread.
+
+        The first tick runs here on purpose, so lazy imports of the drawing path finish on this
+        thread; its errors are raised here, before the run starts.  pandas is imported first:
+        plotly's validators use pandas whenever ``sys.modules`` has it, and an experiment importing
+        pandas on the main thread would otherwise show the poller a half-initialized module.
+        """
+        try:
+            import pandas  # noqa: F401
+        except ImportError:  # plotly then never looks for it
+            pass
         self._t0 = time.perf_counter()
+        self._tick()
         self._thread.start()
         return self
 
@@ -254,7 +266,6 @@ class Poller:
 
     def _loop(self) -> None:
         try:
-            self._tick()
             # wait() returns True once stop() is called: one last reading is taken in stop()
             while not self._stop.wait(self.period):
                 self._tick()

@@ -75,8 +75,10 @@ def test_queue_dashboard_live_view_follows_the_real_engine():
     samples = d.poller.samples
     assert max(s.pending for s in samples) > 0  # the queue was seen while it was full
     assert samples[-1].pending == 0 and not d.poller.alive
-    if d.result.seconds >= 0.6:  # the rate is only meaningful over a run that lasted
-        assert d.live_view.draws / d.result.seconds >= 5
+    assert d.live_view.draws == len(samples) >= 2
+    assert [s.t for s in samples] == sorted(s.t for s in samples)
+    # the >= 5 Hz rate is asserted in test_live.py with a controlled workload; here the machine's
+    # other tenants decide how often the poller gets the GIL
 
 
 def test_blocker_view_control_redraws_without_rerunning():

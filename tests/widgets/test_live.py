@@ -105,16 +105,22 @@ def test_an_interrupted_live_run_stops_the_poller_and_shows_it():
     assert d.progress.bar_style == "success"  # the poller itself stopped cleanly
 
 
-def test_a_failing_statistics_call_is_reported():
+@pytest.mark.parametrize("fail_from", [1, 3])  # at the first sample (main thread) or later (poller thread)
+def test_a_failing_statistics_call_is_reported(fail_from):
     d, engines = make()
 
     class Broken(FakeEngine):
         def statistics(self):
-            raise RuntimeError("no statistics")
+            self.calls += 1
+            if self.calls >= fail_from:
+                raise RuntimeError("no statistics")
+            return FakeStats(0, 0, 0, 0)
 
-    d.live = Live(engine=lambda v: Broken(), total="n_ops")
+    made = []
+    d.live = Live(engine=lambda v: made.append(Broken()) or made[-1], total="n_ops")
     assert not d.rerun()
     assert "no statistics" in d.status.value and not d.poller.alive
+    assert made[-1].closed and d.progress.bar_style == "danger"
 
 
 def test_live_output_mode_shows_numbers():
