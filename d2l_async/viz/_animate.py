@@ -80,7 +80,8 @@ def animate_timeline(trace: Trace, *, max_frames: int = 150, max_events: int = 2
         fig.update_yaxes(range=[0, 1], title_text="queue length (nothing queued)", row=2, col=1)
 
     def curtain(t: float, lo: float, hi: float) -> dict:
-        return {"x": [t * f, t1 * f * 1.001 + 1e-12, t1 * f * 1.001 + 1e-12, t * f, t * f], "y": [lo, lo, hi, hi, lo]}
+        x0, x1 = (t - t0) * f, (t1 - t0) * f * 1.001 + 1e-12
+        return {"x": [x0, x1, x1, x0, x0], "y": [lo, lo, hi, hi, lo]}
 
     def counter_text(k: int) -> str:
         parts = [f"{int(v[k])} queued on {lane}" for lane, v in counts.items()][:3]
@@ -91,9 +92,9 @@ def animate_timeline(trace: Trace, *, max_frames: int = 150, max_events: int = 2
                              hoverinfo="skip", showlegend=False), row=1, col=1)
     fig.add_trace(go.Scatter(**curtain(times[0], -1, qmax * 2), fill="toself", fillcolor=_CURTAIN, mode="none",
                              hoverinfo="skip", showlegend=False), row=2, col=1)
-    fig.add_trace(go.Scatter(x=[times[0] * f] * 2, y=[nrows, -1], mode="lines", name="now",
+    fig.add_trace(go.Scatter(x=[(times[0] - t0) * f] * 2, y=[nrows, -1], mode="lines", name="now",
                              line={"color": "#000000", "width": 1.5}, hoverinfo="skip"), row=1, col=1)
-    fig.add_trace(go.Scatter(x=[times[0] * f], y=[total[0]], mode="markers+text", text=[counter_text(0)],
+    fig.add_trace(go.Scatter(x=[(times[0] - t0) * f], y=[total[0]], mode="markers+text", text=[counter_text(0)],
                              textposition="middle right", showlegend=False, hoverinfo="skip",
                              marker={"color": "#000000", "size": 8}, textfont={"size": 12}), row=2, col=1)
     traces = list(range(first, first + 4))
@@ -102,13 +103,13 @@ def animate_timeline(trace: Trace, *, max_frames: int = 150, max_events: int = 2
         frames.append(go.Frame(name=f"{t:.12g}", traces=traces, data=[
             go.Scatter(**curtain(t, nrows, -1)),
             go.Scatter(**curtain(t, -1, qmax * 2)),
-            go.Scatter(x=[t * f] * 2, y=[nrows, -1]),
-            go.Scatter(x=[t * f], y=[total[k]], text=[counter_text(k)],
+            go.Scatter(x=[(t - t0) * f] * 2, y=[nrows, -1]),
+            go.Scatter(x=[(t - t0) * f], y=[total[k]], text=[counter_text(k)],
                        textposition="middle right" if t < (t0 + t1) / 2 else "middle left"),
         ]))
     fig.frames = frames
     notes = _notes(tl)
-    fig.update_layout(**_animation_controls(times, f, unit))
+    fig.update_layout(**_animation_controls(times, f, unit, origin=t0))
     fig.update_layout(**style.base_layout(
         title={"text": title, "subtitle": {"text": notes}} if notes else {"text": title},
         barmode="overlay", bargap=0, height=460 + 46 * nrows))

@@ -419,6 +419,8 @@ def plot_dependency_graph(source: Trace | str | DependencyGraph, *, max_ops: int
         unit, factor = "steps", 1.0
     else:
         unit, factor = style.time_unit(times[-1] - times[0])
+    # display times from the first event (the frame names keep the trace's own seconds)
+    o = 0.0 if graph.schematic else float(times[1] if len(times) > 1 else times[0])
     pos = {k: (d, y) for k, d, y in zip(nodes["key"], nodes["depth"], nodes["y"])}
 
     fig = go.Figure()
@@ -450,8 +452,8 @@ def plot_dependency_graph(source: Trace | str | DependencyGraph, *, max_ops: int
     hover = []
     for r in nodes.itertuples(index=False):
         if r.type == "op":
-            hover.append(f"<b>{r.label}</b> on {r.lane}<br>issue {r.issue * factor:.4g} · ready {r.ready * factor:.4g}"
-                         f" · start {r.start * factor:.4g} · end {r.end * factor:.4g} {unit}")
+            hover.append(f"<b>{r.label}</b> on {r.lane}<br>issue {(r.issue - o) * factor:.4g} · ready {(r.ready - o) * factor:.4g}"
+                         f" · start {(r.start - o) * factor:.4g} · end {(r.end - o) * factor:.4g} {unit}")
         else:
             hover.append(f"<b>{r.label}</b> ({r.type})")
     node_index = len(fig.data)
@@ -476,7 +478,7 @@ def plot_dependency_graph(source: Trace | str | DependencyGraph, *, max_ops: int
     def caption(t: float) -> tuple[str, str]:
         what, blocked = frontend_status(graph, t)
         color = style.KIND_COLORS["block"] if blocked else "#222222"
-        return f"t = {t * factor:.4g} {unit} · frontend: {what}", color
+        return f"t = {(t - o) * factor:.4g} {unit} · frontend: {what}", color
 
     c0, col0 = caption(times[0])
     fig.add_trace(go.Scatter(x=[x_left - 0.3], y=[top], mode="text", text=[c0], textposition="middle right",
@@ -493,7 +495,7 @@ def plot_dependency_graph(source: Trace | str | DependencyGraph, *, max_ops: int
             go.Scatter(text=[cap], textfont={"color": col}),
         ]))
     fig.frames = frames
-    fig.update_layout(**_animation_controls(times, factor, unit))
+    fig.update_layout(**_animation_controls(times, factor, unit, origin=o))
     fig.update_layout(**style.base_layout(title=title, height=max(380, 120 + 70 * (nodes["y"].max() - nodes["y"].min() + 2))))
     fig.update_layout(margin={"t": 90, "b": 90})
     fig.update_xaxes(visible=False, range=[x_left - 0.5, float(nodes["depth"].max()) + 0.5])
@@ -504,7 +506,8 @@ def plot_dependency_graph(source: Trace | str | DependencyGraph, *, max_ops: int
     return fig
 
 
-def _animation_controls(times: np.ndarray, factor: float, unit: str, redraw: bool = False) -> dict[str, Any]:
+def _animation_controls(times: np.ndarray, factor: float, unit: str, *, origin: float = 0.0,
+                        redraw: bool = False) -> dict[str, Any]:
     """Play/pause buttons and a time slider over frames named by their time."""
     names = [f"{t:.12g}" for t in times]
     step_args = {"mode": "immediate", "frame": {"duration": 0, "redraw": redraw}, "transition": {"duration": 0}}
@@ -522,7 +525,7 @@ def _animation_controls(times: np.ndarray, factor: float, unit: str, redraw: boo
         "sliders": [{
             "active": 0, "x": 0.22, "len": 0.78, "y": -0.02, "yanchor": "top", "pad": {"t": 30},
             "currentvalue": {"prefix": "time: ", "suffix": f" {unit}"},
-            "steps": [{"label": f"{t * factor:.3g}", "method": "animate", "args": [[name], step_args]}
+            "steps": [{"label": f"{(t - origin) * factor:.3g}", "method": "animate", "args": [[name], step_args]}
                       for t, name in zip(times, names)],
         }],
     }

@@ -106,17 +106,17 @@ def draw_queue(fig: go.Figure, data: QueueData, *, row: int | None = None, col: 
                webgl: bool = True) -> None:
     """Add the queue series (and cap line, memory) to ``fig``, optionally to one subplot."""
     where = {"row": row, "col": col} if row is not None else {}
-    f = data.factor
+    f, o = data.factor, data.span[0]
     make = _series if webgl else (lambda x, y, **kw: go.Scatter(x=x, y=y, mode="lines", line_shape="hv", **kw))
     for i, (lane, (t, v)) in enumerate(data.queued.items()):
         color = style.series_color(i)
-        fig.add_trace(make(t * f, v, name=f"{lane}: queued (peak {data.peak[lane]})", legendgroup=lane,
+        fig.add_trace(make((t - o) * f, v, name=f"{lane}: queued (peak {data.peak[lane]})", legendgroup=lane,
                            line={"color": color, "width": 1.5},
                            hovertemplate=f"{lane}<br>%{{y}} queued at %{{x:.4g}} {data.unit}<extra></extra>"),
                       **where)
         if lane in data.in_flight:
             tf, vf = data.in_flight[lane]
-            fig.add_trace(make(tf * f, vf, name=f"{lane}: in flight", legendgroup=lane,
+            fig.add_trace(make((tf - o) * f, vf, name=f"{lane}: in flight", legendgroup=lane,
                                line={"color": color, "width": 1, "dash": "dot"},
                                hovertemplate=f"{lane}<br>%{{y}} in flight at %{{x:.4g}} {data.unit}<extra></extra>"),
                           **where)
@@ -132,9 +132,9 @@ def draw_queue(fig: go.Figure, data: QueueData, *, row: int | None = None, col: 
                           line={"color": style.OKABE_ITO["grey"], "width": 1.2},
                           hovertemplate=f"%{{y:.4g}} {unit} pending at %{{x:.4g}} {data.unit}<extra></extra>")
         if row is not None:
-            fig.add_trace(make(t * f, b / div, **mem_kwargs), row=row, col=col, secondary_y=True)
+            fig.add_trace(make((t - o) * f, b / div, **mem_kwargs), row=row, col=col, secondary_y=True)
         else:
-            fig.add_trace(make(t * f, b / div, **mem_kwargs), secondary_y=True)
+            fig.add_trace(make((t - o) * f, b / div, **mem_kwargs), secondary_y=True)
         sec = {"row": row, "col": col} if row is not None else {}
         fig.update_yaxes(title_text=f"pending memory ({unit})", secondary_y=True, showgrid=False, rangemode="tozero", **sec)
     title = "queued (issued, not started)"
@@ -142,7 +142,7 @@ def draw_queue(fig: go.Figure, data: QueueData, *, row: int | None = None, col: 
         title = "queued (solid), in flight (dotted)"
     primary = {"secondary_y": False} if fig._grid_ref is not None else {}
     fig.update_yaxes(title_text=title, rangemode="tozero", **primary, **where)
-    fig.update_xaxes(range=[data.span[0] * f, data.span[1] * f], **where)
+    fig.update_xaxes(range=[0.0, (data.span[1] - o) * f], **where)
 
 
 def plot_queue_length(trace: Trace, *, in_flight: bool = False, cap: float | None | Literal["auto"] = "auto",

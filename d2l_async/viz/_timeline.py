@@ -53,7 +53,7 @@ class TimelineData:
         connectors: ``issue, start, from_row, to_row, name`` for the issue→start connectors drawn.
         n_connectors: how many events had an issue time (connectors before the cap).
         blocks: frontend waits: ``row, start, end, reason, source, label``.
-        span: (first, last) time of the trace in seconds.
+        span: (first, last) time of the trace in seconds; the figure draws ``span[0]`` as 0.
         unit, factor: display unit and the factor from seconds to it.
         n_events: bars before merging.
     """
@@ -68,6 +68,11 @@ class TimelineData:
     unit: str
     factor: float
     n_events: int
+
+    @property
+    def origin(self) -> float:
+        """Time drawn as zero: the trace's first event (recorders do not all start at 0)."""
+        return self.span[0]
 
     @property
     def merged(self) -> bool:
@@ -193,13 +198,13 @@ def _fmt_labels(values: Any) -> str:
     return ", ".join(map(str, values)) if values else "—"
 
 
-def _hover(bars: pd.DataFrame, unit: str, factor: float) -> list[str]:
+def _hover(bars: pd.DataFrame, unit: str, factor: float, origin: float) -> list[str]:
     out = []
     for r in bars.itertuples(index=False):
-        issue = "—" if not np.isfinite(r.issue) else f"{r.issue * factor:.4g} {unit}"
+        issue = "—" if not np.isfinite(r.issue) else f"{(r.issue - origin) * factor:.4g} {unit}"
         text = (
             f"<b>{r.name}</b> ({r.kind} on {r.lane})<br>"
-            f"issue {issue} · start {r.start * factor:.4g} · end {r.end * factor:.4g} {unit}<br>"
+            f"issue {issue} · start {(r.start - origin) * factor:.4g} · end {(r.end - origin) * factor:.4g} {unit}<br>"
             f"duration {(r.end - r.start) * factor:.4g} {unit}"
         )
         if r.count > 1:
@@ -216,15 +221,15 @@ def draw_timeline(fig: go.Figure, data: TimelineData, *, row: int | None = None,
                   connectors: bool = True, max_labels: int = 12) -> None:
     """Add the timeline's traces to ``fig`` (optionally to one subplot) and style its axes."""
     where = {"row": row, "col": col} if row is not None else {}
-    f, unit = data.factor, data.unit
+    f, unit, o = data.factor, data.unit, data.origin
     frontend_rows = {i for i, l in enumerate(data.lanes) if l.is_frontend}
     nrows = len(data.lanes)
 
     # blocked intervals under everything: a faint band over all lanes, a strong one on the frontend
     if len(data.blocks):
         b = data.blocks
-        xs = np.column_stack([b["start"], b["end"], b["end"], b["start"], b["start"],
-                              np.full(len(b), np.nan)]).ravel() * f
+        xs = (np.column_stack([b["start"], b["end"], b["end"], b["start"], b["start"],
+                              np.full(len(b), np.nan)]).ravel() - o) * f
         top, bottom = -0.5, nrows - 0.5
         band_y = np.tile([top, top, bottom, bottom, top, np.nan], len(b))
         fig.add_trace(go.Scatter(x=xs, y=band_y, fill="toself", mode="none", hoverinfo="skip",
@@ -234,14 +239,14 @@ def draw_timeline(fig: go.Figure, data: TimelineData, *, row: int | None = None,
         fig.add_trace(go.Scatter(x=xs, y=lane_y, fill="toself", mode="none", hoverinfo="skip",
                                  fillcolor="rgba(213,94,0,0.35)", name="frontend blocked"), **where)
         fig.add_trace(go.Scatter(
-            x=(b["start"] + b["end"]).to_numpy() / 2 * f, y=r, mode="markers",
+            x=((b["start"] + b["end"]).to_numpy() / 2 - o) * f, y=r, mode="markers",
             marker={"size": 1, "color": style.KIND_COLORS["block"]}, showlegend=False,
-            hovertext=[f"<b>frontend blocked</b>: {lbl}<br>{s * f:.4g} → {e * f:.4g} {unit} "
+            hovertext=[f"<b>frontend blocked</b>: {lbl}<br>{(s - o) * f:.4g} → {(e - o) * f:.4g} {unit} "
                        f"({(e - s) * f:.4g} {unit})" for lbl, s, e in zip(b["label"], b["start"], b["end"])],
             hovertemplate="%{hovertext}<extra></extra>"), **where)
         longest = b.assign(d=b["end"] - b["start"]).nlargest(max_labels, "d")
         for lb in longest.itertuples(index=False):
-            fig.add_annotation(x=(lb.start + lb.end) / 2 * f, y=lb.row,
+            fig.add_annotation(x=((lb.start + lb.end) / 2 - o) * f, y=lb.row,
                                text=lb.label, showarrow=False, bgcolor="rgba(255,255,255,0.75)",
                                font={"size": 11, "color": style.KIND_COLORS["block"]}, **where)
 
@@ -253,19 +258,19 @@ def draw_timeline(fig: go.Figure, data: TimelineData, *, row: int | None = None,
         on_frontend = grp["row"].isin(frontend_rows).to_numpy()
         width = np.where(on_frontend & (kind != "op"), LAUNCH_WIDTH, BAR_WIDTH)
         fig.add_trace(go.Bar(
-            orientation="h", base=grp["start"].to_numpy() * f, x=(grp["end"] - grp["start"]).to_numpy() * f,
+            orientation="h", base=(grp["start"].to_numpy() - o) * f, x=(grp["end"] - grp["start"]).to_numpy() * f,
             y=grp["row"].to_numpy(), width=width, name=str(kind), marker={"color": style.kind_color(kind),
                                                                           "line": {"width": 0}},
-            hovertext=_hover(grp, unit, f), hovertemplate="%{hovertext}<extra></extra>",
-            text=grp["name"].tolist() if small else None, textposition="inside" if small else None,
-            insidetextanchor="middle", textfont={"color": "white", "size": 11},
+            hovertext=_hover(grp, unit, f, o), hovertemplate="%{hovertext}<extra></extra>",
+            text=grp["name"].tolist() if small else None, textposition="auto" if small else None,
+            insidetextanchor="middle", textfont={"size": 11}, cliponaxis=False,
         ), **where)
 
     # connectors: issue on the frontend -> start on the backend lane (the time spent queued)
     c = data.connectors
     if connectors and len(c):
         n = len(c)
-        xs = np.column_stack([c["issue"], c["start"], np.full(n, np.nan)]).ravel() * f
+        xs = (np.column_stack([c["issue"], c["start"], np.full(n, np.nan)]).ravel() - o) * f
         ys = np.column_stack([c["from_row"] + 0.2, c["to_row"] - BAR_WIDTH / 2, np.full(n, np.nan)]).ravel()
         waits = [f"<b>{name}</b> waited {(s - i) * f:.4g} {unit} in the queue"
                  for name, i, s in zip(c["name"], c["issue"], c["start"])]
@@ -280,7 +285,7 @@ def draw_timeline(fig: go.Figure, data: TimelineData, *, row: int | None = None,
 
     fig.update_yaxes(tickvals=list(range(nrows)), ticktext=list(data.labels), range=[nrows - 0.4, -0.6],
                      showgrid=False, zeroline=False, **where)
-    fig.update_xaxes(range=[data.span[0] * f, data.span[1] * f], **where)
+    fig.update_xaxes(range=[0.0, (data.span[1] - o) * f], **where)
 
 
 def _notes(data: TimelineData) -> str:

@@ -87,7 +87,7 @@ def time_unit(span_seconds: float) -> tuple[str, float]:
 
 
 def time_axis_title(unit: str) -> str:
-    return f"time since trace start ({unit})"
+    return f"time since the first event ({unit})"
 
 
 def bytes_unit(max_bytes: float) -> tuple[str, float]:
