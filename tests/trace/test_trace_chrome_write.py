@@ -129,6 +129,13 @@ def test_profiler_trace_flows_start_at_the_launch(tmp_path):
         assert s["ts"] == pytest.approx(launch_ts[gpu["args"]["correlation"]])
 
 
+def test_categories_are_kineto_only_for_profiler_traces(tmp_path):
+    doc = load_doc(write_chrome_trace(engine_like_trace(), tmp_path / "e.json"))
+    assert {e["cat"] for e in doc["traceEvents"] if e["ph"] == "X"} == {"launch", "op", "block"}
+    doc = load_doc(write_chrome_trace(load_sample("a100_cuda_event_sync"), tmp_path / "p.json"))
+    assert {e["cat"] for e in doc["traceEvents"] if e["ph"] == "X"} == {"cpu_op", "cuda_runtime", "kernel", "gpu_memcpy"}
+
+
 def test_write_rejects_non_trace(tmp_path):
     with pytest.raises(TypeError, match="expects a Trace"):
         write_chrome_trace({"traceEvents": []}, tmp_path / "x.json")
