@@ -1,8 +1,8 @@
 """The book's published numbers, each with where it comes from.
 
-These are the only numbers in the package that are typed in rather than measured.  They were
-measured by D2L's authors with **MXNet** on their machine (a GPU server of the time, not named in the
-text); everything else the notebooks and the report print is measured at run time.  Show them only
+These are the only numbers in the package that are typed in rather than measured.  The timings were
+measured by D2L's authors with **MXNet** on their machine (not named in the text); the thread counts
+are from the section's prose.  Everything else the notebooks and the report print is measured at run time.  Show them only
 next to the label :attr:`BookNumber.label` gives them.
 """
 
@@ -52,10 +52,10 @@ _NUMBERS = (
                "(includes the matrix product)", f"{_SECTION}, §13.2.2 Barriers and Blockers (MXNet)"),
     BookNumber("blockers.item", 0.0445, "s", "scalar conversion: b = np.dot(a, a); b.sum().item() "
                "(includes the matrix product)", f"{_SECTION}, §13.2.2 Barriers and Blockers (MXNet)"),
-    BookNumber("scheduling.threads_low", 4, "threads", "a modern system has 4 to 256 threads to schedule",
-               f"{_SECTION} (MXNet)"),
-    BookNumber("scheduling.threads_high", 256, "threads", "a modern system has 4 to 256 threads to schedule",
-               f"{_SECTION} (MXNet)"),
+    BookNumber("scheduling.threads_low", 4, "threads", "even regular laptops have 4 threads or more to schedule",
+               f"{_SECTION}, introduction (text, no measurement)"),
+    BookNumber("scheduling.threads_high", 256, "threads", "on multi-socket servers the thread count can exceed 256",
+               f"{_SECTION}, introduction (text, no measurement)"),
 )
 
 #: key -> :class:`BookNumber`; read-only.

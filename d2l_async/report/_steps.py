@@ -263,7 +263,7 @@ def scheduling(b: Backends) -> StepOutput:
 
     r = run_scheduling()
     rows = (Row("scheduling: per-op cost of a tiny op, 1 → 16 worker threads",
-                "a machine has 4–256 threads to schedule (no timing)",
+                "laptops: 4+ threads; servers: over 256 (text, no timing)",
                 ", ".join(f"{w}: {fmt_seconds(s)}" for w, s in r.rows()), f"{r.device}; {r.cpu_count} CPUs"),)
     figs = (("Scheduling overhead as worker threads grow", viz.plot_scheduling_overhead(
         [{"workers": w, "per_op_us": s * 1e6} for w, s in r.rows()])),)

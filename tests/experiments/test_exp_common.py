@@ -65,7 +65,7 @@ def test_book_numbers_are_the_books_and_say_so():
     assert BOOK["sync_async.sync"].value == 3.16 and BOOK["sync_async.async"].value == 0.93
     assert BOOK["blockers.asnumpy"].value == 0.0340 and BOOK["blockers.item"].value == 0.0445
     for n in BOOK.values():
-        assert "MXNet" in n.source and "§13.2" in n.source
+        assert "§13.2" in n.source and ("MXNet" in n.source or "no measurement" in n.source)
         assert n.label.startswith("the book's")
     with pytest.raises(TypeError):
         BOOK["x"] = 1  # read-only
