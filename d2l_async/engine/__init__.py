@@ -28,13 +28,24 @@ ipywidgets.
 
 from __future__ import annotations
 
-from ._array import EngineArray
+import importlib
+from typing import Any
+
 from ._default import get_engine, waitall_all
-from ._engine import NaiveEngine, ThreadedEngine
 from ._errors import EngineError
-from ._observer import Observer, Recorder
-from ._overhead import SchedulingOverhead, measure_scheduling_overhead
 from ._op import EngineStatistics, OpState
+
+# torch (and the trace model's numpy) load on first use of these names, so the core
+# (``_deps``, ``_op``, ``_scheduler``) can be imported, and tested, with the standard library alone
+_LAZY = {
+    "EngineArray": "._array",
+    "NaiveEngine": "._engine",
+    "ThreadedEngine": "._engine",
+    "Observer": "._observer",
+    "Recorder": "._observer",
+    "SchedulingOverhead": "._overhead",
+    "measure_scheduling_overhead": "._overhead",
+}
 
 __all__ = [
     "EngineArray",
@@ -50,3 +61,15 @@ __all__ = [
     "measure_scheduling_overhead",
     "waitall_all",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

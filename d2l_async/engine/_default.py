@@ -10,20 +10,26 @@ from __future__ import annotations
 import atexit
 import threading
 
+from typing import TYPE_CHECKING
+
 from ..config import engine_kind
-from ._engine import NaiveEngine, ThreadedEngine
 from ._scheduler import live_engines
+
+if TYPE_CHECKING:
+    from ._engine import NaiveEngine, ThreadedEngine
 
 __all__ = ["get_engine", "waitall_all"]
 
-_default: ThreadedEngine | NaiveEngine | None = None
+_default: "ThreadedEngine | NaiveEngine | None" = None
 _default_lock = threading.Lock()
 
 
-def get_engine() -> ThreadedEngine | NaiveEngine:
+def get_engine() -> "ThreadedEngine | NaiveEngine":
     """The default engine, created on first use: ``ThreadedEngine()``, or ``NaiveEngine()`` when
     ``D2L_ASYNC_ENGINE=naive``.  A shut-down default engine is replaced by a new one."""
     global _default
+    from ._engine import NaiveEngine, ThreadedEngine  # torch loads here, not at import
+
     with _default_lock:
         if _default is None or _default.closed:
             _default = NaiveEngine() if engine_kind() == "naive" else ThreadedEngine()
