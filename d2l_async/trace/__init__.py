@@ -8,8 +8,9 @@ Loads neither torch, plotly nor ipywidgets.
 
 from __future__ import annotations
 
-from ._chrome import LAUNCH_CALLS, SYNC_CALLS, read_chrome_trace, write_chrome_trace
+from ._chrome import LAUNCH_CALLS, SYNC_CALLS, read_chrome_trace
 from ._model import BACKEND_KINDS, COLUMNS, Event, Kind, Lane, LaneRole, Trace, TraceError
+from ._perfetto import write_chrome_trace
 from ._queue import queue_steps, queued_mask
 
 __all__ = [

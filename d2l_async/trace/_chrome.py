@@ -21,11 +21,9 @@ holds seconds from its first event.  Other categories are skipped and counted in
 can span the whole trace and would hide when the thread was really busy; ``cuda_sync``,
 ``gpu_user_annotation`` and ``python_function`` are not work on a lane either.
 
-Writing emits complete slices (``ph: "X"``) per lane with ``process_name``/``thread_name``
-metadata, flow arrows (``ph: "s"``/``"f"``) from each issue to its start, and one counter track
-(``ph: "C"``) of queue length per backend lane.  Every column the Chrome format has no field for is
-kept in ``args["d2l"]`` and the lanes in a top-level ``"d2l_async"`` record, so a written trace
-reads back with the same analysis.
+Files written by :func:`~d2l_async.trace.write_chrome_trace` (``_perfetto.py``) carry every column
+in ``args["d2l"]`` and the lanes in a top-level ``"d2l_async"`` record; for those the reader
+restores the trace exactly instead of applying the mapping above.
 
 Only the standard library and numpy: no torch, no pandas.
 """
@@ -46,9 +44,8 @@ from typing import Any
 import numpy as np
 
 from ._model import _DEFAULTS, COLUMNS, Kind, Lane, LaneRole, Trace, TraceError, _order_lanes
-from ._queue import queue_steps, queued_mask
 
-__all__ = ["read_chrome_trace", "write_chrome_trace", "LAUNCH_CALLS", "SYNC_CALLS"]
+__all__ = ["read_chrome_trace", "LAUNCH_CALLS", "SYNC_CALLS"]
 
 #: Runtime/driver calls that put work on a stream's launch queue.  HTA 0.5.0 counts exactly these
 #: (``TraceSymbolTable.get_runtime_launch_events_query``), so queue lengths agree with it.
@@ -305,7 +302,7 @@ def _parse(doc: dict[str, Any], path: Path) -> Trace:
     meta: dict[str, Any] = {
         "source": "chrome",
         "path": str(path),
-        "device": ", ".join(dict.fromkeys(str(p.get("name", "?")) for p in doc.get("deviceProperties") or [] if isinstance(p, dict))) or ("CPU only" if not back.any() else "GPU"),
+        "device": _gpu_names(doc) or ("CPU only" if not back.any() else "GPU"),
         "unmatched_launches": unmatched_launch,
         "unmatched_gpu_ops": unmatched_gpu,
         "skipped": skipped,
@@ -319,6 +316,11 @@ def _parse(doc: dict[str, Any], path: Path) -> Trace:
         lanes, cols, meta = _apply_ours(ours, extra_l, lanes, cols, meta, lane_col, path)
         return Trace.from_columns(cols, lanes, meta)
     return _fast_trace(cols, lanes, meta, n)
+
+
+def _gpu_names(doc: dict[str, Any]) -> str:
+    props = doc.get("deviceProperties") or []
+    return ", ".join(dict.fromkeys(str(p.get("name", "?")) for p in props if isinstance(p, dict)))
 
 
 def _fast_trace(cols: dict[str, Any], lanes: list[Lane], meta: dict[str, Any], n: int) -> Trace:
@@ -380,154 +382,3 @@ def _apply_ours(ours: dict[str, Any], extra: list[Any], lanes: list[Lane], cols:
 
 def _default(name: str) -> Any:
     return {"id": -1, "kind": Kind.OP.value, "source": "", "reason": "", "nbytes": 0, "device": ""}[name]
-
-
-# ---------------------------------------------------------------------------------------------
-# writing
-# ---------------------------------------------------------------------------------------------
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return str(value)
-
-
-def write_chrome_trace(trace: Trace, path: str | os.PathLike[str]) -> Path:
-    """Write ``trace`` as Chrome Trace Event JSON (gzip when the name ends in ``.gz``).
-
-    Open the file at https://ui.perfetto.dev (or chrome://tracing).  Each lane is a thread,
-    grouped by device; flow arrows join each issue to its start; a ``queue <lane>`` counter track
-    shows the launch-queue length of each backend lane.
-
-    Args:
-        trace: the trace to write.
-        path: where to write; parent folders must exist.
-
-    Returns:
-        The path written.
-    """
-    if not isinstance(trace, Trace):
-        raise TypeError(f"write_chrome_trace expects a Trace, got {type(trace).__name__}")
-    path = Path(path)
-    # lane -> (pid, tid): frontend threads in pid 1, each device in its own pid
-    pids: dict[str, int] = {"": 1}
-    lane_key: dict[str, tuple[int, int]] = {}
-    out: list[dict[str, Any]] = []
-    for i, lane in enumerate(trace.lanes):
-        group = "" if lane.is_frontend else (lane.device or "backend")
-        pid = pids.setdefault(group, len(pids) + 1)
-        tid = lane.stream if (not lane.is_frontend and lane.stream >= 0) else 1000 + i
-        if (pid, tid) in lane_key.values():  # two lanes claiming one stream number stay apart
-            tid = 1000 + i
-        lane_key[lane.name] = (pid, tid)
-        out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": lane.name}})
-        out.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": i}})
-    for group, pid in pids.items():
-        label = "frontend (CPU threads)" if group == "" else (group + (" (virtual)" if _virtual(trace, group) else ""))
-        out.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": label}})
-        out.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}})
-
-    c = trace.columns
-    n = len(trace)
-    us_start = (c["start"] * 1e6).tolist()
-    us_dur = ((c["end"] - c["start"]) * 1e6).tolist()
-    us_issue = (c["issue"] * 1e6).tolist()
-    lanes_l = c["lane"].tolist()
-    kinds = c["kind"].tolist()
-    flows = c["flow"].tolist()
-    names = c["name"].tolist()
-    ids = c["id"].tolist()
-    issue_l = c["issue"].tolist()
-    backend = {l.name for l in trace.backend_lanes}
-    # where each flow is issued from: the frontend event carrying the same flow id, if any
-    flow_src: dict[int, str] = {}
-    for j in range(n):
-        if flows[j] >= 0 and lanes_l[j] not in backend:
-            flow_src.setdefault(flows[j], lanes_l[j])
-    first_front = trace.frontend_lanes[0].name if trace.frontend_lanes else None
-    # Kineto's categories only for traces that came from the profiler: an engine's "print" block
-    # is no cuda_runtime call
-    profiler = trace.meta.get("source") in ("chrome", "cuda", "cpu")
-    for j in range(n):
-        pid, tid = lane_key[lanes_l[j]]
-        d2l = {"lane": lanes_l[j], "id": ids[j], "kind": kinds[j], "flow": flows[j]}
-        for name in ("source", "reason", "device"):
-            v = c[name][j]
-            if v:
-                d2l[name] = v
-        if c["nbytes"][j]:
-            d2l["nbytes"] = int(c["nbytes"][j])
-        for name in ("deps", "reads", "writes"):
-            if len(c[name][j]):
-                d2l[name] = _jsonable(c[name][j])
-        if not math.isnan(issue_l[j]):
-            d2l["issue"] = issue_l[j]
-        args: dict[str, Any] = {"d2l": d2l}
-        if flows[j] >= 0:
-            args["correlation"] = flows[j]
-        if lanes_l[j] in backend:
-            lane = trace.lane(lanes_l[j])
-            args["stream"] = lane.stream
-            if c["nbytes"][j]:
-                args["bytes"] = int(c["nbytes"][j])
-        cat = _KIND_TO_CAT.get(kinds[j], "cpu_op") if profiler else kinds[j]
-        out.append({"ph": "X", "cat": cat, "name": names[j], "pid": pid,
-                    "tid": tid, "ts": us_start[j], "dur": max(us_dur[j], 0.0), "args": args})
-        # flow arrow: issue on the frontend -> start on the backend lane
-        if lanes_l[j] in backend and not math.isnan(us_issue[j]):
-            src = flow_src.get(flows[j], first_front) if flows[j] >= 0 else first_front
-            if src is not None:
-                spid, stid = lane_key[src]
-                fid = int(ids[j]) + 1
-                out.append({"ph": "s", "cat": "issue", "name": "issue", "id": fid, "pid": spid, "tid": stid,
-                            "ts": us_issue[j]})
-                out.append({"ph": "f", "cat": "issue", "name": "issue", "id": fid, "pid": pid, "tid": tid,
-                            "ts": us_start[j], "bp": "e"})
-    out.extend(_queue_counters(trace, lane_key))
-    doc = {
-        "traceEvents": out,
-        "displayTimeUnit": "ms",
-        _FORMAT_KEY: {
-            "version": 1,
-            "origin_us": 0.0,
-            "lanes": [{"name": l.name, "role": l.role.value, "device": l.device, "virtual": l.virtual,
-                       "stream": l.stream} for l in trace.lanes],
-            "meta": _jsonable({k: v for k, v in trace.meta.items() if k != "path"}),
-        },
-    }
-    data = json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
-    if path.suffix == ".gz":
-        data = gzip.compress(data, compresslevel=6)
-    try:
-        path.write_bytes(data)
-    except OSError as exc:
-        raise TraceError(f"{path}: cannot write the trace ({exc})") from exc
-    return path
-
-
-def _virtual(trace: Trace, device: str) -> bool:
-    return any(l.virtual for l in trace.backend_lanes if l.device == device)
-
-
-def _queue_counters(trace: Trace, lane_key: dict[str, tuple[int, int]]) -> list[dict[str, Any]]:
-    """Counter events for the issued-not-started queue of each backend lane (HTA's definition)."""
-    out: list[dict[str, Any]] = []
-    mask = queued_mask(trace)
-    for lane in trace.backend_lanes:
-        t, q = queue_steps(trace, lane.name, mask=mask)
-        if not len(t):
-            continue
-        pid, _ = lane_key[lane.name]
-        # one value per distinct time: the last step at that instant holds
-        keep = np.append(t[1:] != t[:-1], True)
-        cname = f"queue {lane.name}"
-        for tt, qq in zip((t[keep] * 1e6).tolist(), q[keep].tolist()):
-            out.append({"ph": "C", "name": cname, "pid": pid, "ts": tt, "args": {"queue_length": qq}})
-    return out

@@ -349,7 +349,7 @@ class Trace:
 
     def to_chrome_trace(self, path: Any) -> Any:
         """Write Chrome Trace Event JSON that opens in Perfetto (``.gz`` compresses)."""
-        from ._chrome import write_chrome_trace
+        from ._perfetto import write_chrome_trace
 
         return write_chrome_trace(self, path)
 
