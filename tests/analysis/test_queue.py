@@ -17,6 +17,7 @@ from ._traces import FRONT, S1, S2, three_launches
 
 GPU_SAMPLES = ["a100_simple_add", "a100_alexnet", "a100_cuda_event_sync", "a100_nccl_step",
                "a100_training_step", "v100_training_step"]
+UNTRIMMED = ["a100_simple_add", "a100_alexnet", "a100_cuda_event_sync"]  # nothing for HTA to trim
 
 
 def row(summary: pd.DataFrame, stream: int) -> pd.Series:
@@ -56,6 +57,8 @@ def hta_summaries(tmp_path_factory):
         s = ta.get_queue_length_summary(ranks=[0])
         s = s.droplevel(0, axis=1).reset_index()
         out[name] = s
+        if name in UNTRIMMED:
+            out[name, "series"] = ta.get_queue_length_time_series(ranks=[0])[0]
     return out
 
 
@@ -68,7 +71,16 @@ def test_max_per_stream_equals_hta(hta_summaries, name):
         assert row(ours, int(r["stream"]))["max"] == int(r["max"]), (name, r["stream"])
 
 
-@pytest.mark.parametrize("name", ["a100_simple_add", "a100_alexnet", "a100_cuda_event_sync"])
+@pytest.mark.parametrize("name", UNTRIMMED)
+def test_series_equals_hta_step_by_step(hta_summaries, name):
+    theirs = hta_summaries[name, "series"]
+    ours = queue_length_series(load_sample(name))
+    for stream in sorted(set(theirs["stream"])):
+        expected = theirs.loc[theirs["stream"] == stream, "queue_length"].tolist()
+        assert ours.loc[ours["stream"] == stream, "queue_length"].tolist() == expected
+
+
+@pytest.mark.parametrize("name", UNTRIMMED)
 def test_count_and_mean_equal_hta_on_untrimmed_traces(hta_summaries, name):
     # HTA trims partial iterations on multi-step traces; these have none to trim
     ours = queue_length_summary(load_sample(name))
