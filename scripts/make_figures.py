@@ -19,6 +19,7 @@ os.environ.setdefault("BROWSER_PATH", "/usr/bin/chromium")
 
 import numpy as np  # noqa: E402
 import plotly.graph_objects as go  # noqa: E402
+import plotly.io as pio  # noqa: E402
 
 from d2l_async import viz  # noqa: E402
 from d2l_async.trace import Event, Lane, LaneRole, Trace  # noqa: E402
@@ -110,17 +111,23 @@ def main(argv: list[str] | None = None) -> int:
     figures["scheduling_overhead"] = viz.plot_scheduling_overhead(
         [{"workers": w, "per_op_us": 20 + 4 * w, "spread_us": 2.0, "label": "ILLUSTRATIVE"} for w in (1, 2, 4, 8)])
 
+    stills, files, widths, heights = [], [], [], []
     for name, fig in figures.items():
         if args.only and args.only not in name:
             continue
-        t0 = time.perf_counter()
-        width = 1400 if "graph" not in name else 1100
         still = fig
         if fig.frames:
             fig.write_html(out / f"{name}.html", include_plotlyjs="cdn", auto_play=False)
             still = at_frame(fig, int(len(fig.frames) * 0.6))
-        still.write_image(out / f"{name}.png", width=width, height=fig.layout.height or 500, scale=1)
-        print(f"{name}: {time.perf_counter() - t0:.1f} s -> {out / name}.png")
+        stills.append(still)
+        files.append(out / f"{name}.png")
+        widths.append(1400 if "graph" not in name else 1100)
+        heights.append(int(fig.layout.height or 500))
+    t0 = time.perf_counter()
+    pio.write_images(stills, files, width=widths, height=heights, scale=1)  # one browser for all
+    print(f"{len(files)} PNGs in {time.perf_counter() - t0:.1f} s under {out}/")
+    for f in files:
+        print(" ", f)
     return 0
 
 

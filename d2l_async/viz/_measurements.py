@@ -115,7 +115,7 @@ def plot_measurements(measurements: Any, *, book: Mapping[str, float] | None = N
             hovertemplate=f"{label}<br>%{{y:.4g}} {unit}<extra></extra>", showlegend=False,
         ))
         fig.add_annotation(x=label, y=np.log10(max(med, 1e-300)) if log else med, text=f"median {med:.3g} {unit}",
-                           showarrow=False, xshift=60, font={"size": 11, "color": _colour(label, synced, i)})
+                           showarrow=False, xshift=95, xanchor="left", font={"size": 11, "color": _colour(label, synced, i)})
     if book:
         labels = list(book)
         ys = [book[k] * factor for k in labels]
@@ -125,8 +125,8 @@ def plot_measurements(measurements: Any, *, book: Mapping[str, float] | None = N
             marker={"symbol": "line-ew-open", "size": 44, "color": "#000000", "line": {"width": 3}},
             hovertemplate=f"book: %{{y:.4g}} {unit}<extra></extra>",
         ))
-    fig.update_layout(**style.base_layout(title=title, height=420, boxgap=0.5))
-    fig.update_yaxes(title_text=f"seconds per run ({unit}{', log scale' if log else ''})",
+    fig.update_layout(**style.base_layout(title=title, height=420, boxgap=0.7))
+    fig.update_yaxes(title_text=f"time per run ({unit}{', log scale' if log else ''})",
                      type="log" if log else "linear", rangemode="tozero")
     fig.update_xaxes(title_text="")
     return fig

@@ -166,6 +166,10 @@ def plot_queue_length(trace: Trace, *, in_flight: bool = False, cap: float | Non
         return empty_figure(title, "no backend work with an issue time: nothing was queued")
     fig = make_subplots(specs=[[{"secondary_y": True}]]) if data.memory is not None else go.Figure()
     draw_queue(fig, data)
+    if memory and data.memory is None:
+        fig.add_annotation(text="no memory sizes (nbytes) recorded in this trace", xref="paper", yref="paper",
+                           x=1, y=1, xanchor="right", yanchor="bottom", showarrow=False,
+                           font={"color": style.OKABE_ITO["grey"], "size": 11})
     fig.update_layout(**style.base_layout(title=title, height=380))
     fig.update_xaxes(title_text=style.time_axis_title(data.unit))
     return fig

@@ -252,7 +252,7 @@ def draw_timeline(fig: go.Figure, data: TimelineData, *, row: int | None = None,
 
     # bars, one trace per kind so the legend explains the colours
     bars = data.bars
-    small = len(bars) <= _TEXT_LIMIT
+    small = len(bars) <= _TEXT_LIMIT and not data.merged  # names only where each bar is one event
     order = {k: i for i, k in enumerate(style.KIND_ORDER)}
     for kind, grp in sorted(bars.groupby("kind", sort=False), key=lambda kv: order.get(kv[0], len(order))):
         on_frontend = grp["row"].isin(frontend_rows).to_numpy()
@@ -279,7 +279,7 @@ def draw_timeline(fig: go.Figure, data: TimelineData, *, row: int | None = None,
             x=xs, y=ys, mode="lines+markers", name=f"queued: issue → start{shown}",
             line={"color": f"rgba(102,102,102,{0.6 if n <= 50 else 0.25 if n <= 300 else 0.12})", "width": 1},
             marker={"symbol": "arrow", "angleref": "previous", "size": np.tile([0, 7, 0], n),
-                    "color": "rgba(102,102,102,0.8)"},
+                    "color": f"rgba(102,102,102,{0.8 if n <= 50 else 0.3})"},
             hovertext=[t for w in waits for t in (w, w, "")], hovertemplate="%{hovertext}<extra></extra>",
         ), **where)
 
@@ -305,7 +305,7 @@ def default_title(trace: Trace, what: str) -> str:
         parts.append(str(device))
     elif source:
         parts.append(f"source: {source}")
-    if trace.is_virtual:
+    if trace.is_virtual and "virtual" not in str(device):
         parts.append("virtual devices (threads, not hardware)")
     return " — ".join(parts)
 

@@ -106,7 +106,8 @@ def lane_label(lane: Any) -> str:
     return name
 
 
-_LINE = re.compile(r"(?:^|[\s,])line\s+(\d+)\s*:\s*(.*)$")
+_LINE = re.compile(r"(?:^|[\s,])line\s+(\d+)\s*:\s*(.*)$")  # "cell 3, line 12: print(z)"
+_FILE_LINE = re.compile(r"^(?P<file>[^:\s][^:]*):(?P<line>\d+)(?::\s*(?P<code>.*))?$")  # "train.py:12: print(z)"
 
 
 def block_label(reason: str, source: str) -> str:
@@ -119,9 +120,13 @@ def block_label(reason: str, source: str) -> str:
     if not source:
         return reason or "blocked"
     match = _LINE.search(source)
+    file_match = _FILE_LINE.match(source)
     if match:
         code, line = match.group(2).strip(), match.group(1)
         label = f"{code} — line {line}" if code else f"line {line}"
+    elif file_match:
+        code, line = (file_match.group("code") or "").strip(), file_match.group("line")
+        label = f"{code} — line {line}" if code else f"{file_match.group('file')}, line {line}"
     else:
         code, label = source, source
     if reason and reason not in code:

@@ -17,6 +17,8 @@ def test_block_label_names_the_statement_and_line():
     assert style.block_label("full queue", "line 7: y = x + 1") == "full queue: y = x + 1 — line 7"
     assert style.block_label("cudaStreamSynchronize", "") == "cudaStreamSynchronize"
     assert style.block_label("", "") == "blocked"
+    assert style.block_label("print", "train.py:64: print(a)") == "print(a) — line 64"
+    assert style.block_label("waitall", "<string>:8") == "waitall: <string>, line 8"
 
 
 def test_virtual_lanes_say_so():
