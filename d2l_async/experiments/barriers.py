@@ -1,10 +1,10 @@
 """Barriers: ``waitall()`` drains everything, ``wait_to_read()`` waits for one array (D2L §13.2.2).
 
 The set-up: long, unrelated work runs on one device while a small result ``z`` is computed on
-another, and then the frontend continues with follow-up work that needs only ``z``.  ``waitall()``
-makes the frontend wait for *all* of it before the follow-up can start; ``z.wait_to_read()`` returns
-as soon as ``z`` is ready, the follow-up runs while the long work keeps going behind the frontend,
-and the whole program ends sooner — the timeline shows it.
+another.  The frontend needs ``z``'s value to issue its next piece of work (as much again, on
+``z``'s device).  ``waitall()`` makes it wait for *all* queued work first, so the two pieces run one
+after the other; ``z.wait_to_read()`` returns as soon as ``z`` is ready, the follow-up runs while the
+long work keeps going, and the whole program ends sooner — the timeline shows it.
 
 On CUDA the same two barriers are ``torch.cuda.synchronize(device)`` and waiting on one CUDA event
 recorded after ``z`` on its own stream (``event.synchronize()``).
@@ -36,7 +36,8 @@ class BarrierResult:
         trace_waitall, trace_wait_to_read: the two runs' traces.
         long_ops: unrelated matrix products queued first.
         size: their matrix side.
-        follow_ops: small ops the frontend issues after the barrier (they need only ``z``).
+        follow_ops: matrix products the frontend issues after the barrier, on ``z``'s device
+            (they need only ``z``).
         backend, device, virtual: where it ran.
         barrier_names: what the two barriers are called on this backend.
     """
@@ -70,7 +71,8 @@ def run_barriers(
     Args:
         long_ops: unrelated matrix products; default 10 (quick mode 6).
         size: their matrix side; default 800 (quick mode 400).
-        follow_ops: small follow-up ops on ``z`` after the barrier; default 200 (quick mode 100).
+        follow_ops: follow-up products of the same size, issued after the barrier on ``z``'s
+            device; default ``long_ops``.
         repeat: runs of each variant; the medians are reported, the last run's traces kept;
             default 3 (quick mode 2).
         backend: ``"auto"``, ``"engine"`` (two virtual devices) or ``"cuda"`` (two streams).
@@ -80,8 +82,7 @@ def run_barriers(
     """
     long_ops = positive_int("long_ops", long_ops if long_ops is not None else config.scale(10, 6), maximum=10_000)
     size = positive_int("size", size if size is not None else config.scale(800, 400), maximum=8192)
-    follow_ops = positive_int("follow_ops", follow_ops if follow_ops is not None else config.scale(200, 100),
-                              maximum=1_000_000)
+    follow_ops = positive_int("follow_ops", follow_ops if follow_ops is not None else long_ops, maximum=10_000)
     repeat = positive_int("repeat", repeat if repeat is not None else config.scale(3, 2), maximum=1000)
     setup = resolve_backend(backend, n_devices=2)
     if setup.backend == "cuda":
@@ -112,15 +113,16 @@ def _engine(long_ops: int, size: int, follow_ops: int, repeat: int, setup: Setup
         else:
             z.wait_to_read()
         waited = time.perf_counter() - t0
-        for _ in range(follow_ops):  # follow-up work that needs only z
-            z = z * 0.5 + 1
-        z.sum().item()
+        c = eng.array(torch.full((size, size), float(z.asnumpy().mean())), device="cpu:0", name="c")
+        for _ in range(follow_ops):  # follow-up work that needed z's value
+            c = c @ m0
         eng.waitall()
         total = time.perf_counter() - t_start
         return waited, total, eng.trace()
 
     with ThreadedEngine(workers=1, devices=("cpu:0", "cpu:1")) as eng:
         m = eng.array(stable_matrix(size), device="cpu:1", name="m")
+        m0 = eng.array(stable_matrix(size, seed=1), device="cpu:0", name="m0")
         run(eng, "waitall")  # warm-up
         runs: dict[str, list] = {"waitall": [], "wait_to_read": []}
         for _ in range(repeat):  # interleaved, so load on the machine hits both alike
@@ -162,9 +164,9 @@ def _cuda(long_ops: int, size: int, follow_ops: int, repeat: int, setup: Setup) 
             done.synchronize()  # wait for z only: the long stream keeps running
         waited = time.perf_counter() - t0
         with torch.cuda.stream(small_stream):
+            c = torch.full((size, size), float(z.mean()), device=dev)  # needs z's value (ready)
             for _ in range(follow_ops):
-                z = z * 0.5 + 1
-            z.sum().item()
+                c = c @ m
         torch.cuda.synchronize(dev)
         out[barrier] = (waited, time.perf_counter() - t_start)
 

@@ -139,7 +139,7 @@ def barriers(b: Backends) -> StepOutput:
     a, o = r.barrier_names
     rows = (Row(f"barriers: frontend wait in {a} vs {o} (unrelated work queued)", "—",
                 f"{fmt_seconds(r.waitall_wait)} vs {fmt_seconds(r.wait_to_read_wait)}", r.device),
-            Row("barriers: whole program with follow-up work", "—",
+            Row(f"barriers: whole program, then {r.follow_ops} follow-up products that need z", "—",
                 f"{fmt_seconds(r.waitall_total)} vs {fmt_seconds(r.wait_to_read_total)}", r.device))
     figs = ((f"{a}: the frontend waits for everything", viz.plot_timeline(r.trace_waitall)),
             (f"{o}: the frontend waits for z only; the long work continues", viz.plot_timeline(r.trace_wait_to_read)))
@@ -155,8 +155,9 @@ def blockers(b: Backends) -> StepOutput:
     r = run_blockers(backend=b.one)
     rows = [Row(f"blockers: b = a @ a ({r.size}²) then {name}", _book(f"blockers.{name}"),
                 fmt_seconds(r.book_style[name].median), r.device) for name in ("asnumpy", "item")]
-    rows.append(Row("blockers: cost per call on a 1×2 array", "—",
-                    ", ".join(f"{k} {fmt_seconds(r.cost(k))}" for k in r.per_call), r.device))
+    rows.append(Row("blockers: time per step b = b + 1; blocker(b), 1×2 array", "—",
+                    f"no blocker {fmt_seconds(r.baseline.median)}; "
+                    + ", ".join(f"{k} {fmt_seconds(m.median)}" for k, m in r.per_call.items()), r.device))
     rows.append(Row("blockers: loss to float every step vs once at the end", "—",
                     f"{fmt_seconds(r.every_step.median)} vs {fmt_seconds(r.once_at_end.median)}", r.device))
     figs = (("Time per loop step with each blocker (and none)", viz.plot_measurements(
@@ -164,6 +165,7 @@ def blockers(b: Backends) -> StepOutput:
         ("The blocker report: where the frontend waited", viz.plot_blocked_time(r.trace, by="source")))
     nums = {"book_style": {k: m.median for k, m in r.book_style.items()},
             "per_call": {k: r.cost(k) for k in r.per_call}, "baseline_step": r.baseline.median,
+            "per_step": {k: m.median for k, m in r.per_call.items()},
             "every_step": r.every_step.median, "once_at_end": r.once_at_end.median,
             "report": [{"reason": e.reason, "source": e.source, "seconds": e.seconds} for e in r.report]}
     notes = tuple(f"{e.reason}: {e.source} ({fmt_seconds(e.seconds)})" for e in r.report)

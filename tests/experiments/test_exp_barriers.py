@@ -8,7 +8,7 @@ from d2l_async.experiments import run_barriers
 
 @pytest.fixture(scope="module")
 def result():
-    return run_barriers(long_ops=4, size=500, follow_ops=20, repeat=1, backend="engine")
+    return run_barriers(long_ops=4, size=500, follow_ops=4, repeat=1, backend="engine")
 
 
 def _long_end(trace):
@@ -36,6 +36,26 @@ def test_wait_to_read_returns_while_the_long_work_runs(result):
 def test_waitall_drains_the_long_work(result):
     _, end = _block(result.trace_waitall, "waitall")
     assert end >= _long_end(result.trace_waitall)
+
+
+def _follow_up(trace):
+    w = trace.where(kind="op", lane="cpu:0 worker 0")
+    mm = w["name"] == "matmul"
+    return w["start"][mm], w["end"][mm]
+
+
+def test_after_waitall_the_follow_up_runs_alone(result):
+    start, _ = _follow_up(result.trace_waitall)
+    assert len(start) == result.follow_ops
+    assert start.min() >= _long_end(result.trace_waitall)
+
+
+def test_after_wait_to_read_the_follow_up_overlaps_the_long_work(result):
+    from d2l_async.analysis import overlap
+
+    start, _ = _follow_up(result.trace_wait_to_read)
+    assert start.min() < _long_end(result.trace_wait_to_read)
+    assert overlap(result.trace_wait_to_read, "cpu:0 worker 0", "cpu:1 worker 0").both > 0
 
 
 def test_labels(result):
