@@ -132,25 +132,40 @@ def plot_measurements(measurements: Any, *, book: Mapping[str, float] | None = N
     return fig
 
 
+def _overhead_rows(rows: Any) -> pd.DataFrame:
+    if isinstance(rows, pd.DataFrame):
+        return rows.copy()
+    if isinstance(rows, (str, bytes, Mapping)) or not isinstance(rows, Iterable):
+        raise TypeError(f"plot_scheduling_overhead() expects a DataFrame, mappings or SchedulingOverhead "
+                        f"objects, got {type(rows).__name__}")
+    out = []
+    for r in rows:
+        if isinstance(r, Mapping):
+            out.append(dict(r))
+        elif hasattr(r, "workers") and hasattr(r, "per_op_us"):  # d2l_async.engine.SchedulingOverhead
+            row = {"workers": r.workers, "per_op_us": r.per_op_us}
+            if getattr(r, "runs", None):
+                row["runs"] = tuple(r.runs)
+            if getattr(r, "label", None):
+                row["label"] = r.label
+            out.append(row)
+        else:
+            raise TypeError("plot_scheduling_overhead() rows need 'workers' and 'per_op_us' "
+                            f"(a mapping or a SchedulingOverhead), got {type(r).__name__}")
+    return pd.DataFrame(out)
+
+
 def plot_scheduling_overhead(rows: Any, *, title: str | None = None) -> go.Figure:
     """Per-op scheduling cost against the number of engine workers.
 
     Args:
-        rows: a DataFrame or an iterable of mappings with ``workers`` and ``per_op_us``, and
-            optionally ``label`` (one line per label, e.g. the engine) and ``spread_us`` (error
-            bar, e.g. the IQR of repeats).
+        rows: :class:`d2l_async.engine.SchedulingOverhead` objects, a DataFrame or mappings with
+            ``workers`` and ``per_op_us`` (the median), and optionally ``label`` (one line per
+            label), ``runs`` (µs per op of each repeat: drawn as points, min–max as the error bar)
+            or ``spread_us`` (a symmetric error bar).
         title: figure title.
     """
-    if isinstance(rows, pd.DataFrame):
-        df = rows.copy()
-    elif isinstance(rows, Iterable) and not isinstance(rows, (str, bytes, Mapping)):
-        rows = list(rows)
-        if not all(isinstance(r, Mapping) for r in rows):
-            raise TypeError("plot_scheduling_overhead() expects a DataFrame or mappings with 'workers' and 'per_op_us'")
-        df = pd.DataFrame(rows)
-    else:
-        raise TypeError(f"plot_scheduling_overhead() expects a DataFrame or an iterable of mappings, "
-                        f"got {type(rows).__name__}")
+    df = _overhead_rows(rows)
     title = title if title is not None else "Scheduling overhead of the engine (CPU threads)"
     if not len(df):
         return empty_figure(title, "no measurements")
@@ -158,17 +173,30 @@ def plot_scheduling_overhead(rows: Any, *, title: str | None = None) -> go.Figur
     if missing:
         raise ValueError(f"rows lack column(s) {sorted(missing)}; each row needs 'workers' and 'per_op_us'")
     if "label" not in df.columns:
-        df["label"] = "per-op overhead"
+        df["label"] = "median per op"
+    df["label"] = df["label"].fillna("median per op")
     fig = go.Figure()
     for i, (label, grp) in enumerate(df.groupby("label", sort=False)):
         grp = grp.sort_values("workers")
+        color = style.series_color(i)
         err = None
-        if "spread_us" in grp.columns:
+        if "runs" in grp.columns and grp["runs"].notna().all():
+            lo = np.array([min(r) for r in grp["runs"]])
+            hi = np.array([max(r) for r in grp["runs"]])
+            med = grp["per_op_us"].to_numpy(float)
+            err = {"type": "data", "symmetric": False, "array": hi - med, "arrayminus": med - lo, "visible": True}
+            xs = [w for w, r in zip(grp["workers"], grp["runs"]) for _ in r]
+            ys = [v for r in grp["runs"] for v in r]
+            fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name="each run" if label == "median per op" else f"{label}: each run", legendgroup=str(label),
+                                     marker={"color": color, "size": 5, "opacity": 0.5},
+                                     hovertemplate="%{x} workers: %{y:.3g} µs per op<extra>run</extra>"))
+        elif "spread_us" in grp.columns:
             err = {"type": "data", "array": grp["spread_us"].to_numpy(float), "visible": True}
         fig.add_trace(go.Scatter(x=grp["workers"], y=grp["per_op_us"], error_y=err, mode="lines+markers",
-                                 name=str(label), line={"color": style.series_color(i)},
+                                 name=str(label), legendgroup=str(label), line={"color": color},
                                  hovertemplate="%{x} workers: %{y:.3g} µs per op<extra>" + str(label) + "</extra>"))
     fig.update_layout(**style.base_layout(title=title, height=380))
-    fig.update_xaxes(title_text="engine workers (threads)", dtick=1)
+    fig.update_xaxes(title_text="engine workers (threads)", type="log" if df["workers"].max() >= 8 else "linear",
+                     tickvals=sorted(df["workers"].unique()))
     fig.update_yaxes(title_text="time per op (µs)", rangemode="tozero")
     return fig

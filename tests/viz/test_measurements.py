@@ -62,8 +62,24 @@ def test_scheduling_overhead_lines_per_label():
     fig = plot_scheduling_overhead(rows)
     assert [t.name for t in fig.data] == ["threaded", "naive"]
     assert list(fig.data[0].x) == [1, 2, 4] and list(fig.data[0].y) == [10.0, 20.0, 40.0]
+    assert list(fig.data[0].error_y.array) == [1.0, 1.0, 1.0]
     assert "µs" in fig.layout.yaxis.title.text
     with pytest.raises(ValueError, match="per_op_us"):
         plot_scheduling_overhead([{"workers": 1}])
     with pytest.raises(TypeError):
         plot_scheduling_overhead(5)
+
+
+@dataclass(frozen=True)
+class FakeOverhead:
+    workers: int
+    per_op_us: float
+    runs: tuple[float, ...]
+
+
+def test_scheduling_overhead_accepts_engine_results_and_shows_each_run():
+    fig = plot_scheduling_overhead([FakeOverhead(2, 12.0, (11.0, 12.0, 15.0)), FakeOverhead(1, 8.0, (8.0, 7.0, 9.0))])
+    runs, median = fig.data
+    assert sorted(runs.y) == [7.0, 8.0, 9.0, 11.0, 12.0, 15.0]
+    assert list(median.x) == [1, 2] and list(median.y) == [8.0, 12.0]
+    assert list(median.error_y.array) == [1.0, 3.0] and list(median.error_y.arrayminus) == [1.0, 1.0]
