@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -44,8 +45,18 @@ def lab_server(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("lab")
     shutil.copytree(ROOT / "notebooks", workdir / "notebooks")
     port, token = _free_port(), secrets.token_hex(16)
+    settings = workdir / "settings"
+    # Start the notebook's kernel without asking, and no news pop-up over the page.
+    for plugin, values in {
+        "notebook-extension/tracker": {"autoStartDefaultKernel": True},
+        "apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
+    }.items():
+        target = settings / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(values))
     env = {**os.environ, "D2L_ASYNC_QUICK": "1", "JUPYTER_CONFIG_DIR": str(workdir / "cfg"),
-           "JUPYTER_RUNTIME_DIR": str(workdir / "runtime")}
+           "JUPYTER_RUNTIME_DIR": str(workdir / "runtime"), "JUPYTERLAB_SETTINGS_DIR": str(settings),
+           "JUPYTERLAB_WORKSPACES_DIR": str(workdir / "workspaces")}
     log = open(workdir / "lab.log", "w")
     proc = subprocess.Popen(
         [str(Path(sys.executable).parent / "jupyter"), "lab", "--no-browser", "--ip=127.0.0.1",
@@ -90,3 +101,10 @@ def browser(tmp_path_factory):
         )
         yield context
         context.close()
+
+
+@pytest.fixture(scope="session")
+def screenshots() -> Path:
+    """Where screenshots go: build/browser/ (kept for a human to look at)."""
+    BUILD.mkdir(parents=True, exist_ok=True)
+    return BUILD

@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from .conftest import BUILD
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
@@ -17,6 +16,11 @@ SLIDER = ".jp-OutputArea-output .widget-slider .noUi-handle, .jp-OutputArea-outp
 def _run_all(page, lab, name: str) -> None:
     page.goto(f"{lab['base']}/lab/tree/{name}?token={lab['token']}")
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+    # Should the kernel dialog appear anyway (settings not honoured), accept the notebook's kernel.
+    try:
+        page.get_by_role("button", name="Select", exact=True).click(timeout=5_000)
+    except Exception:  # noqa: BLE001 - no dialog: the kernel started on its own
+        pass
     # Wait for the kernel to be idle before running.
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
     page.get_by_role("menuitem", name="Run", exact=True).click()
@@ -61,12 +65,11 @@ def _drag_slider(page, index: int = 0, dx: int = 120) -> None:
 
 
 @pytest.mark.parametrize("name", ["00_tour.ipynb", "05_sync_vs_async.ipynb"])
-def test_notebook_runs_renders_and_slider_changes_figure(browser, lab_server, name):
+def test_notebook_runs_renders_and_slider_changes_figure(browser, lab_server, screenshots, name):
     if not (lab_server["dir"] / name).exists():
         pytest.fail(f"notebooks/{name} is missing")
     page = browser.new_page()
-    BUILD.mkdir(parents=True, exist_ok=True)
-    shot = BUILD / name.replace(".ipynb", "")
+    shot = screenshots / name.replace(".ipynb", "")
     try:
         _run_all(page, lab_server, name)
         page.wait_for_selector(PLOT, timeout=120_000)
