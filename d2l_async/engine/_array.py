@@ -60,33 +60,27 @@ def _infer(key: tuple, fn: Callable, *args: Any, inplace: bool = False) -> _Info
 
 # -- what a worker runs: one tiny function per op shape (cheaper than a closure per op) ---------
 def _run_aa(op: EngineOp) -> None:
-    fn, a, b, out = op.args
-    out._data = fn(a._data, b._data)
+    op.writes[0]._data = op.fn(op.reads[0]._data, op.arg._data)  # arg: the second array
 
 
 def _run_as(op: EngineOp) -> None:
-    fn, a, s, out = op.args
-    out._data = fn(a._data, s)
+    op.writes[0]._data = op.fn(op.reads[0]._data, op.arg)  # arg: the scalar
 
 
 def _run_unary(op: EngineOp) -> None:
-    fn, a, out = op.args
-    out._data = fn(a._data)
+    op.writes[0]._data = op.fn(op.reads[0]._data)
 
 
 def _run_inplace_a(op: EngineOp) -> None:
-    fn, a, b = op.args
-    fn(a._data, b._data)
+    op.fn(op.writes[0]._data, op.arg._data)
 
 
 def _run_inplace_s(op: EngineOp) -> None:
-    fn, a, s = op.args
-    fn(a._data, s)
+    op.fn(op.writes[0]._data, op.arg)
 
 
 def _run_copy(op: EngineOp) -> None:
-    a, out = op.args
-    out._data = a._data.clone()  # virtual devices share memory: a copy must copy
+    op.writes[0]._data = op.reads[0]._data.clone()  # virtual devices share memory: a copy must copy
 
 
 class EngineArray(EngineVar):
@@ -97,7 +91,7 @@ class EngineArray(EngineVar):
     blocker.
     """
 
-    __slots__ = ("_engine", "_data", "_shape", "_dtype", "_dev")
+    __slots__ = ("_engine", "_data", "_shape", "_dtype", "_dev", "_alone")
 
     def __init__(self, engine: Any, data: torch.Tensor | None, shape: torch.Size, dtype: torch.dtype,
                  dev: Device, label: str | None) -> None:
@@ -116,6 +110,9 @@ class EngineArray(EngineVar):
         self._shape = shape
         self._dtype = dtype
         self._dev = dev
+        # ``(self,)``, made once: the reads/writes tuple of most ops, shared by every op that reads
+        # this array (fewer objects alive per pending op, less work for the garbage collector)
+        self._alone = (self,)
 
     # -- known at once ---------------------------------------------------------------------
     @property
@@ -163,13 +160,13 @@ class EngineArray(EngineVar):
             key = (fn, self._shape, self._dtype, other._shape, other._dtype)
             info = _INFER.get(key) or _infer(key, fn, self, other)
             out = EngineArray(self._engine, None, info.shape, info.dtype, self._dev, None)
-            op = EngineOp(name, "op", _run_aa, (fn, self, other, out),
-                          (self, other) if other is not self else (self,), (out,), self._dev, info.nbytes)
+            op = EngineOp(name, "op", _run_aa, fn, other,
+                          (self, other) if other is not self else self._alone, out._alone, self._dev, info.nbytes)
         elif other.__class__ in _SCALARS:
             key = (fn, self._shape, self._dtype, other.__class__, name == "pow" and other < 0)
             info = _INFER.get(key) or _infer(key, fn, self, other)
             out = EngineArray(self._engine, None, info.shape, info.dtype, self._dev, None)
-            op = EngineOp(name, "op", _run_as, (fn, self, other, out), (self,), (out,), self._dev, info.nbytes)
+            op = EngineOp(name, "op", _run_as, fn, other, self._alone, out._alone, self._dev, info.nbytes)
         else:
             return _unsupported(self, other, name)
         self._engine._submit(op)
@@ -180,12 +177,12 @@ class EngineArray(EngineVar):
             self._other(other)
             key = (fn, self._shape, self._dtype, other._shape, other._dtype)
             _INFER.get(key) or _infer(key, fn, self, other, inplace=True)
-            op = EngineOp(name, "op", _run_inplace_a, (fn, self, other),
-                          (other,) if other is not self else (), (self,), self._dev, 0)
+            op = EngineOp(name, "op", _run_inplace_a, fn, other,
+                          other._alone if other is not self else (), self._alone, self._dev, 0)
         elif other.__class__ in _SCALARS:
             key = (fn, self._shape, self._dtype, other.__class__, name == "pow_" and other < 0)
             _INFER.get(key) or _infer(key, fn, self, other, inplace=True)
-            op = EngineOp(name, "op", _run_inplace_s, (fn, self, other), (), (self,), self._dev, 0)
+            op = EngineOp(name, "op", _run_inplace_s, fn, other, (), self._alone, self._dev, 0)
         else:
             return _unsupported(self, other, name)
         self._engine._submit(op)
@@ -195,7 +192,7 @@ class EngineArray(EngineVar):
         key = (fn, self._shape, self._dtype)
         info = _INFER.get(key) or _infer(key, fn, self)
         out = EngineArray(self._engine, None, info.shape, info.dtype, self._dev, None)
-        self._engine._submit(EngineOp(name, "op", _run_unary, (fn, self, out), (self,), (out,), self._dev,
+        self._engine._submit(EngineOp(name, "op", _run_unary, fn, None, self._alone, out._alone, self._dev,
                                       info.nbytes))
         return out
 
@@ -240,7 +237,7 @@ class EngineArray(EngineVar):
         """
         dev = self._engine._device(device)
         out = EngineArray(self._engine, None, self._shape, self._dtype, dev, name)
-        self._engine._submit(EngineOp("copy", "copy", _run_copy, (self, out), (self,), (out,), dev,
+        self._engine._submit(EngineOp("copy", "copy", _run_copy, None, None, self._alone, out._alone, dev,
                                       self._shape.numel() * self._dtype.itemsize))
         return out
 

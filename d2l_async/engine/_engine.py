@@ -24,8 +24,8 @@ __all__ = ["ThreadedEngine", "NaiveEngine"]
 
 
 def _run_push(op: EngineOp) -> None:
-    fn, reads, writes, extra = op.args
-    fn(*[a._data for a in reads], *[a._data for a in writes], *extra)
+    reads, writes, extra = op.arg
+    op.fn(*[a._data for a in reads], *[a._data for a in writes], *extra)
 
 
 class _ArrayAPI(Scheduler):
@@ -97,7 +97,7 @@ class _ArrayAPI(Scheduler):
         dev = self._device(device) if device is not None else (devs.pop() if len(devs) == 1 else self._device(None))
         r, w = split_access(reads, writes)
         label = name if name is not None else getattr(fn, "__name__", "op")
-        op = EngineOp(str(label), kind, _run_push, (fn, tuple(reads), tuple(writes), args), r, w, dev, 0)
+        op = EngineOp(str(label), kind, _run_push, fn, (tuple(reads), tuple(writes), args), r, w, dev, 0)
         self._submit(op)
         return op.id
 

@@ -61,7 +61,10 @@ class EngineOp(Op):
         id: unique in the engine, in push order.
         name, kind: what the trace calls it (``"add"``, ``"op"``/``"copy"``).
         run: ``run(op)`` does the work on a worker (set by the layer that builds ops).
-        args: what ``run`` needs; dropped once the op finished, so tensors are freed.
+        fn, arg: the function ``run`` calls and its extra argument (a scalar, a second array, ...);
+            dropped with ``reads``/``writes`` once the op finished, so tensors are freed.  (Slots,
+            not an args tuple: every object a pending op keeps alive is more work for Python's
+            garbage collector, which 10,000 pending ops can otherwise trigger in full.)
         device: the device whose queue runs it.
         state: an :class:`OpState`.
         error: the exception, for a failed op; ``origin`` is False when the op did not run because
@@ -72,11 +75,11 @@ class EngineOp(Op):
         source: ``(filename, lineno)`` of the user's line that pushed it (only while recording).
     """
 
-    __slots__ = ("id", "name", "kind", "run", "args", "device", "state", "error", "origin",
+    __slots__ = ("id", "name", "kind", "run", "fn", "arg", "device", "state", "error", "origin",
                  "nbytes", "t_launch", "t_issue", "t_start", "t_end", "worker", "deps", "source",
                  "watched")
 
-    def __init__(self, name: str, kind: str, run: Callable[["EngineOp"], None], args: Any,
+    def __init__(self, name: str, kind: str, run: Callable[["EngineOp"], None], fn: Any, arg: Any,
                  reads: tuple, writes: tuple, device: "Device", nbytes: int = 0) -> None:
         self.reads = reads
         self.writes = writes
@@ -84,7 +87,8 @@ class EngineOp(Op):
         self.name = name
         self.kind = kind
         self.run = run
-        self.args = args
+        self.fn = fn
+        self.arg = arg
         self.device = device
         self.nbytes = nbytes
         self.state = _WAITING

@@ -363,7 +363,7 @@ class Scheduler:
                     self._ready(o, obs)
         for o in obs:
             o.on_finish(op)
-        op.args = op.run = None  # free the tensors and arrays the op held
+        op.run = op.fn = op.arg = None  # free the tensors and arrays the op held
         op.reads = op.writes = ()
         if op.watched or (self._waitall_waiting and not self._booked) or (
                 self._space_waiting and self._booked < self.max_pending):
