@@ -155,61 +155,26 @@ def _parse(doc: dict[str, Any], path: Path) -> Trace:
         i = next(i for i, e in enumerate(events) if type(e) is not dict)
         raise TraceError(f"{path}: traceEvents[{i}] is a {type(events[i]).__name__}, expected an object")
     cats = _CATS
-    phases = Counter([e.get("ph") for e in events])
-    slices = [e for e in events if e.get("ph") == "X"]
-    cat_counts = Counter([e.get("cat") for e in slices])
+    phs = [e.get("ph") for e in events]
+    phases = Counter(phs)
+    slices = list(compress(events, [p == "X" for p in phs]))
+    cat_all = [e.get("cat") for e in slices]
+    cat_counts = Counter(cat_all)
     skipped = {str(k): v for k, v in cat_counts.items() if k not in cats}
     skipped.update({f"ph={k}": v for k, v in phases.items() if k not in ("X", "M", "s", "f", "i", "I", "C")})
     if ours is not None:  # our own file: every slice carries its record, whatever its category
-        xs = [e for e in slices if type(e.get("args")) is dict and "d2l" in e["args"]]
-        if len(xs) != len(slices):
-            raise TraceError(f"{path}: {len(slices) - len(xs)} slices lack their args.d2l record; "
+        keep = [type(e.get("args")) is dict and "d2l" in e["args"] for e in slices]
+        if not all(keep):
+            raise TraceError(f"{path}: {keep.count(False)} slices lack their args.d2l record; "
                              "was the file edited after d2l_async wrote it?")
         skipped = {}
+        xs, cat_l = slices, cat_all
+    elif skipped:
+        keep = [c in cats for c in cat_all]
+        xs, cat_l = list(compress(slices, keep)), list(compress(cat_all, keep))
     else:
-        xs = [e for e in slices if e.get("cat") in cats] if skipped else slices
-    cat_l = [e["cat"] for e in xs]
-    name_l = [e.get("name", "") for e in xs]
-    pid_l = [e.get("pid", 0) for e in xs]
-    tid_l = [e.get("tid", 0) for e in xs]
-    ts_l = [e["ts"] for e in xs]
-    dur_l = [e.get("dur", 0) for e in xs]
-    empty: dict[str, Any] = {}
-    args = [e.get("args") or empty for e in xs]
-    corr_l = [a.get("correlation", -1) for a in args]
-    stream_l = [a.get("stream", -1) for a in args]
-    dev_l = [a.get("device", -1) for a in args]
-    bytes_l = [a.get("bytes", 0) for a in args]
-    extra_l = [a.get("d2l") for a in args] if ours is not None else []
-    thread_names: dict[tuple[Any, Any], str] = {}
-    for e in events if phases.get("M") else ():
-        if e.get("ph") == "M" and e.get("name") == "thread_name":
-            tname = (e.get("args") or empty).get("name")
-            if tname:
-                thread_names[(e.get("pid"), e.get("tid"))] = str(tname)
-
-    n = len(ts_l)
-    try:
-        ts = np.asarray(ts_l, dtype=np.float64)
-        dur = np.asarray(dur_l, dtype=np.float64)
-        corr = np.asarray(corr_l, dtype=np.int64)
-        stream = np.asarray(stream_l, dtype=np.int64)
-        dev = np.asarray(dev_l, dtype=np.int64)
-        nbytes = np.asarray(bytes_l, dtype=np.int64)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise TraceError(f"{path}: a trace event has a field of the wrong type ({exc})") from None
-    for col, label in ((ts, "ts"), (dur, "dur"), (corr, "args.correlation"), (stream, "args.stream"),
-                       (dev, "args.device"), (nbytes, "args.bytes")):
-        if col.shape != (n,):
-            raise TraceError(f"{path}: a trace event has a list where a number belongs in {label!r}")
-    for col, label in ((ts, "ts"), (dur, "dur")):
-        bad = ~np.isfinite(col)
-        if bad.any():
-            j = int(np.flatnonzero(bad)[0])
-            raise TraceError(f"{path}: event {name_l[j]!r} has a non-numeric or missing {label!r}")
-    if (dur < 0).any():
-        j = int(np.flatnonzero(dur < 0)[0])
-        raise TraceError(f"{path}: event {name_l[j]!r} has a negative duration")
+        xs, cat_l = slices, cat_all
+    n = len(xs)
     cat = np.empty(n, dtype=object)
     cat[:] = cat_l
     role = np.zeros(n, dtype=np.int8)
@@ -219,11 +184,62 @@ def _parse(doc: dict[str, Any], path: Path) -> Trace:
             m = cat == c_name
             role[m] = c_role
             kind[m] = c_kind
+    back = role == _BACK
+    back_l = back.tolist()
+
+    name_l = [e.get("name", "") for e in xs]
+    pid_l = [e.get("pid", 0) for e in xs]
+    tid_l = [e.get("tid", 0) for e in xs]
+    ts_l = [e["ts"] for e in xs]
+    dur_l = [e.get("dur", 0) for e in xs]
+    empty: dict[str, Any] = {}
+    args = [e.get("args") or empty for e in xs]
+    corr_l = [a.get("correlation", -1) for a in args]
+    # stream, device and bytes only matter on the GPU side: read them for those events alone
+    gpu_args = list(compress(args, back_l))
+    stream_g = [a.get("stream", -1) for a in gpu_args]
+    dev_g = [a.get("device", -1) for a in gpu_args]
+    bytes_g = [a.get("bytes", 0) for a in gpu_args]
+    extra_l = [a.get("d2l") for a in args] if ours is not None else []
+    thread_names: dict[tuple[Any, Any], str] = {}
+    for e in compress(events, [p == "M" for p in phs]):
+        if e.get("name") == "thread_name":
+            tname = (e.get("args") or empty).get("name")
+            if tname:
+                thread_names[(e.get("pid"), e.get("tid"))] = str(tname)
+
+    ng = len(gpu_args)
+    try:
+        ts = np.asarray(ts_l, dtype=np.float64)
+        dur = np.asarray(dur_l, dtype=np.float64)
+        corr = np.asarray(corr_l, dtype=np.int64)
+        stream_b = np.asarray(stream_g, dtype=np.int64)
+        dev_b = np.asarray(dev_g, dtype=np.int64)
+        bytes_b = np.asarray(bytes_g, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise TraceError(f"{path}: a trace event has a field of the wrong type ({exc})") from None
+    for col, label, size in ((ts, "ts", n), (dur, "dur", n), (corr, "args.correlation", n),
+                             (stream_b, "args.stream", ng), (dev_b, "args.device", ng), (bytes_b, "args.bytes", ng)):
+        if col.shape != (size,):
+            raise TraceError(f"{path}: a trace event has a list where a number belongs in {label!r}")
+    for col, label in ((ts, "ts"), (dur, "dur")):
+        bad = ~np.isfinite(col)
+        if bad.any():
+            j = int(np.flatnonzero(bad)[0])
+            raise TraceError(f"{path}: event {name_l[j]!r} has a non-numeric or missing {label!r}")
+    if (dur < 0).any():
+        j = int(np.flatnonzero(dur < 0)[0])
+        raise TraceError(f"{path}: event {name_l[j]!r} has a negative duration")
+    stream = np.full(n, -1, dtype=np.int64)
+    stream[back] = stream_b
+    dev = np.full(n, -1, dtype=np.int64)
+    dev[back] = dev_b
+    nbytes = np.zeros(n, dtype=np.int64)
+    nbytes[back] = bytes_b
     name = np.empty(n, dtype=object)
     name[:] = name_l
     if n and not all(isinstance(x, str) for x in set(name_l)):
         raise TraceError(f"{path}: an event 'name' is not a string")
-    back = role == _BACK
 
     # -- times: microseconds -> seconds from the trace start
     if ours is not None:
