@@ -51,4 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the package's own module object (``d2l_async.__main__``), not this ``__main__`` copy: the
+    # engine attributes blocks to the first frame outside ``d2l_async``, and a frame named
+    # ``__main__`` would make every wait in the report look like it came from this file.
+    from d2l_async.__main__ import main as _main
+
+    sys.exit(_main())

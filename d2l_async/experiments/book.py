@@ -2,8 +2,8 @@
 
 These are the only numbers in the package that are typed in rather than measured.  The timings were
 measured by D2L's authors with **MXNet** on their machine (not named in the text); the thread counts
-are from the section's prose.  Everything else the notebooks and the report print is measured at run time.  Show them only
-next to the label :attr:`BookNumber.label` gives them.
+are from the section's prose.  Everything else the notebooks and the report print is measured at run
+time.  Show them only next to the label :attr:`BookNumber.label` gives them.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from ._table import Row
 
-__all__ = ["Backends", "StepOutput", "Step", "STEPS", "fmt_seconds"]
+__all__ = ["Backends", "StepOutput", "Step", "STEPS", "fmt_seconds", "useful_sources"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,37 @@ def fmt_seconds(s: float) -> str:
     return f"{s * 1e6:.3g} µs"
 
 
+def useful_sources(trace: Any) -> Any:
+    """``trace`` with source lines kept only where they point into the experiment's own code.
+
+    The engine attributes a block to the first frame outside ``d2l_async``; when the report runs
+    the experiments, that frame is the command line's entry point, which says nothing.  Lines of
+    the blocker demo (``<blocker demo>:4``) and of the experiment modules are kept.
+    """
+    import numpy as np
+
+    src = trace["source"]
+    if not len(src):
+        return trace
+    files = _experiment_files()
+    keep = np.array([s.startswith("<") or s.split(":", 1)[0] in files for s in src], dtype=bool)
+    if keep.all():
+        return trace
+    from d2l_async.trace import Trace
+
+    cols = dict(trace.columns)
+    cols["source"] = np.where(keep, src, "").astype(object)
+    return Trace.from_columns(cols, trace.lanes, trace.meta)
+
+
+def _experiment_files() -> set[str]:
+    from pathlib import Path
+
+    import d2l_async.experiments as ex
+
+    return {p.name for p in Path(ex.__file__).parent.glob("*.py")}
+
+
 def _book(key: str) -> str:
     from d2l_async.experiments import BOOK
 
@@ -103,7 +134,7 @@ def asynchrony(b: Backends) -> StepOutput:
             f"({100 * r.hidden_fraction:.0f}% hidden from the naive timer)", r.device),
     )
     figs = (("Timings: NumPy, the framework timed naively, and synchronized", viz.plot_measurements(r.measurements)),
-            ("Timeline of one synchronized run", viz.plot_timeline(r.trace)))
+            ("Timeline of one synchronized run", viz.plot_timeline(useful_sources(r.trace))))
     nums = {"numpy": r.numpy.median, "naive": r.naive.median, "synchronized": r.synced.median,
             "size": r.size, "matmuls": r.matmuls, "device": r.device, "virtual": r.virtual}
     return StepOutput(rows, figs, nums)
@@ -122,9 +153,12 @@ def dependency(b: Backends) -> StepOutput:
                         "—", f"{fmt_seconds(r.independent_seconds)} vs {fmt_seconds(r.dependent_seconds)} "
                         f"(speed-up {r.speedup:.2f}×)", r.device))
     two = ind[-1]
-    figs = (("The dependency graph of z = x * y + 2 (press play)", viz.plot_dependency_graph(e.trace)),
-            (f"Independent chains on {two.workers} workers", viz.plot_timeline(two.trace_independent)),
-            (f"One dependent chain on {two.workers} workers", viz.plot_timeline(two.trace_dependent)))
+    figs = (("The dependency graph of z = x * y + 2 (press play)",
+             viz.plot_dependency_graph(useful_sources(e.trace))),
+            (f"Independent chains on {two.workers} workers",
+             viz.plot_timeline(useful_sources(two.trace_independent))),
+            (f"One dependent chain on {two.workers} workers",
+             viz.plot_timeline(useful_sources(two.trace_dependent))))
     nums = {"expression_matches": e.matches,
             "chains": [{"workers": r.workers, "independent": r.independent_seconds,
                         "dependent": r.dependent_seconds, "speedup": r.speedup} for r in ind]}
@@ -141,8 +175,10 @@ def barriers(b: Backends) -> StepOutput:
                 f"{fmt_seconds(r.waitall_wait)} vs {fmt_seconds(r.wait_to_read_wait)}", r.device),
             Row(f"barriers: whole program, then {r.follow_ops} follow-up products that need z", "—",
                 f"{fmt_seconds(r.waitall_total)} vs {fmt_seconds(r.wait_to_read_total)}", r.device))
-    figs = ((f"{a}: the frontend waits for everything", viz.plot_timeline(r.trace_waitall)),
-            (f"{o}: the frontend waits for z only; the long work continues", viz.plot_timeline(r.trace_wait_to_read)))
+    figs = ((f"{a}: the frontend waits for everything, then issues the follow-up",
+             viz.plot_timeline(useful_sources(r.trace_waitall))),
+            (f"{o}: the frontend waits for z only; the follow-up overlaps the long work",
+             viz.plot_timeline(useful_sources(r.trace_wait_to_read))))
     nums = {"waitall_wait": r.waitall_wait, "wait_to_read_wait": r.wait_to_read_wait,
             "waitall_total": r.waitall_total, "wait_to_read_total": r.wait_to_read_total, "device": r.device}
     return StepOutput(rows, figs, nums)
@@ -181,6 +217,7 @@ def sync_async(b: Backends) -> StepOutput:
     r = run_sync_async(backend=b.one)
     m = r.model
     sw = sweep_sync_async(backend=b.one)
+    biggest = max(p.numel for p in sw.points)
     rows = (Row(f"sync vs async: {r.ops:,} × y = x + 1", f"{_book('sync_async.sync')} vs {_book('sync_async.async')} "
                 f"({_book('sync_async.ratio')}, 10,000 ops)",
                 f"{fmt_seconds(r.sync.median)} vs {fmt_seconds(r.async_.median)} ({r.ratio:.2f}×)", r.device),
@@ -188,10 +225,10 @@ def sync_async(b: Backends) -> StepOutput:
                 f"t1 {fmt_seconds(m.t1)}, t2 {fmt_seconds(m.t2)}, t3 {fmt_seconds(m.t3)}; {m.bottleneck}-bound",
                 r.device),
             Row("sync vs async: ratio at the largest tensor swept", "—",
-                ", ".join(f"{p.ops} ops: {p.ratio:.2f}×" for p in sw.points if p.numel == max(q.numel for q in sw.points))
-                + f" ({max(p.numel for p in sw.points):,} elements)", sw.device))
+                ", ".join(f"{p.ops} ops: {p.ratio:.2f}×" for p in sw.points if p.numel == biggest)
+                + f" ({biggest:,} elements)", sw.device))
     figs = (("Synchronous vs asynchronous", viz.plot_measurements({"synchronous": r.sync, "asynchronous": r.async_})),
-            ("The asynchronous run: the queue the frontend builds up", viz.plot_trace(r.trace_async)),
+            ("The asynchronous run: the queue the frontend builds up", viz.plot_trace(useful_sources(r.trace_async))),
             ("Where the advantage disappears: sync/async ratio by op count and tensor size", plot_sweep(sw)))
     nums = {"ops": r.ops, "sync": r.sync.median, "async": r.async_.median, "ratio": r.ratio,
             "t1": m.t1, "t2": m.t2, "t3": m.t3, "model_sync": m.sync, "model_async_book": m.async_book,
@@ -250,9 +287,10 @@ def parallelism(b: Backends) -> StepOutput:
                 f"{fmt_seconds(mlp.seconds)}; compute and copies overlapped {fmt_seconds(ov.both)} "
                 f"({100 * ov.fraction_of_b:.0f}% of copy time); loss {mlp.losses[0]:.3g} → {mlp.losses[-1]:.3g}",
                 mlp.device))
-    figs = (("Two devices, issued together", viz.plot_timeline(r.trace_concurrent)),
-            ("Two devices with a barrier between them", viz.plot_timeline(r.trace_serialized)),
-            ("Data-parallel MLP: forward, backward, gradient copies and updates", viz.plot_timeline(mlp.trace)))
+    figs = (("Two devices, issued together", viz.plot_timeline(useful_sources(r.trace_concurrent))),
+            ("Two devices with a barrier between them", viz.plot_timeline(useful_sources(r.trace_serialized))),
+            ("Data-parallel MLP: forward, backward, gradient copies and updates",
+             viz.plot_timeline(useful_sources(mlp.trace))))
     nums = {"concurrent": r.concurrent_seconds, "serialized": r.serialized_seconds, "speedup": r.speedup,
             "mlp_seconds": mlp.seconds, "overlap_both": ov.both, "compute_busy": ov.busy_a, "copy_busy": ov.busy_b,
             "losses": list(mlp.losses), "roles": dict(mlp.roles)}
@@ -284,7 +322,7 @@ def profiling(b: Backends) -> StepOutput:
         rows.append(Row(f"profiling: shipped trace {s.name}", "—",
                         f"max launch queue {s.max_queue}, time-weighted mean {s.time_weighted_mean:.0f}",
                         f"{s.gpu} (shipped trace, not this machine)"))
-    figs = (("Your own code under torch.profiler", viz.plot_timeline(r.trace)),
+    figs = (("Your own code under torch.profiler", viz.plot_timeline(useful_sources(r.trace))),
             (f"The {samples[-1].name} trace (real GPU)", viz.plot_queue_length(samples[-1].trace)))
     nums = {"events": r.events, "backend_events": r.backend_events, "max_queue": r.max_queue,
             "samples": {s.name: {"max_queue": s.max_queue, "time_weighted_mean": s.time_weighted_mean}

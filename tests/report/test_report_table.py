@@ -37,3 +37,16 @@ def test_to_jsonable():
     out = to_jsonable({"a": np.float64(1.5), "b": (1, np.int64(2)), "c": math.nan, 3: [math.inf], "d": object})
     assert out["a"] == 1.5 and out["b"] == [1, 2] and out["c"] is None and out["3"] == [None]
     assert isinstance(out["d"], str)
+
+
+def test_useful_sources_blanks_entry_point_lines_only():
+    from d2l_async.report import useful_sources
+    from d2l_async.trace import Event, Trace
+
+    evs = [Event("frontend", "block", "waitall", 0.0, 1.0, source="__main__.py:3: sys.exit(_main())"),
+           Event("frontend", "block", "item", 1.0, 2.0, source="<blocker demo>:4: b.sum().item()"),
+           Event("frontend", "block", "print", 2.0, 3.0, source="barriers.py:113: eng.waitall()")]
+    out = useful_sources(Trace.from_events(evs))
+    assert list(out["source"]) == ["", "<blocker demo>:4: b.sum().item()", "barriers.py:113: eng.waitall()"]
+    empty = Trace.from_events([])
+    assert useful_sources(empty) is empty
