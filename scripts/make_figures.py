@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         still = fig
         if fig.frames:
-            fig.write_html(out / f"{name}.html", include_plotlyjs="cdn", auto_play=False)
+            fig.write_html(out / f"{name}.html", include_plotlyjs="directory", auto_play=False)
             still = at_frame(fig, int(len(fig.frames) * 0.6))
         stills.append(still)
         files.append(out / f"{name}.png")

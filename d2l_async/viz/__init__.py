@@ -25,8 +25,8 @@ from __future__ import annotations
 from . import style
 from ._animate import animate_timeline, queue_at
 from ._blocked import plot_blocked_time
-from ._graph import (DependencyGraph, dependency_graph, expression_graph, frontend_status, node_states,
-                     plot_dependency_graph)
+from ._graph import DependencyGraph, dependency_graph, expression_graph, frontend_status, node_states
+from ._graph_figure import plot_dependency_graph
 from ._measurements import measurement_table, plot_measurements, plot_scheduling_overhead
 from ._queue import CUDA_QUEUE_CAP, QueueData, plot_queue_length, plot_trace, queue_data
 from ._timeline import TimelineData, plot_timeline, timeline_data

@@ -15,7 +15,7 @@ from plotly.subplots import make_subplots
 from ..trace import Trace
 from . import style
 from ._common import check_positive_int, check_trace, empty_figure
-from ._graph import _animation_controls
+from ._controls import animation_controls
 from ._queue import draw_queue, queue_data
 from ._series import queue_length_series
 from ._timeline import _notes, default_title, draw_timeline, timeline_data
@@ -109,7 +109,8 @@ def animate_timeline(trace: Trace, *, max_frames: int = 150, max_events: int = 2
         ]))
     fig.frames = frames
     notes = _notes(tl)
-    fig.update_layout(**_animation_controls(times, f, unit, origin=t0))
+    # redraw: a transition without it drops the bar traces of the subplot in plotly.js
+    fig.update_layout(**animation_controls(times, f, unit, origin=t0, redraw=True))
     fig.update_layout(**style.base_layout(
         title={"text": title, "subtitle": {"text": notes}} if notes else {"text": title},
         barmode="overlay", bargap=0, height=460 + 46 * nrows))
