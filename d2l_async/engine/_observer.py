@@ -74,8 +74,10 @@ class Recorder:
 
     def on_finish(self, op: Any) -> None:
         self._ops.append((op.id, op.device.name, op.worker, op.kind, op.name, op.t_launch, op.t_issue,
-                          op.t_start, op.t_end, op.deps, [v.label for v in op.reads],
-                          [v.label for v in op.writes], op.source, op.nbytes, op.error is not None))
+                          op.t_start, op.t_end, op.deps, tuple([v.label for v in op.reads]),
+                          tuple([v.label for v in op.writes]), op.source, op.nbytes, op.error is not None))
+        # only tuples of numbers and strings: the garbage collector stops tracking them, so a long
+        # recording does not make full collections more frequent
 
     def on_block_begin(self, reason: str, t: float, source: tuple[str, int] | None) -> None:
         self._open = (reason, t, source)

@@ -15,16 +15,21 @@ import sys
 
 __all__ = ["user_source", "format_source"]
 
-_PACKAGE = __name__.split(".")[0] + "."  # "d2l_async."
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # .../d2l_async/
+_INSIDE: dict[str, bool] = {}  # co_filename -> inside this package?  (one lookup per frame)
 
 
 def user_source() -> tuple[str, int] | None:
     """``(filename, lineno)`` of the innermost frame outside ``d2l_async`` (None if none)."""
     f = sys._getframe(1)
+    inside = _INSIDE
     while f is not None:
-        name = f.f_globals.get("__name__", "")
-        if not name.startswith(_PACKAGE) or name.startswith("d2l_async.tests"):
-            return f.f_code.co_filename, f.f_lineno
+        filename = f.f_code.co_filename
+        flag = inside.get(filename)
+        if flag is None:
+            flag = inside[filename] = os.path.abspath(filename).startswith(_PACKAGE_DIR)
+        if not flag:
+            return filename, f.f_lineno
         f = f.f_back
     return None
 
