@@ -60,13 +60,21 @@ def test_dependent_chain_runs_one_op_at_a_time(chains):
 
 
 def test_independent_chains_use_both_workers(chains):
-    one, two = chains
-    assert len(set(_ops(one.trace_independent)[2])) == 1
     from d2l_async.analysis import overlap
 
-    lanes = sorted(set(_ops(two.trace_independent)[2]))
-    assert len(lanes) == 2
-    assert overlap(two.trace_independent, *lanes).both > 0  # the two chains really ran at once
+    one, two = chains
+    assert len(set(_ops(one.trace_independent)[2])) == 1
+
+    def both(r) -> float:
+        lanes = sorted(set(_ops(r.trace_independent)[2]))
+        return overlap(r.trace_independent, *lanes).both if len(lanes) == 2 else 0.0
+
+    # the two chains really ran at once; on a shared 2-core machine the OS may, rarely, keep one
+    # worker off the CPU for a whole run, so up to three runs may be tried
+    tries = [two]
+    while both(tries[-1]) == 0 and len(tries) < 3:
+        tries.append(run_independent_vs_dependent(workers=(2,), ops=6, chains=2, size=400, repeat=1)[0])
+    assert both(tries[-1]) > 0
 
 
 def test_independence_validation():
