@@ -30,7 +30,16 @@ def _table_html(rows: Sequence[Row]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def render_html(*, title: str, banner: str, rows: Sequence[Row], sections: Sequence[dict[str, Any]]) -> str:
+def _book_html(book: Sequence[Any]) -> str:
+    if not book:
+        return ""
+    items = "".join(f"<li><b>{html.escape(f'{n.value:g} {n.unit}')}</b> — {html.escape(n.what)} "
+                    f"<span class='note'>({html.escape(n.source)})</span></li>" for n in book)
+    return f"<h2>The book's numbers</h2><ul>{items}</ul>"
+
+
+def render_html(*, title: str, banner: str, rows: Sequence[Row], sections: Sequence[dict[str, Any]],
+                book: Sequence[Any] = ()) -> str:
     """The report page.
 
     Args:
@@ -38,6 +47,7 @@ def render_html(*, title: str, banner: str, rows: Sequence[Row], sections: Seque
         banner: what the numbers ran on (shown at the top).
         rows: the results table.
         sections: dicts with ``title``, ``figures`` (``(caption, go.Figure)`` pairs) and ``notes``.
+        book: :class:`~d2l_async.experiments.BookNumber` records, listed with their sources.
     """
     from plotly.offline import get_plotlyjs
 
@@ -46,7 +56,7 @@ def render_html(*, title: str, banner: str, rows: Sequence[Row], sections: Seque
              f"<h1>{html.escape(title)}</h1><p class='banner'>{html.escape(banner)}</p>",
              "<p class='note'>The book's numbers were measured by D2L's authors with MXNet on their machine; "
              "ours are measured by this run. A virtual device is a thread on this CPU, not a GPU.</p>",
-             "<h2>Results</h2>", _table_html(rows)]
+             "<h2>Results</h2>", _table_html(rows), _book_html(book)]
     for sec in sections:
         parts.append(f"<h2>{html.escape(sec['title'])}</h2>")
         for caption, fig in sec.get("figures", ()):

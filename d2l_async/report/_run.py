@@ -121,11 +121,13 @@ def run_report(
     banner = (f"Ran on: {machine}. --device {device}{', quick mode' if is_quick else ''}; "
               f"{seconds:.1f} s on {_dt.datetime.now().isoformat(timespec='seconds')}.")
     sections = [{"title": s.title, "figures": out.figures, "notes": out.notes} for s, out, _ in outputs]
+    from d2l_async.experiments import BOOK
+
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(render_html(title="d2l-async: the asynchronous computation chapter, measured",
-                                  banner=banner, rows=rows, sections=sections), encoding="utf-8")
+                                  banner=banner, rows=rows, sections=sections, book=tuple(BOOK.values())),
+                      encoding="utf-8")
     json_path = output.with_suffix(".json")
-    from d2l_async.experiments import BOOK
 
     write_json(json_path, {
         "machine": machine, "device": device, "quick": is_quick, "seconds": seconds,
