@@ -51,12 +51,15 @@ __all__ = ["read_chrome_trace", "LAUNCH_CALLS", "SYNC_CALLS"]
 #: (``TraceSymbolTable.get_runtime_launch_events_query``), so queue lengths agree with it.
 LAUNCH_CALLS = frozenset({
     "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync",
+    # ROCm builds of PyTorch (HTA counts these too)
+    "hipLaunchKernel", "hipExtModuleLaunchKernel", "hipMemcpyAsync", "hipMemsetAsync", "hipMemcpyWithStream",
 })
 #: Calls that make the CPU thread wait for the GPU: the frontend is blocked while they run.
 SYNC_CALLS = frozenset({
     "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy",
     "cudaMemcpy2D", "cudaMemcpyFromSymbol", "cudaMemcpyToSymbol", "cudaMemset",
     "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cuMemcpyDtoH", "cuMemcpyHtoD",
+    "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize", "hipMemcpy",
 })
 
 # category -> (role, kind); runtime calls are refined by name after parsing
@@ -118,6 +121,8 @@ def read_chrome_trace(path: str | os.PathLike[str]) -> Trace:
         TraceError: the file is missing, not JSON, truncated, or not a Chrome trace; the message
             names the file and the problem.
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"read_chrome_trace expects a file path (str or os.PathLike), got {type(path).__name__}")
     path = Path(path)
     # json.loads makes ~100k small dicts; the cyclic GC would rescan them again and again while
     # they are built (none of them can form a cycle), which doubles the load time.

@@ -27,6 +27,12 @@ def test_missing_file(tmp_path):
     check(tmp_path / "nope.json.gz", "no such file")
 
 
+@pytest.mark.parametrize("bad", [None, 3, ["a.json"]])
+def test_path_of_the_wrong_type(bad):
+    with pytest.raises(TypeError, match="file path"):
+        read_chrome_trace(bad)
+
+
 def test_directory(tmp_path):
     check(tmp_path, "directory")
 
