@@ -109,8 +109,7 @@ def animate_timeline(trace: Trace, *, max_frames: int = 150, max_events: int = 2
         ]))
     fig.frames = frames
     notes = _notes(tl)
-    # redraw: a transition without it drops the bar traces of the subplot in plotly.js
-    fig.update_layout(**animation_controls(times, f, unit, origin=t0, redraw=True))
+    fig.update_layout(**animation_controls(times, f, unit, origin=t0))
     fig.update_layout(**style.base_layout(
         title={"text": title, "subtitle": {"text": notes}} if notes else {"text": title},
         barmode="overlay", bargap=0, height=460 + 46 * nrows))
