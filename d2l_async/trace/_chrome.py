@@ -18,7 +18,8 @@ in ``meta["unmatched_gpu_ops"]`` and ``meta["unmatched_launches"]``, never an er
 Times in the file are microseconds, absolute or relative to ``baseTimeNanoseconds``; the trace
 holds seconds from its first event.  Other categories are skipped and counted in
 ``meta["skipped"]``: ``user_annotation`` ranges (``record_function`` labels, ``ProfilerStep#3``)
-can span the whole trace and would hide when the thread was really busy; ``cuda_sync``,
+can span the whole trace and would hide when the thread was really busy (the ``ProfilerStep``
+ranges are kept in ``meta["steps"]``); ``cuda_sync``,
 ``gpu_user_annotation`` and ``python_function`` are not work on a lane either.
 
 Files written by :func:`~d2l_async.trace.write_chrome_trace` (``_perfetto.py``) carry every column
@@ -332,11 +333,30 @@ def _parse(doc: dict[str, Any], path: Path) -> Trace:
     }
     if "baseTimeNanoseconds" in doc:
         meta["base_time_ns"] = doc["baseTimeNanoseconds"]
+    steps = _profiler_steps(slices, origin)
+    if steps:
+        meta["steps"] = steps
 
     if ours is not None:
         lanes, cols, meta = _apply_ours(ours, extra_l, lanes, cols, meta, lane_col, path)
         return Trace.from_columns(cols, lanes, meta)
     return _fast_trace(cols, lanes, meta, n)
+
+
+def _profiler_steps(slices: list[dict[str, Any]], origin: float) -> list[dict[str, Any]]:
+    """The ``ProfilerStep#N`` ranges ``torch.profiler.schedule`` marks, in seconds, by start.
+
+    They are not events of the trace (an annotation spans everything in the step), but they tell
+    where each training step began; HTA drops the work launched in the last one, which may be
+    partial, before computing its queue statistics.
+    """
+    out = []
+    for e in slices:
+        name = e.get("name")
+        if isinstance(name, str) and name.startswith("ProfilerStep"):
+            start = (float(e["ts"]) - origin) / 1e6
+            out.append({"name": name, "start": start, "end": start + float(e.get("dur", 0)) / 1e6})
+    return sorted(out, key=lambda d: d["start"])
 
 
 def _gpu_names(doc: dict[str, Any]) -> str:

@@ -122,6 +122,16 @@ def test_ts_relative_to_base_time(tmp_path):
     assert 0.5 < trace.duration < 1.0
 
 
+def test_profiler_steps_are_kept_in_meta():
+    events = raw_events("a100_nccl_step")
+    steps = sorted((e["ts"], e["name"]) for e in events if str(e.get("name")).startswith("ProfilerStep"))
+    trace = read_chrome_trace(sample_path("a100_nccl_step"))
+    assert [s["name"] for s in trace.meta["steps"]] == [n for _, n in steps] == ["ProfilerStep#4", "ProfilerStep#5", "ProfilerStep#6"]
+    origin = trace.meta["origin_us"]
+    assert [s["start"] for s in trace.meta["steps"]] == pytest.approx([(t - origin) / 1e6 for t, _ in steps])
+    assert "steps" not in read_chrome_trace(sample_path("a100_simple_add")).meta
+
+
 def test_nanosecond_decimals_are_kept():
     trace = read_chrome_trace(sample_path("v100_training_step"))
     us = trace["start"] * 1e6
