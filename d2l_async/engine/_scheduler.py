@@ -34,16 +34,21 @@ everything else is guarded by one lock, ``_lock``::
     var.producer    the last pushed op that writes the array: a blocker on the array waits for it
     _unreported     errors ``waitall`` has not raised yet (it raises each once)
 
-Whoever next holds the lock *books* the inbox (:meth:`Scheduler._book`): a worker before it takes
-an op, a blocker before it waits, the frontend itself when the op's device has an idle worker to
-wake.  So a push is an append and a check -- no lock, no Event, no list growing with readers --
-and the frontend and the workers do not queue up behind each other on the lock.  A worker sleeps
-only when its queue is empty; a blocker sleeps only when its op has not finished.  torch kernels
-release the GIL, so the frontend's Python and the workers' kernels overlap.
+Workers *book* the inbox (:meth:`Scheduler._book`) each time they take the lock, before they take
+an op.  So a push is an append and a check -- no lock, no Event, no list growing with readers --
+and the frontend and the workers do not queue up behind each other on the lock.  A push takes the
+lock only to wake an idle worker of the op's device.  A worker sleeps only when its queue is
+empty; a blocker sleeps only when its op has not finished.  torch kernels release the GIL, so the
+frontend's Python and the workers' kernels overlap.
 
-No wake-up is lost: a worker announces itself idle *before* it looks at the inbox a last time; the
-frontend appends *before* it looks at ``idle``.  Each writes and then reads, so at least one of
-them sees the other.
+Two details keep this honest under threads and Ctrl-C:
+
+* No wake-up is lost: a worker announces itself idle *before* it looks at the inbox a last time;
+  the frontend appends *before* it looks at ``idle``.  Each writes and then reads, so at least one
+  of them sees the other.  (Idle workers also look again every ``IDLE_RECHECK`` seconds.)
+* The frontend never changes the dependency state: only workers do, and a KeyboardInterrupt is
+  only ever raised in the main thread.  Ctrl-C in the middle of a push loop or a wait leaves the
+  engine consistent (the naive engine, which books on the frontend, is the exception).
 """
 
 from __future__ import annotations
@@ -71,6 +76,9 @@ _perf = time.perf_counter
 #: Blocking waits sleep in slices this long, so a KeyboardInterrupt (a real Ctrl-C or
 #: ``_thread.interrupt_main``) reaches the frontend between slices; a finishing op wakes it earlier.
 WAIT_SLICE = 0.05
+#: An idle worker looks at the inbox this often even if nobody woke it (a wake-up lost to a
+#: KeyboardInterrupt in the middle of ``notify`` costs at most this long).
+IDLE_RECHECK = 0.5
 
 _LIVE: "weakref.WeakSet[Scheduler]" = weakref.WeakSet()
 
@@ -156,22 +164,29 @@ class Scheduler:
         if self.max_pending is not None:
             self._wait_for_space()
         op.id = next(self._ids)
-        for v in op.writes:
-            v.producer = op  # frontend-only field: what a blocker on v waits for
         if obs:
             op.t_issue = _perf()
             for o in obs:
                 o.on_push(op)
         self._inbox.append(op)
+        for v in op.writes:
+            v.producer = op  # frontend-only field: what a blocker on v waits for
         if self._inline:
             with self._lock:
                 self._book()
             self._execute(op, 0)
             with self._lock:
                 self._finish(op)
-        elif op.device.idle:  # someone to wake: book now (see "No wake-up is lost" above)
+            if isinstance(op.error, KeyboardInterrupt):  # Ctrl-C inside an inline op: stop now
+                if op in self._unreported:
+                    self._unreported.remove(op)
+                raise op.error
+        elif op.device.idle:  # a worker to wake (see "No wake-up is lost" above)
+            dev = op.device
             with self._lock:
-                self._book()
+                if dev.idle:
+                    dev.cond.notify()
+                    dev.idle -= 1
 
     def _book(self) -> None:
         """Move the inbox into the vars' lines (lock held); queue the ops that are ready."""
@@ -220,8 +235,8 @@ class Scheduler:
         for o in obs:
             o.on_ready(op)
         if dev.idle:
-            dev.idle -= 1
             dev.cond.notify()
+            dev.idle -= 1
 
     def _record_deps(self, op: EngineOp) -> None:
         """Dependency edges for the trace: the last write of each var, and for a write the reads
@@ -251,10 +266,9 @@ class Scheduler:
         self._block_begin("full queue", t0)
         try:
             with self._lock:
-                self._book()
                 self._space_waiting += 1
                 try:
-                    while self._booked >= self.max_pending:
+                    while len(self._inbox) + self._booked >= self.max_pending:
                         self._front.wait(WAIT_SLICE)
                 finally:
                     self._space_waiting -= 1
@@ -275,17 +289,18 @@ class Scheduler:
                 if op is not None:
                     self._finish(op)
                 while True:
+                    if dev.stopping:  # shut down: what has not started is dropped
+                        return
                     if inbox:
                         self._book()
                     if queue:
                         break
-                    if dev.stopping:
-                        return
                     dev.idle += 1  # announce first, then look at the inbox a last time
                     if inbox:
                         dev.idle -= 1
                         continue
-                    cond.wait()  # whoever notifies has taken us off dev.idle
+                    if not cond.wait(IDLE_RECHECK) and dev.idle > 0:
+                        dev.idle -= 1  # nobody woke us (whoever notifies takes us off dev.idle)
                 op = queue.popleft()
                 op.state = _RUNNING
                 self._running += 1
@@ -365,8 +380,8 @@ class Scheduler:
             o.on_finish(op)
         op.run = op.fn = op.arg = None  # free the tensors and arrays the op held
         op.reads = op.writes = ()
-        if op.watched or (self._waitall_waiting and not self._booked) or (
-                self._space_waiting and self._booked < self.max_pending):
+        if op.watched or (self._waitall_waiting and not self._booked and not self._inbox) or (
+                self._space_waiting and self._booked + len(self._inbox) < self.max_pending):
             self._front.notify_all()
 
     # -- waiting ---------------------------------------------------------------------------
@@ -379,7 +394,6 @@ class Scheduler:
         deadline = None if timeout is None else t0 + timeout
         try:
             with self._lock:
-                self._book()
                 op.watched = True
                 while op.state not in _FINISHED:
                     self._front.wait(self._slice(deadline, reason))
@@ -408,10 +422,9 @@ class Scheduler:
             deadline = None if timeout is None else t0 + timeout
             try:
                 with self._lock:
-                    self._book()
                     self._waitall_waiting += 1
                     try:
-                        while self._booked:
+                        while self._booked or self._inbox:
                             self._front.wait(self._slice(deadline, "waitall"))
                     finally:
                         self._waitall_waiting -= 1
@@ -430,8 +443,10 @@ class Scheduler:
             raise deferred(first.error, f"op {first.name!r} (#{first.id}), raised at {reason}{more}") \
                 from first.error
 
-    @staticmethod
-    def _slice(deadline: float | None, reason: str) -> float:
+    def _slice(self, deadline: float | None, reason: str) -> float:
+        """How long the next wait may sleep (lock held); raise when waiting can no longer succeed."""
+        if self.closed and not any(t.is_alive() for d in self._devices.values() for t in d.threads):
+            raise EngineError(f"{reason}: the engine was shut down before this op ran")
         if deadline is None:
             return WAIT_SLICE
         left = deadline - _perf()
@@ -451,14 +466,18 @@ class Scheduler:
 
     # -- state -----------------------------------------------------------------------------
     def statistics(self) -> EngineStatistics:
-        """A consistent snapshot of the counters (taken under the lock, after booking the inbox)."""
+        """A consistent snapshot of the counters (taken under the lock; ops still in the inbox count
+        as pending)."""
         with self._lock:
-            self._book()
+            inbox = list(self._inbox)  # one C call: a consistent copy even while the frontend pushes
+            per_device = {n: d.pending for n, d in self._devices.items()}
+            for op in inbox:
+                per_device[op.device.name] += 1
             return EngineStatistics(
-                pending=self._booked, running=self._running, done=self._done, failed=self._failed,
-                device_pending={n: d.pending for n, d in self._devices.items()},
-                bytes_pending=self._bytes_pending, blocked_seconds=self._blocked,
-                elapsed=_perf() - self._t0)
+                pending=self._booked + len(inbox), running=self._running, done=self._done,
+                failed=self._failed, device_pending=per_device,
+                bytes_pending=self._bytes_pending + sum(op.nbytes for op in inbox),
+                blocked_seconds=self._blocked, elapsed=_perf() - self._t0)
 
     # -- shutdown --------------------------------------------------------------------------
     def shutdown(self, *, wait: bool = True, timeout: float = 30.0) -> None:
@@ -474,10 +493,9 @@ class Scheduler:
         deadline = _perf() + timeout
         if wait:
             with self._lock:
-                self._book()
                 self._waitall_waiting += 1
                 try:
-                    while self._booked and _perf() < deadline:
+                    while (self._booked or self._inbox) and _perf() < deadline:
                         self._front.wait(WAIT_SLICE)
                 finally:
                     self._waitall_waiting -= 1
@@ -487,6 +505,7 @@ class Scheduler:
                 dev.stopping = True
                 if not wait:
                     dev.queue.clear()
+                    self._inbox.clear()
                 dev.idle = 0
                 dev.cond.notify_all()
         stuck = []

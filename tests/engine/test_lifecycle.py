@@ -143,3 +143,33 @@ def test_naive_engine_runs_at_push_time_on_the_calling_thread():
         eng.push(lambda t: threads.append(threading.current_thread()), writes=(x,))
         assert threads == [threading.current_thread()]  # already ran, before any blocker
         assert eng.statistics().pending == 0
+
+
+def test_waiting_on_an_op_a_shut_down_engine_never_ran_raises():
+    gate = threading.Event()
+    eng = ThreadedEngine(workers=1)
+    x = eng.array([1.0])
+    eng.push(lambda t: gate.wait(WAIT), writes=(x,))
+    y = x + 1  # queued behind the gated op
+    threading.Timer(0.1, gate.set).start()
+    eng.shutdown(wait=False, timeout=WAIT)  # drops the queue after the running op
+    with pytest.raises(EngineError, match="shut down"):
+        y.wait_to_read(timeout=WAIT)
+
+
+def test_keyboard_interrupt_in_a_push_loop_leaves_the_engine_consistent():
+    with ThreadedEngine(workers=1, record=False) as eng:
+        x = eng.array(torch.zeros(1))
+        timer = threading.Timer(0.05, _thread.interrupt_main)
+        timer.start()
+        pushed = 0
+        with pytest.raises(KeyboardInterrupt):
+            deadline = time.monotonic() + WAIT
+            while time.monotonic() < deadline:
+                x += 1
+                pushed += 1
+        timer.join(WAIT)
+        eng.waitall(timeout=WAIT)
+        value = x.item()
+    # the interrupted statement either was pushed whole or not at all
+    assert value in (float(pushed), float(pushed + 1))
