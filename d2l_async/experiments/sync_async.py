@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 from d2l_async import config
 
-from ._common import Setup, make_measurement, positive_int, positive_ints, resolve_backend
+from ._common import Setup, make_measurement, positive_int, positive_ints, resolve_backend, time_runs
 
 __all__ = ["CostModel", "SyncAsyncResult", "SweepPoint", "SyncAsyncSweep", "run_sync_async", "sweep_sync_async"]
 
@@ -87,6 +87,9 @@ class SyncAsyncResult:
         ops: ``n``.
         numel: elements of ``x``.
         backend, device, virtual: where it ran.
+        eager: the same loop in plain eager PyTorch on the CPU (no engine, no barrier): context for
+            the engine's per-op cost.  PyTorch runs CPU ops synchronously on the calling thread, so
+            this is neither "sync" nor "async" in the book's sense.  ``None`` on the CUDA backend.
     """
 
     sync: Any
@@ -99,6 +102,7 @@ class SyncAsyncResult:
     backend: str
     device: str
     virtual: bool
+    eager: Any = None
 
     @property
     def ratio(self) -> float:
@@ -156,6 +160,18 @@ def run_sync_async(
             issue_raw.append(issue)
         trace_sync = run.traced(run.sync, trace_ops)
         trace_async = run.traced(run.asynchronous, trace_ops)
+    eager = None
+    if setup.backend == "engine":
+        import torch
+
+        x = torch.ones(numel)
+
+        def eager_loop() -> None:
+            for _ in range(ops):
+                y = x + 1  # noqa: F841
+
+        eager = make_measurement("eager PyTorch on the CPU (no engine)",
+                                 time_runs(eager_loop, warmup=1, repeat=repeat), device="CPU (PyTorch eager)")
     t2 = _median_op_duration(trace_async)
     t1 = statistics.median(issue_raw) / ops
     t3 = max(0.0, statistics.median(sync_raw) / ops - t1 - t2)
@@ -164,7 +180,7 @@ def run_sync_async(
         make_measurement("synchronous", sync_raw, device=setup.device),
         make_measurement("asynchronous", async_raw, device=setup.device),
         CostModel(ops, t1, t2, t3), trace_sync.with_meta(**meta, mode="sync"),
-        trace_async.with_meta(**meta, mode="async"), ops, numel, setup.backend, setup.device, setup.virtual)
+        trace_async.with_meta(**meta, mode="async"), ops, numel, setup.backend, setup.device, setup.virtual, eager)
 
 
 def _median_op_duration(trace: Any) -> float:

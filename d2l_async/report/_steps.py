@@ -221,6 +221,9 @@ def sync_async(b: Backends) -> StepOutput:
     rows = (Row(f"sync vs async: {r.ops:,} × y = x + 1", f"{_book('sync_async.sync')} vs {_book('sync_async.async')} "
                 f"({_book('sync_async.ratio')}, 10,000 ops)",
                 f"{fmt_seconds(r.sync.median)} vs {fmt_seconds(r.async_.median)} ({r.ratio:.2f}×)", r.device),
+            *((Row("sync vs async: the same loop in eager PyTorch (CPU ops are synchronous, no engine)", "—",
+                   f"{fmt_seconds(r.eager.median)} ({fmt_seconds(r.eager.median / r.ops)} per op)",
+                   r.eager.device),) if r.eager is not None else ()),
             Row("sync vs async: cost model per op", "—",
                 f"t1 {fmt_seconds(m.t1)}, t2 {fmt_seconds(m.t2)}, t3 {fmt_seconds(m.t3)}; {m.bottleneck}-bound",
                 r.device),
@@ -231,6 +234,7 @@ def sync_async(b: Backends) -> StepOutput:
             ("The asynchronous run: the queue the frontend builds up", viz.plot_trace(useful_sources(r.trace_async))),
             ("Where the advantage disappears: sync/async ratio by op count and tensor size", plot_sweep(sw)))
     nums = {"ops": r.ops, "sync": r.sync.median, "async": r.async_.median, "ratio": r.ratio,
+            "eager": r.eager.median if r.eager is not None else None,
             "t1": m.t1, "t2": m.t2, "t3": m.t3, "model_sync": m.sync, "model_async_book": m.async_book,
             "model_async_pipeline": m.async_pipeline, "model_gap": r.model_gap,
             "sweep": [{"ops": p.ops, "numel": p.numel, "sync": p.sync_seconds, "async": p.async_seconds,

@@ -30,6 +30,11 @@ def test_async_run_pushes_everything_then_waits_once(result):
     assert list(blocks["reason"]) == ["waitall"]
 
 
+def test_eager_context_on_the_cpu(result):
+    assert result.eager is not None and len(result.eager.raw) == 1
+    assert "eager" in result.eager.label and "GPU" not in result.eager.device
+
+
 def test_async_is_faster_for_tiny_ops(result):
     assert result.ratio > 1.2
 
