@@ -49,6 +49,13 @@ Two details keep this honest under threads and Ctrl-C:
 * The frontend never changes the dependency state: only workers do, and a KeyboardInterrupt is
   only ever raised in the main thread.  Ctrl-C in the middle of a push loop or a wait leaves the
   engine consistent (the naive engine, which books on the frontend, is the exception).
+
+What an op costs (``benchmarks/bench_engine.py``; CPU time on the 2-core machine this was built
+on, where eager ``y = x + 1`` costs about 3 us): a push about 1.3 us (2.6 us while recording), a
+worker's bookkeeping about 1 us (2.4 us while recording) on top of the torch call it makes.  In
+Python there is one more cost: every pending op keeps three objects alive (its array, the array's
+one-tuple, the op), and 10,000 of them make the garbage collector run a full collection of the
+whole heap -- torch's included -- about once per 10,000 ops.  MXNet's C++ engine had no such bill.
 """
 
 from __future__ import annotations
