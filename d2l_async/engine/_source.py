@@ -1,10 +1,12 @@
-"""Which line of the user's code caused an engine event.
+"""Which line of the frontend's code caused an engine event.
 
 A blocker in a notebook is only useful if it points at the line that blocked (``print(z)`` in
-cell 3).  :func:`user_source` walks out of this package's frames and returns the first caller's
-``(filename, lineno)``: a few attribute reads, cheap enough to do per push while recording.  The
-text of the line is looked up later, once, by :func:`format_source` (``linecache`` also knows
-IPython's cells).
+cell 3).  :func:`user_source` walks out of the engine's own frames (and the ``Benchmark`` timer's,
+whose barrier is the user's ``with`` line) and returns the first caller's ``(filename, lineno)``:
+a few attribute reads, cheap enough to do per push while recording.  Code elsewhere in
+``d2l_async`` counts as the frontend's: an experiment's ``eng.waitall()`` line is the line to
+show, not the notebook line that called the experiment.  The text of the line is looked up later,
+once, by :func:`format_source` (``linecache`` also knows IPython's cells).
 """
 
 from __future__ import annotations
@@ -15,19 +17,21 @@ import sys
 
 __all__ = ["user_source", "format_source"]
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # .../d2l_async/
-_INSIDE: dict[str, bool] = {}  # co_filename -> inside this package?  (one lookup per frame)
+_ENGINE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep  # .../d2l_async/engine/
+_BENCHMARK = os.path.join(os.path.dirname(os.path.dirname(_ENGINE_DIR)), "benchmark.py")
+_INSIDE: dict[str, bool] = {}  # co_filename -> engine-internal?  (one lookup per frame)
 
 
 def user_source() -> tuple[str, int] | None:
-    """``(filename, lineno)`` of the innermost frame outside ``d2l_async`` (None if none)."""
+    """``(filename, lineno)`` of the innermost frame outside the engine (None if none)."""
     f = sys._getframe(1)
     inside = _INSIDE
     while f is not None:
         filename = f.f_code.co_filename
         flag = inside.get(filename)
         if flag is None:
-            flag = inside[filename] = os.path.abspath(filename).startswith(_PACKAGE_DIR)
+            path = os.path.abspath(filename)
+            flag = inside[filename] = path.startswith(_ENGINE_DIR) or path == _BENCHMARK
         if not flag:
             return filename, f.f_lineno
         f = f.f_back
