@@ -12,7 +12,8 @@ Readers learn this chapter by moving a slider and watching the queue change (iss
 
 * On a control change the experiment reruns with every control's value (plus ``fixed``) and each
   figure function draws the new result; the existing ``FigureWidget`` takes the new traces in place
-  (:func:`~d2l_async.widgets._views.apply_figure`), it is never rebuilt.
+  (:func:`~d2l_async.widgets._views.apply_figure`), it is never rebuilt.  Animations (figures with
+  frames, which ``FigureWidget`` cannot play) are shown through the ``Output`` redraw instead.
 * Workloads longer than a few seconds get a Run button (``run_button=True``): a change then only
   marks the figures stale.  Everything else reruns by itself.
 * A :data:`~d2l_async.widgets._guards.Guard` may refuse values before anything runs: the message
@@ -174,9 +175,6 @@ class Dashboard:
         self.button.layout.display = None if run_button else "none"
         self._figure_box = widgets.VBox([])
         self.live_view = LiveFigure(self.mode) if live is not None else None
-        if isinstance(figures, Mapping):
-            for name in figures:
-                self._add_view(name)
         parts: list[Any] = []
         if title:
             parts.append(widgets.HTML(f"<b>{html.escape(title)}</b>"))
@@ -381,14 +379,27 @@ class Dashboard:
             if not isinstance(fig, go.Figure):
                 raise TypeError(f"figure {name!r} is a {type(fig).__name__}, not a plotly go.Figure")
         for name, fig in new.items():
-            if name not in self.views:
-                self._add_view(name)
-            self.views[name].show(fig)
+            view = self.views.get(name)
+            if view is None or (fig.frames and isinstance(view, FigureView)):
+                view = self._add_view(name, fig)
+            view.show(fig)
 
-    def _add_view(self, name: str) -> None:
-        view = make_view(self.mode)
+    def _add_view(self, name: str, figure: go.Figure) -> FigureView | OutputView:
+        """A view for figure ``name``, made at its first drawing.
+
+        An animation (a figure with frames) always gets the output view: ``FigureWidget`` does not
+        support frames, and its play button would do nothing.
+        """
+        view = make_view("output" if figure.frames else self.mode)
+        old = self.views.get(name)
         self.views[name] = view
-        self._figure_box.children = (*self._figure_box.children, view.widget)
+        children = list(self._figure_box.children)
+        if old is not None and old.widget in children:  # the only case a view is replaced
+            children[children.index(old.widget)] = view.widget
+        else:
+            children.append(view.widget)
+        self._figure_box.children = tuple(children)
+        return view
 
     def _revert(self) -> None:
         self._suppress = True

@@ -201,3 +201,19 @@ def test_view_controls_redraw_without_rerunning():
     assert len(exp.calls) == 2 and list(fw.data[0].x) == [15, 16, 17, 18, 19]
     with pytest.raises(ValueError, match="view controls"):
         Dashboard(exp, {"n": int_slider("n", 1, 1, 2)}, view_controls={"n": int_slider("n", 1, 1, 2)})
+
+
+def test_animations_are_redrawn_in_an_output_view():
+    import ipywidgets
+
+    def animated(r):
+        fig = go.Figure(go.Scatter(x=r["x"], y=r["y"]))
+        fig.frames = [go.Frame(data=[go.Scatter(x=r["x"][:i + 1], y=r["y"][:i + 1])]) for i in range(len(r["x"]))]
+        return fig
+
+    d = Dashboard(Recorder(), {"n": int_slider("n", 5, 1, 50)}, {"line": line, "anim": animated}, mode="figurewidget")
+    assert isinstance(d.figure_widgets["anim"], ipywidgets.Output)
+    assert not isinstance(d.figure_widgets["line"], ipywidgets.Output)
+    out = d.figure_widgets["anim"]
+    d.controls["n"].value = 7
+    assert d.figure_widgets["anim"] is out and len(d.figures["anim"].frames) == 7

@@ -18,9 +18,9 @@ NEXT = {"size": 64, "ops": 1000, "sync_every": 4, "expression": "(x + y) * (x - 
         "steps": 20, "max_workers": 2}
 
 
-def _data(widget):
+def _data(figure):
     return [(tuple(np.asarray(t.x).ravel().tolist()) if t.x is not None else None,
-             tuple(np.asarray(t.y).ravel().tolist()) if t.y is not None else None) for t in widget.data]
+             tuple(np.asarray(t.y).ravel().tolist()) if t.y is not None else None) for t in figure.data]
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -29,13 +29,13 @@ def test_default_workload_runs_and_first_control_reruns(name):
     assert d.result is not None, d.status.value
     assert "virtual" in d.status.value  # an honest label: the engine's devices are threads
     widgets_before = dict(d.figure_widgets)
-    data_before = {k: _data(w) for k, w in widgets_before.items()}
+    data_before = {k: _data(f) for k, f in d.figures.items()}
     key, control = next(iter(d.controls.items()))
     control.value = NEXT[key]
     assert d.runs == 2 and 'data-kind="ok"' in d.status.value, d.status.value
     for k, w in widgets_before.items():
         assert d.figure_widgets[k] is w  # updated in place, never rebuilt
-    assert any(_data(w) != data_before[k] for k, w in widgets_before.items()), "no figure changed"
+    assert any(_data(d.figures[k]) != data_before[k] for k in data_before), "no figure changed"
 
 
 def test_queue_dashboard_passes_the_controls_to_the_experiment(monkeypatch):
