@@ -169,7 +169,7 @@ class EngineArray(EngineVar):
             op = EngineOp(name, "op", _run_as, fn, other, self._alone, out._alone, self._dev, info.nbytes)
         else:
             return _unsupported(self, other, name)
-        self._engine._submit(op)
+        self._engine._submit(op, 3)
         return out
 
     def _inplace(self, other: Any, name: str, fn: Callable) -> "EngineArray":
@@ -185,7 +185,7 @@ class EngineArray(EngineVar):
             op = EngineOp(name, "op", _run_inplace_s, fn, other, (), self._alone, self._dev, 0)
         else:
             return _unsupported(self, other, name)
-        self._engine._submit(op)
+        self._engine._submit(op, 3)
         return self
 
     def _unary(self, name: str, fn: Callable) -> "EngineArray":
@@ -193,7 +193,7 @@ class EngineArray(EngineVar):
         info = _INFER.get(key) or _infer(key, fn, self)
         out = EngineArray(self._engine, None, info.shape, info.dtype, self._dev, None)
         self._engine._submit(EngineOp(name, "op", _run_unary, fn, None, self._alone, out._alone, self._dev,
-                                      info.nbytes))
+                                      info.nbytes), 3)
         return out
 
     def __add__(self, o): return self._binary(o, "add", _T.__add__)
@@ -238,7 +238,7 @@ class EngineArray(EngineVar):
         dev = self._engine._device(device)
         out = EngineArray(self._engine, None, self._shape, self._dtype, dev, name)
         self._engine._submit(EngineOp("copy", "copy", _run_copy, None, None, self._alone, out._alone, dev,
-                                      self._shape.numel() * self._dtype.itemsize))
+                                      self._shape.numel() * self._dtype.itemsize), 2)
         return out
 
     # -- blockers: they wait for the value ---------------------------------------------------

@@ -36,7 +36,7 @@ class _ArrayAPI(Scheduler):
         self._recorder: Recorder | None = None
         if record:
             self._recorder = Recorder(self.devices, self.workers, self.engine_kind, self._t0)
-            self._observers = (self._recorder,)
+            self._set_observers((self._recorder,))
 
     def array(self, data: Any, *, device: str | None = None, name: str | None = None,
               dtype: torch.dtype | None = None) -> EngineArray:
@@ -98,7 +98,7 @@ class _ArrayAPI(Scheduler):
         r, w = split_access(reads, writes)
         label = name if name is not None else getattr(fn, "__name__", "op")
         op = EngineOp(str(label), kind, _run_push, fn, (tuple(reads), tuple(writes), args), r, w, dev, 0)
-        self._submit(op)
+        self._submit(op, 2)
         return op.id
 
     # -- traces ------------------------------------------------------------------------------
@@ -116,7 +116,7 @@ class _ArrayAPI(Scheduler):
             raise EngineError("recording is off; create the engine with record=True to get a trace")
         with self._lock:
             self._recorder = Recorder(self.devices, self.workers, self.engine_kind)
-            self._observers = (self._recorder,)
+            self._set_observers((self._recorder,))
 
     def __repr__(self) -> str:
         s = self.statistics()

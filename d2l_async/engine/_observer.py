@@ -41,6 +41,9 @@ class Observer(Protocol):
 
     def on_block_end(self, reason: str, t: float, deps: tuple[int, ...]) -> None: ...
 
+    #: Optional: the names of the moments this observer needs (the engine skips the others).
+    hooks: frozenset[str]
+
 
 class Recorder:
     """Keeps one small tuple per finished op and per block; :meth:`trace` builds the Trace.
@@ -52,6 +55,9 @@ class Recorder:
         engine: ``"threaded"`` or ``"naive"``.
         t0: the time origin (perf_counter seconds); traces report times relative to it.
     """
+
+    #: The engine stamps the times on the op itself; a Recorder needs only these calls.
+    hooks = frozenset({"on_finish", "on_block_begin", "on_block_end"})
 
     def __init__(self, devices: Sequence[str], workers: int, engine: str, t0: float | None = None) -> None:
         self.devices = tuple(devices)

@@ -124,7 +124,7 @@ class Scheduler:
         self.workers = 0 if inline else workers
         self.max_pending = max_pending
         self._inline = inline
-        self._observers = tuple(observers)
+        self._set_observers(observers)
         self._inbox: deque[EngineOp] = deque()
         self._ids = itertools.count()
         self._booked = self._running = self._done = self._failed = 0
@@ -145,6 +145,18 @@ class Scheduler:
                 t.start()
         _LIVE.add(self)
 
+    def _set_observers(self, observers: Sequence["Observer"]) -> None:
+        """Keep the observers, and per moment the bound methods to call (an observer may name the
+        moments it needs in ``hooks``; the others are not called at all)."""
+        self._observers = tuple(observers)
+
+        def bound(name: str) -> tuple:
+            return tuple(getattr(o, name) for o in self._observers if name in getattr(o, "hooks", (name,)))
+
+        self._on_push, self._on_ready = bound("on_push"), bound("on_ready")
+        self._on_start, self._on_finish = bound("on_start"), bound("on_finish")
+        self._on_block_begin, self._on_block_end = bound("on_block_begin"), bound("on_block_end")
+
     # -- devices ---------------------------------------------------------------------------
     @property
     def devices(self) -> tuple[str, ...]:
@@ -160,21 +172,25 @@ class Scheduler:
                              f"{list(self._devices)}; create the engine with devices=(...)") from None
 
     # -- pushing ---------------------------------------------------------------------------
-    def _submit(self, op: EngineOp) -> None:
-        """Push ``op``: the per-op cost of every ``y = x + 1``, so every line here counts."""
+    def _submit(self, op: EngineOp, depth: int = 2) -> None:
+        """Push ``op``: the per-op cost of every ``y = x + 1``, so every line here counts.
+
+        ``depth``: how many frames above this one the user's code is when the op comes by a fixed
+        path (``x + 1``: 3, through ``__add__`` and ``_binary``); a hint for :func:`user_source`.
+        """
         if self.closed:
             raise EngineError("this engine is shut down; create a new one (use it in a `with` block)")
         obs = self._observers
         if obs:
-            op.source = user_source()
+            op.source = user_source(depth + 1)
             op.t_launch = _perf()
         if self.max_pending is not None:
             self._wait_for_space()
         op.id = next(self._ids)
         if obs:
             op.t_issue = _perf()
-            for o in obs:
-                o.on_push(op)
+            for f in self._on_push:
+                f(op)
         self._inbox.append(op)
         for v in op.writes:
             v.producer = op  # frontend-only field: what a blocker on v waits for
@@ -198,14 +214,14 @@ class Scheduler:
     def _book(self) -> None:
         """Move the inbox into the vars' lines (lock held); queue the ops that are ready."""
         inbox = self._inbox
-        obs = self._observers
+        obs = self._on_ready
         while inbox:
             op = inbox.popleft()
             self._booked += 1
             dev = op.device
             dev.pending += 1
             self._bytes_pending += op.nbytes
-            if obs:
+            if self._observers:
                 self._record_deps(op)
             # ._deps.push_op, inlined
             wait = 0
@@ -235,12 +251,12 @@ class Scheduler:
         op.state = _READY
         dev = op.device
         if self._inline:  # the pushing thread runs it right away
-            for o in obs:
-                o.on_ready(op)
+            for f in obs:
+                f(op)
             return
         dev.queue.append(op)
-        for o in obs:
-            o.on_ready(op)
+        for f in obs:
+            f(op)
         if dev.idle:
             dev.cond.notify()
             dev.idle -= 1
@@ -263,7 +279,7 @@ class Scheduler:
                 deps.extend(v.read_ids)
             v.read_ids = None
             v.last_write = op.id
-        op.deps = tuple(dict.fromkeys(deps))
+        op.deps = tuple(deps) if len(deps) < 2 else tuple(dict.fromkeys(deps))
 
     def _wait_for_space(self) -> None:
         """Back-pressure: block while ``max_pending`` ops are pending (recorded as "full queue")."""
@@ -319,8 +335,8 @@ class Scheduler:
         if obs:
             op.worker = k
             op.t_start = _perf()
-            for o in obs:
-                o.on_start(op)
+            for f in self._on_start:
+                f(op)
         try:
             if self._failed:
                 self._check_inputs(op)
@@ -362,7 +378,7 @@ class Scheduler:
         else:
             op.state = _DONE
             self._done += 1
-        obs = self._observers
+        obs = self._on_ready
         # ._deps.finish_op, inlined
         granted = None
         for v in op.reads:
@@ -383,8 +399,8 @@ class Scheduler:
                 o.wait -= 1
                 if o.wait == 0:
                     self._ready(o, obs)
-        for o in obs:
-            o.on_finish(op)
+        for f in self._on_finish:
+            f(op)
         op.run = op.fn = op.arg = None  # free the tensors and arrays the op held
         op.reads = op.writes = ()
         if op.watched or (self._waitall_waiting and not self._booked and not self._inbox) or (
@@ -462,14 +478,14 @@ class Scheduler:
         return min(left, WAIT_SLICE)
 
     def _block_begin(self, reason: str, t: float) -> None:
-        if self._observers:
-            src = user_source()
-            for o in self._observers:
-                o.on_block_begin(reason, t, src)
+        if self._on_block_begin:
+            src = user_source(2)  # waits come by several paths: walk from here
+            for f in self._on_block_begin:
+                f(reason, t, src)
 
     def _block_end(self, reason: str, t: float, deps: tuple) -> None:
-        for o in self._observers:
-            o.on_block_end(reason, t, deps)
+        for f in self._on_block_end:
+            f(reason, t, deps)
 
     # -- state -----------------------------------------------------------------------------
     def statistics(self) -> EngineStatistics:

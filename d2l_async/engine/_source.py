@@ -22,9 +22,18 @@ _BENCHMARK = os.path.join(os.path.dirname(os.path.dirname(_ENGINE_DIR)), "benchm
 _INSIDE: dict[str, bool] = {}  # co_filename -> engine-internal?  (one lookup per frame)
 
 
-def user_source() -> tuple[str, int] | None:
-    """``(filename, lineno)`` of the innermost frame outside the engine (None if none)."""
-    f = sys._getframe(1)
+def user_source(depth: int = 2) -> tuple[str, int] | None:
+    """``(filename, lineno)`` of the innermost frame outside the engine (None if none).
+
+    Args:
+        depth: the frame to start from (``sys._getframe(depth)`` here: 1 is the caller).  Callers
+            on a fixed path, like ``x + 1``, know where the user's frame is and skip the walk; a
+            start inside the engine walks outwards from there.
+    """
+    try:
+        f = sys._getframe(depth)
+    except ValueError:
+        f = sys._getframe(1)
     inside = _INSIDE
     while f is not None:
         filename = f.f_code.co_filename
