@@ -63,6 +63,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+import warnings
 import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Callable, Sequence
@@ -88,6 +89,23 @@ WAIT_SLICE = 0.05
 IDLE_RECHECK = 0.5
 
 _LIVE: "weakref.WeakSet[Scheduler]" = weakref.WeakSet()
+
+
+def _guarded(method: Callable) -> Callable:
+    """``method``, except that an error inside it becomes a warning.  An observer runs inside a
+    worker with the engine's lock held: letting it raise would kill the worker and hang every wait.
+    The recorder (this package's own) is trusted and called directly."""
+    if getattr(method, "__self__", None).__class__.__module__ == "d2l_async.engine._observer":
+        return method
+
+    def guarded(*args: object) -> None:
+        try:
+            method(*args)
+        except Exception as exc:  # noqa: BLE001 - reported, not raised (see above)
+            warnings.warn(f"d2l_async engine: observer {method!r} raised {exc!r}; ignored",
+                          RuntimeWarning, stacklevel=1)
+
+    return guarded
 
 
 def live_engines() -> list["Scheduler"]:
@@ -151,7 +169,8 @@ class Scheduler:
         self._observers = tuple(observers)
 
         def bound(name: str) -> tuple:
-            return tuple(getattr(o, name) for o in self._observers if name in getattr(o, "hooks", (name,)))
+            return tuple(_guarded(getattr(o, name)) for o in self._observers
+                         if name in getattr(o, "hooks", (name,)))
 
         self._on_push, self._on_ready = bound("on_push"), bound("on_ready")
         self._on_start, self._on_finish = bound("on_start"), bound("on_finish")
@@ -304,7 +323,11 @@ class Scheduler:
     def _work(self, dev: Device, k: int) -> None:
         """A worker: finish the last op and take the next one under one lock, run it without."""
         if self._thread_init is not None:
-            self._thread_init()
+            try:
+                self._thread_init()
+            except Exception as exc:  # noqa: BLE001 - a worker must not die: the engine would hang
+                warnings.warn(f"d2l_async engine: worker start-up failed ({exc!r}); the worker runs anyway",
+                              RuntimeWarning, stacklevel=1)
         lock, cond, queue, inbox = self._lock, dev.cond, dev.queue, self._inbox
         op = None
         while True:

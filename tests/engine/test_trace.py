@@ -162,3 +162,31 @@ def test_trace_converts_to_frame_and_events(recorded):
     assert len(df) == len(recorded)
     kinds = {Kind(e.kind).value for e in recorded.events()}
     assert kinds == {"op", "copy", "launch", "block"}
+
+
+def test_a_failing_observer_warns_and_the_engine_keeps_working():
+    class Broken:
+        hooks = frozenset({"on_finish"})
+
+        def on_finish(self, op):
+            raise RuntimeError("observer bug")
+
+    seen = []
+
+    class Counter:
+        def on_push(self, op): seen.append("push")
+        def on_ready(self, op): seen.append("ready")
+        def on_start(self, op): seen.append("start")
+        def on_finish(self, op): seen.append("finish")
+        def on_block_begin(self, reason, t, source): seen.append(reason)
+        def on_block_end(self, reason, t, deps): seen.append("end")
+
+    with ThreadedEngine(record=False) as eng:
+        eng._set_observers((Broken(), Counter()))
+        with pytest.warns(RuntimeWarning, match="observer bug"):
+            y = eng.array([1.0]) + 1
+            assert y.wait_to_read(timeout=WAIT).item() == 2.0
+            eng.waitall(timeout=WAIT)
+    moments = [m for m in seen if m in ("push", "ready", "start", "finish")]
+    assert moments == ["push", "ready", "start", "finish"]  # per op, in this order
+    assert "wait_to_read" in seen and "end" in seen
