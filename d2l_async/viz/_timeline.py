@@ -39,6 +39,20 @@ BAR_WIDTH = 0.7
 LAUNCH_WIDTH = 0.35
 #: Bars with at most this many events get their name written inside.
 _TEXT_LIMIT = 40
+#: Plot width in pixels that the drawing assumes (minimum bar width, label spacing).
+_PIXELS = 1500
+_CHAR_PX = 7  # width of one label character at font size 11
+
+
+def _non_overlapping(blocks: pd.DataFrame, span: float):
+    """Blocks whose labels, centred on them, do not overlap a label already placed (longest first)."""
+    per_px = (span or 1.0) / _PIXELS * 1.3  # labels are drawn on a plot narrower than _PIXELS
+    placed: list[tuple[float, float]] = []
+    for lb in blocks.itertuples(index=False):
+        centre, half = (lb.start + lb.end) / 2, len(lb.label) * _CHAR_PX * per_px / 2
+        if all(abs(centre - c) > half + h for c, h in placed):
+            placed.append((centre, half))
+            yield lb
 
 
 @dataclass(frozen=True)
@@ -103,7 +117,8 @@ def timeline_data(
     Args:
         trace: the trace to draw.
         max_events: most bars to keep; beyond it bars of one lane and kind closer than a pixel are
-            merged (the pixel is ``span / pixels``, doubled until the bars fit).
+            merged (the pixel is ``span / pixels``, doubled until the bars fit; never fewer than
+            one bar per lane and kind).
         max_connectors: most issue→start connectors; an evenly spaced subset is kept beyond it.
         pixels: the plot width the merging assumes.
     """
@@ -132,9 +147,11 @@ def timeline_data(
     order = np.lexsort((start[bar_idx], group))
     idx, group = bar_idx[order], group[order]
     if n_events > max_events:
-        gap = (span[1] - span[0]) / pixels
+        width = span[1] - span[0]
+        gap = width / pixels if width > 0 else 1.0
         seg = _merge(group, start[idx], end[idx], gap)
-        while seg[-1] + 1 > max_events:
+        # a gap wider than the span merges each lane and kind into one bar: the fewest possible
+        while seg[-1] + 1 > max_events and gap <= width:
             gap *= 2
             seg = _merge(group, start[idx], end[idx], gap)
         first = np.flatnonzero(np.r_[True, seg[1:] != seg[:-1]])
@@ -224,6 +241,8 @@ def draw_timeline(fig: go.Figure, data: TimelineData, *, row: int | None = None,
     f, unit, o = data.factor, data.unit, data.origin
     frontend_rows = {i for i, l in enumerate(data.lanes) if l.is_frontend}
     nrows = len(data.lanes)
+    # a bar narrower than a pixel would vanish: draw it one pixel wide (hover keeps the real times)
+    min_width = (data.span[1] - o) / _PIXELS
 
     # blocked intervals under everything: a faint band over all lanes, a strong one on the frontend
     if len(data.blocks):
@@ -245,7 +264,7 @@ def draw_timeline(fig: go.Figure, data: TimelineData, *, row: int | None = None,
                        f"({(e - s) * f:.4g} {unit})" for lbl, s, e in zip(b["label"], b["start"], b["end"])],
             hovertemplate="%{hovertext}<extra></extra>"), **where)
         longest = b.assign(d=b["end"] - b["start"]).nlargest(max_labels, "d")
-        for lb in longest.itertuples(index=False):
+        for lb in _non_overlapping(longest, data.span[1] - o):
             fig.add_annotation(x=((lb.start + lb.end) / 2 - o) * f, y=lb.row,
                                text=lb.label, showarrow=False, bgcolor="rgba(255,255,255,0.75)",
                                font={"size": 11, "color": style.KIND_COLORS["block"]}, **where)
@@ -258,7 +277,7 @@ def draw_timeline(fig: go.Figure, data: TimelineData, *, row: int | None = None,
         on_frontend = grp["row"].isin(frontend_rows).to_numpy()
         width = np.where(on_frontend & (kind != "op"), LAUNCH_WIDTH, BAR_WIDTH)
         fig.add_trace(go.Bar(
-            orientation="h", base=(grp["start"].to_numpy() - o) * f, x=(grp["end"] - grp["start"]).to_numpy() * f,
+            orientation="h", base=(grp["start"].to_numpy() - o) * f, x=np.maximum((grp["end"] - grp["start"]).to_numpy(), min_width) * f,
             y=grp["row"].to_numpy(), width=width, name=str(kind), marker={"color": style.kind_color(kind),
                                                                           "line": {"width": 0}},
             hovertext=_hover(grp, unit, f, o), hovertemplate="%{hovertext}<extra></extra>",

@@ -104,3 +104,36 @@ def test_wrong_type_names_the_expected_type():
         plot_timeline([1, 2, 3])
     with pytest.raises(ValueError, match="max_events"):
         plot_timeline(engine_like(2), max_events=0)
+
+
+def _random_trace(draw_events):
+    lanes = [Lane("frontend", LaneRole.FRONTEND), Lane("a", LaneRole.BACKEND), Lane("b", LaneRole.BACKEND)]
+    ev = [Event(lane, kind, "x", s, s + d) for lane, kind, s, d in draw_events]
+    return Trace.from_events(ev, lanes=lanes)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_events = st.lists(st.tuples(st.sampled_from(["a", "b", "frontend"]), st.sampled_from(["op", "kernel", "launch"]),
+                             st.floats(0, 1, allow_nan=False), st.floats(0, 0.05, allow_nan=False)),
+                   min_size=1, max_size=300)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_events, st.integers(1, 20))
+def test_merged_bars_cover_every_event_of_their_lane_and_kind(events, max_events):
+    tr = _random_trace(events)
+    data = timeline_data(tr, max_events=max_events, max_connectors=0)
+    assert data.bars["count"].sum() == len(tr)
+    groups = len(set(zip(tr["lane"], tr["kind"])))
+    if len(tr) > max_events:
+        assert len(data.bars) <= max(max_events, groups)
+    for i in range(len(tr)):
+        bars = data.bars[(data.bars["lane"] == tr["lane"][i]) & (data.bars["kind"] == tr["kind"][i])]
+        inside = (bars["start"] <= tr["start"][i]) & (bars["end"] >= tr["end"][i])
+        assert inside.any(), i
+    # bars of one lane and kind never overlap each other
+    for _, grp in data.bars.groupby(["lane", "kind"]):
+        grp = grp.sort_values("start")
+        assert (grp["start"].to_numpy()[1:] >= grp["end"].to_numpy()[:-1]).all() or len(tr) <= max_events
