@@ -47,6 +47,9 @@ __all__ = ["Dashboard", "FigureSpec"]
 #: callable (a ``go.Figure``, a mapping name -> figure, or a sequence), or ``None`` for ``result.figures()``.
 FigureSpec = Mapping[str, Callable[[Any], go.Figure]] | Callable[[Any], Any] | None
 
+#: A live run shows its progress bar once it has taken this long (Run-button dashboards always do).
+PROGRESS_AFTER_S = 2.0
+
 _COLOURS = {"ok": "#1b7837", "info": "#4d4d4d", "refused": "#b35806", "error": "#b2182b"}
 
 
@@ -98,7 +101,8 @@ class Dashboard:
         status: the ``HTML`` line that reports the last run, refusal or error.
         progress: the ``IntProgress`` bar (shown for Run-button and live dashboards).
         views: figure name -> view (:class:`FigureView` or :class:`OutputView`).
-        live_view: the :class:`LiveFigure` (``None`` without ``live``).
+        live_view: the :class:`LiveFigure` (``None`` without ``live`` or with ``Live(figure=False)``).
+        poller: the :class:`Poller` of the last live run (its samples stay for inspection).
         timings: seconds of the last run: ``run``, ``draw`` and ``total``.
         widget: the whole dashboard as one ``VBox`` (what a notebook displays).
     """
@@ -169,12 +173,12 @@ class Dashboard:
         self.status = widgets.HTML("")
         self.progress = widgets.IntProgress(value=0, min=0, max=100, description="progress",
                                             layout={"width": "420px"})
-        self.progress.layout.visibility = "visible" if (run_button or live) else "hidden"
+        self.progress.layout.visibility = "visible" if run_button else "hidden"
         self.button = widgets.Button(description="Run", button_style="primary", icon="play")
         self.button.on_click(lambda _: self.rerun())
         self.button.layout.display = None if run_button else "none"
         self._figure_box = widgets.VBox([])
-        self.live_view = LiveFigure(self.mode) if live is not None else None
+        self.live_view = LiveFigure(self.mode) if live is not None and live.figure else None
         parts: list[Any] = []
         if title:
             parts.append(widgets.HTML(f"<b>{html.escape(title)}</b>"))
@@ -320,12 +324,14 @@ class Dashboard:
 
     def _run_live(self, kwargs: dict[str, Any]) -> Any:
         live = self.live
-        assert live is not None and self.live_view is not None
+        assert live is not None
         total = live.total_for(kwargs)
-        self.progress.max = max(int(total or 100), 1)
+        self.progress.max = max(int(total or 1), 1)
         self.progress.value = 0
         self.progress.bar_style = "info"
-        self.live_view.reset()
+        self.progress.description = "0.0 s"
+        if self.live_view is not None:
+            self.live_view.reset()
         t0 = time.perf_counter()
         if live.engine is None:  # watch whatever engines the experiment builds
             engine, call_kwargs = EngineWatcher(), kwargs
@@ -334,11 +340,16 @@ class Dashboard:
             call_kwargs = {**kwargs, live.argument: engine}
 
         def on_tick(samples: list[Sample]) -> None:
-            self.live_view.draw(samples)
-            done = samples[-1].done
-            if total:
-                self.progress.value = min(done, self.progress.max)
-            self.progress.description = f"{time.perf_counter() - t0:.1f} s"
+            if self.live_view is not None:
+                self.live_view.draw(samples)
+            s = samples[-1]
+            elapsed = time.perf_counter() - t0
+            if not total:  # unknown size: the share of the ops seen so far that are done
+                self.progress.max = max(self.progress.max, s.done + s.pending, 1)
+            self.progress.value = min(s.done, self.progress.max)
+            self.progress.description = f"{elapsed:.1f} s"
+            if elapsed > PROGRESS_AFTER_S:  # issue 6: progress for anything over ~2 s
+                self.progress.layout.visibility = "visible"
 
         poller = Poller(engine.statistics, on_tick, hz=live.hz)
         self.poller = poller
@@ -356,12 +367,11 @@ class Dashboard:
             if live.engine is not None:
                 _close(engine)
             self.progress.bar_style = "success" if ended and poller.error is None else "danger"
-            if total:
-                self.progress.value = self.progress.max
         if not ended:
             raise RuntimeError("the live poller did not stop within its timeout (engine.statistics() blocked?)")
         if poller.error is not None:
             raise RuntimeError(f"the live view failed: {type(poller.error).__name__}: {poller.error}") from poller.error
+        self.progress.value = self.progress.max
         return result
 
     def _draw(self, result: Any) -> None:

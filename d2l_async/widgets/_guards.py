@@ -14,13 +14,18 @@ check them with exact numbers:
 * every engine op leaves a record (the op, its trace row, Python objects) of about
   :data:`BYTES_PER_OP` bytes (:func:`ops_bytes`);
 * a workload may use at most ``fraction`` of the memory that is free now
-  (:func:`available_memory`, from ``psutil`` or ``/proc/meminfo``).
+  (:func:`available_memory`, from ``psutil`` or ``/proc/meminfo``);
+* ``k`` products of ``n x n`` matrices cost ``2 k n**3`` floating-point operations; this machine's
+  rate is measured once with one numpy product (:func:`cpu_flops`), so a slider cannot start a run
+  predicted to take minutes (:func:`time_guard`).
 
 This module imports neither ipywidgets nor plotly.
 """
 
 from __future__ import annotations
 
+import functools
+import time
 from typing import Any, Callable, Mapping
 
 __all__ = [
@@ -36,6 +41,9 @@ __all__ = [
     "ops_guard",
     "all_guards",
     "format_bytes",
+    "matmul_flops",
+    "cpu_flops",
+    "time_guard",
 ]
 
 #: Guard type: control values -> refusal message, or ``None`` to allow the run.
@@ -187,6 +195,43 @@ def all_guards(*guards: Guard) -> Guard:
             message = g(values)
             if message:
                 return message
+        return None
+
+    return guard
+
+
+def matmul_flops(size: int, count: int = 1) -> int:
+    """Floating-point operations of ``count`` products of two ``size x size`` matrices."""
+    size = _positive_int("size", size)
+    return 2 * size**3 * _positive_int("count", count)
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_flops() -> float:
+    """This machine's float32 matrix-product rate (FLOP/s), measured once with numpy (~10 ms)."""
+    import numpy as np
+
+    n = 256
+    a = np.ones((n, n), dtype=np.float32)
+    a @ a  # warm-up: BLAS threads start
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        a @ a
+        best = min(best, time.perf_counter() - t0)
+    return matmul_flops(n) / max(best, 1e-9)
+
+
+def time_guard(estimate: Callable[[Mapping[str, Any]], float], *, limit_s: float = 30.0) -> Guard:
+    """A guard refusing values whose predicted run time (``estimate(values)`` seconds) exceeds ``limit_s``."""
+    if limit_s <= 0:
+        raise ValueError(f"limit_s must be positive, got {limit_s!r}")
+
+    def guard(values: Mapping[str, Any]) -> str | None:
+        seconds = float(estimate(values))
+        if seconds > limit_s:
+            return (f"this workload would take about {seconds:.0f} s here (more than {limit_s:.0f} s); "
+                    "choose smaller values.")
         return None
 
     return guard

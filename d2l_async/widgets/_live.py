@@ -41,13 +41,16 @@ class Live:
         argument: the keyword under which the experiment receives a built engine.
         hz: samples per second (at least 5: a queue that moves must look like it moves).
         total: ops the run will execute, for the progress bar: the name of a control, or
-            ``values -> int``; ``None`` shows elapsed time only.
+            ``values -> int``; ``None``: the bar shows the share of the ops seen so far that are done.
+        figure: draw the live queue/memory figure; ``False`` keeps only the progress bar (with the
+            elapsed time), which appears once a run takes longer than about 2 s.
     """
 
     engine: Callable[[Mapping[str, Any]], Any] | None = None
     argument: str = "engine"
     hz: float = 10.0
     total: str | Callable[[Mapping[str, Any]], int] | None = None
+    figure: bool = True
 
     def __post_init__(self) -> None:
         if self.engine is not None and not callable(self.engine):

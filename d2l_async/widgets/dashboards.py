@@ -37,7 +37,7 @@ import numpy as np
 
 from ._controls import backend_dropdown, blocker_dropdown, dropdown, expression_dropdown, int_slider, log_slider
 from ._dashboard import Dashboard
-from ._guards import all_guards, check_bytes, ops_guard, workload_bytes
+from ._guards import all_guards, check_bytes, cpu_flops, matmul_flops, ops_guard, time_guard, workload_bytes
 from ._live import Live
 
 __all__ = [
@@ -64,6 +64,19 @@ def _device(result: Any) -> str:
     return f"on {result.device}"
 
 
+#: Rough engine cost of one tiny op, push to finish (seconds; pessimistic for a busy 2-core machine).
+OP_SECONDS = 2e-4
+#: Longest run a slider may start (seconds); larger predictions are refused with a message.
+LIMIT_S = 30.0
+#: Watch the engines a run creates: a progress bar appears if it takes more than ~2 s.
+_PROGRESS = Live(figure=False)
+
+
+def _products_guard(size: str, products: Any) -> Any:
+    """Refuse runs whose ``products(values)`` matrix products of ``values[size]`` would take too long."""
+    return time_guard(lambda v: matmul_flops(int(v[size]), max(int(products(v)), 1)) / cpu_flops(), limit_s=LIMIT_S)
+
+
 def _matrices_guard(size: str, live: Any) -> Any:
     """Refuse ``live(values)`` float32 matrices of ``values[size]`` that do not fit in free memory."""
 
@@ -79,7 +92,7 @@ def asynchrony_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashboa
     """NumPy vs the framework, timed naively and with a barrier: change the matrix size and count."""
 
     def experiment(*, size: int, matmuls: int, backend: str) -> Any:
-        return _E().run_asynchrony(size=size, matmuls=matmuls, repeat=2, backend=backend)
+        return _E().run_asynchrony(size=size, matmuls=matmuls, repeat=1, backend=backend)
 
     return Dashboard(
         experiment,
@@ -87,8 +100,10 @@ def asynchrony_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashboa
          "backend": backend_dropdown()},
         {"timings": lambda r: _viz().plot_measurements(r.measurements, title="Naive timer vs synchronized timer"),
          "timeline": lambda r: _viz().plot_timeline(r.trace)},
-        guard=_matrices_guard("size", lambda v: v["matmuls"] + 2),
-        title="Asynchrony: the frontend returns before the work is done", describe=_device, mode=mode,
+        # numpy, naive and synchronized runs with warm-ups, and the traced run: ~8 rounds of products
+        guard=all_guards(_matrices_guard("size", lambda v: v["matmuls"] + 2),
+                         _products_guard("size", lambda v: 8 * v["matmuls"])),
+        live=_PROGRESS, title="Asynchrony: the frontend returns before the work is done", describe=_device, mode=mode,
         autorun=autorun,
     )
 
@@ -115,8 +130,9 @@ def sync_async_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashboa
         {"ops": log_slider("ops (n)", 100, 10, 100_000, base=10),
          "numel": log_slider("elements of x", 1, 1, 1_000_000, base=10), "backend": backend_dropdown()},
         {"timings": timings, "timeline": lambda r: _viz().plot_timeline(r.trace_async)},
-        guard=all_guards(ops_guard(n_ops="ops"), guard),
-        title="Synchronous vs asynchronous: n x (y = x + 1)", describe=_device, mode=mode, autorun=autorun,
+        guard=all_guards(ops_guard(n_ops="ops"), guard, time_guard(
+            lambda v: 3 * v["ops"] * (OP_SECONDS + v["numel"] * 4 / 1e9), limit_s=LIMIT_S)),
+        live=_PROGRESS, title="Synchronous vs asynchronous: n x (y = x + 1)", describe=_device, mode=mode, autorun=autorun,
     )
 
 
@@ -168,7 +184,7 @@ def dependency_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashboa
          "size": log_slider("array size", 2, 2, 1024)},
         {"graph": lambda r: _viz().plot_dependency_graph(r.trace, title=f"Dependency graph of {r.expression}"),
          "timeline": lambda r: _viz().plot_timeline(r.trace)},
-        guard=_matrices_guard("size", lambda v: 12),
+        guard=all_guards(_matrices_guard("size", lambda v: 12), _products_guard("size", lambda v: 6)),
         title="Dependency graph: which ops may run at the same time", describe=_device, mode=mode, autorun=autorun,
     )
 
@@ -192,8 +208,9 @@ def barrier_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashboard:
          "waitall": lambda r: _viz().plot_timeline(r.trace_waitall, title=f"{r.barrier_names[0]}: waits for everything"),
          "wait_to_read": lambda r: _viz().plot_timeline(r.trace_wait_to_read,
                                                         title=f"{r.barrier_names[1]}: waits for z only")},
-        guard=_matrices_guard("size", lambda v: v["long_ops"] + 4),
-        title="Barriers: wait for everything, or only for what you read", describe=_device, mode=mode,
+        guard=all_guards(_matrices_guard("size", lambda v: v["long_ops"] + 4),
+                         _products_guard("size", lambda v: 2 * v["long_ops"] + 2)),
+        live=_PROGRESS, title="Barriers: wait for everything, or only for what you read", describe=_device, mode=mode,
         autorun=autorun,
     )
 
@@ -216,8 +233,9 @@ def blocker_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashboard:
          "backend": backend_dropdown()},
         {"cost": cost, "blocked": lambda r, blocker: _viz().plot_blocked_time(r.trace)},
         view_controls={"blocker": blocker_dropdown()},
-        guard=_matrices_guard("size", lambda v: 4),
-        title="Blockers: every conversion to Python waits for the backend", describe=_device, mode=mode,
+        guard=all_guards(_matrices_guard("size", lambda v: 4), _products_guard("size", lambda v: 8),
+                         time_guard(lambda v: 10 * v["steps"] * OP_SECONDS, limit_s=LIMIT_S)),
+        live=_PROGRESS, title="Blockers: every conversion to Python waits for the backend", describe=_device, mode=mode,
         autorun=autorun,
     )
 
@@ -239,8 +257,9 @@ def parallelism_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashbo
         {"times": times,
          "concurrent": lambda r: _viz().plot_timeline(r.trace_concurrent, title="Concurrent: both devices busy"),
          "serialized": lambda r: _viz().plot_timeline(r.trace_serialized, title="With a barrier between them")},
-        guard=_matrices_guard("size", lambda v: 2 * v["ops"] + 4),
-        title="Parallelism across devices", describe=_device, mode=mode, autorun=autorun,
+        guard=all_guards(_matrices_guard("size", lambda v: 2 * v["ops"] + 4),
+                         _products_guard("size", lambda v: 4 * v["ops"] + 4)),
+        live=_PROGRESS, title="Parallelism across devices", describe=_device, mode=mode, autorun=autorun,
     )
 
 
@@ -260,8 +279,10 @@ def scheduling_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashboa
         experiment,
         {"max_workers": log_slider("max workers", 4, 1, 64), "ops": log_slider("ops", 256, 64, 65536)},
         {"overhead": overhead},
-        guard=ops_guard(n_ops="ops"),
-        title="Scheduling overhead: more threads, more cost per op", describe=_device, mode=mode, autorun=autorun,
+        # every worker count is measured with warm-up and repeats: ~4 rounds of ``ops`` each
+        guard=all_guards(ops_guard(n_ops="ops"), time_guard(
+            lambda v: 4 * v["ops"] * (int(np.log2(v["max_workers"])) + 1) * OP_SECONDS, limit_s=LIMIT_S)),
+        live=_PROGRESS, title="Scheduling overhead: more threads, more cost per op", describe=_device, mode=mode, autorun=autorun,
     )
 
 

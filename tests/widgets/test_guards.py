@@ -65,3 +65,22 @@ def test_format_bytes():
     assert g.format_bytes(512) == "512 B"
     assert g.format_bytes(1536) == "1.5 KiB"
     assert g.format_bytes(3 * GB) == "3.0 GiB"
+
+
+def test_matmul_flops_and_the_time_guard():
+    assert g.matmul_flops(10) == 2000 and g.matmul_flops(10, 3) == 6000
+    assert g.cpu_flops() > 1e6 and g.cpu_flops() is g.cpu_flops()  # measured once, cached
+    guard = g.time_guard(lambda v: v["n"] * 1.0, limit_s=10)
+    assert guard({"n": 5}) is None
+    refusal = guard({"n": 100})
+    assert refusal is not None and "100 s" in refusal
+    with pytest.raises(ValueError, match="limit_s"):
+        g.time_guard(lambda v: 0, limit_s=0)
+
+
+def test_ready_made_guards_refuse_minutes_of_matrix_products():
+    from d2l_async.widgets import dashboards as D
+
+    guard = D._products_guard("size", lambda v: 8 * v["matmuls"])
+    assert guard({"size": 64, "matmuls": 1}) is None
+    assert "choose smaller" in guard({"size": 4096, "matmuls": 50})

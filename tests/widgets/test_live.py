@@ -190,3 +190,18 @@ def test_live_without_an_engine_factory_watches_engines_the_run_creates():
     assert d.live_view.draws / d.result["elapsed"] >= 5
     assert d.poller.samples[-1].done == 30 and d.progress.value == 30
     assert max(s.pending for s in d.poller.samples) > 0
+
+
+def test_progress_only_live_mode_shows_the_bar_for_long_runs(monkeypatch):
+    import d2l_async.widgets._dashboard as dash
+
+    engines: list[FakeEngine] = []
+    live = Live(engine=lambda v: engines.append(FakeEngine()) or engines[-1], figure=False)
+    d = Dashboard(busy_experiment, {"n_ops": int_slider("ops", 20, 1, 1000)}, {"summary": summary},
+                  live=live, mode="figurewidget", autorun=False)
+    assert d.live_view is None and d.progress.layout.visibility == "hidden"
+    monkeypatch.setattr(dash, "PROGRESS_AFTER_S", 0.3)  # RUN_S is longer than that
+    assert d.rerun(), d.status.value
+    assert d.progress.layout.visibility == "visible"
+    assert d.progress.value == d.progress.max == 20  # no total given: done / (done + pending)
+    assert engines[-1].closed and not d.poller.alive
