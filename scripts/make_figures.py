@@ -55,13 +55,13 @@ def engine_traces() -> dict[str, Trace]:
             x = eng.array(torch.ones(1000), name="x")
             y = eng.array(torch.full((1000,), 2.0), name="y")
             z = x * y + 2
-            print("z[:3] =", z[:3] if hasattr(z, "__getitem__") else z)
+            print("z[:3] =", z.asnumpy()[:3])  # a blocker: the frontend waits for z
             out["engine_z"] = eng.trace()
         with ThreadedEngine(workers=1) as eng:
             a = eng.array(torch.zeros(1), name="a")
             for _ in range(10_000):
                 a += 1
-            print("a =", a)
+            print("a =", a.asnumpy())  # a blocker: waits for all 10,000 increments
             out["engine_10k"] = eng.trace()
         return out
     except Exception as exc:  # noqa: BLE001 - the engine is optional here; say so loudly
