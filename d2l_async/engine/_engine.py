@@ -75,7 +75,9 @@ class _ArrayAPI(Scheduler):
             writes: arrays ``fn`` writes (in place); reading them is implied.
             name: the op's name in traces (default: ``fn.__name__``).
             kind: ``"op"`` or ``"copy"`` (how traces draw it).
-            device: the device whose queue runs it (default: the arrays' device, else the first).
+            device: the device whose queue runs it (default: the device of the first write, else
+                of the first read, else the engine's first device).  Unlike ``+`` or ``@``, a
+                custom op may touch arrays of several devices.
 
         Returns:
             The op's id (its event id in :meth:`trace`).
@@ -90,11 +92,10 @@ class _ArrayAPI(Scheduler):
             for a in arrays:
                 if not isinstance(a, EngineArray) or a._engine is not self:
                     raise TypeError(f"{role} holds {a!r:.60}; pass arrays made by this engine")
-        devs = {a._dev for a in (*reads, *writes)}
-        if kind == "op" and len(devs) > 1:
-            raise ValueError(f"push mixes arrays of devices {sorted(d.name for d in devs)}; an op runs on "
-                             "one device: copy with x.to(device) first, or push with kind='copy'")
-        dev = self._device(device) if device is not None else (devs.pop() if len(devs) == 1 else self._device(None))
+        # MXNet's PushAsync: a custom op may touch arrays of several devices (communication is a
+        # custom op too); it runs on ``device``, else where it writes, else where it reads
+        home = (*writes, *reads)
+        dev = self._device(device) if device is not None else (home[0]._dev if home else self._device(None))
         r, w = split_access(reads, writes)
         label = name if name is not None else getattr(fn, "__name__", "op")
         op = EngineOp(str(label), kind, _run_push, fn, (tuple(reads), tuple(writes), args), r, w, dev, 0)
