@@ -173,3 +173,15 @@ def test_keyboard_interrupt_in_a_push_loop_leaves_the_engine_consistent():
         value = x.item()
     # the interrupted statement either was pushed whole or not at all
     assert value in (float(pushed), float(pushed + 1))
+
+
+def test_naive_engine_lets_a_keyboard_interrupt_inside_an_op_through_at_once():
+    def interrupted(t):
+        raise KeyboardInterrupt
+
+    with NaiveEngine() as eng:
+        x = eng.array([1.0])
+        with pytest.raises(KeyboardInterrupt):
+            eng.push(interrupted, writes=(x,))
+        eng.waitall(timeout=WAIT)  # already raised: not raised again
+        assert (eng.array([1.0]) + 1).item() == 2.0
