@@ -264,8 +264,14 @@ def draw_timeline(fig: go.Figure, data: TimelineData, *, row: int | None = None,
                        f"({(e - s) * f:.4g} {unit})" for lbl, s, e in zip(b["label"], b["start"], b["end"])],
             hovertemplate="%{hovertext}<extra></extra>"), **where)
         longest = b.assign(d=b["end"] - b["start"]).nlargest(max_labels, "d")
-        for lb in _non_overlapping(longest, data.span[1] - o):
-            fig.add_annotation(x=((lb.start + lb.end) / 2 - o) * f, y=lb.row,
+        right = data.span[1] - o
+        for lb in _non_overlapping(longest, right):
+            # keep the label inside the plot: anchor it to the block's edge near a plot edge
+            half = len(lb.label) * _CHAR_PX * right / _PIXELS * 1.3 / 2
+            centre = (lb.start + lb.end) / 2 - o
+            x, anchor = (lb.end - o, "right") if centre + half > right else (
+                (lb.start - o, "left") if centre - half < 0 else (centre, "center"))
+            fig.add_annotation(x=x * f, y=lb.row, xanchor=anchor,
                                text=lb.label, showarrow=False, bgcolor="rgba(255,255,255,0.75)",
                                font={"size": 11, "color": style.KIND_COLORS["block"]}, **where)
 

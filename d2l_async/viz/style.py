@@ -110,6 +110,14 @@ _LINE = re.compile(r"(?:^|[\s,])line\s+(\d+)\s*:\s*(.*)$")  # "cell 3, line 12: 
 _FILE_LINE = re.compile(r"^(?P<file>[^:\s][^:]*):(?P<line>\d+)(?::\s*(?P<code>.*))?$")  # "train.py:12: print(z)"
 
 
+_COMMENT = re.compile(r"\s+#[^'\"]*$")  # a trailing comment (not a '#' inside a string)
+_MAX_LABEL = 48
+
+
+def _clip(text: str, n: int = _MAX_LABEL) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
 def block_label(reason: str, source: str) -> str:
     """The cause of a frontend wait, e.g. ``"print(z) — line 12"`` or ``"waitall"``.
 
@@ -122,16 +130,16 @@ def block_label(reason: str, source: str) -> str:
     match = _LINE.search(source)
     file_match = _FILE_LINE.match(source)
     if match:
-        code, line = match.group(2).strip(), match.group(1)
+        code, line = _COMMENT.sub("", match.group(2)).strip(), match.group(1)
         label = f"{code} — line {line}" if code else f"line {line}"
     elif file_match:
-        code, line = (file_match.group("code") or "").strip(), file_match.group("line")
+        code, line = _COMMENT.sub("", file_match.group("code") or "").strip(), file_match.group("line")
         label = f"{code} — line {line}" if code else f"{file_match.group('file')}, line {line}"
     else:
         code, label = source, source
     if reason and reason not in code:
         label = f"{reason}: {label}"
-    return label
+    return _clip(label)
 
 
 def base_layout(**overrides: Any) -> dict[str, Any]:

@@ -19,6 +19,9 @@ def test_block_label_names_the_statement_and_line():
     assert style.block_label("", "") == "blocked"
     assert style.block_label("print", "train.py:64: print(a)") == "print(a) — line 64"
     assert style.block_label("waitall", "<string>:8") == "waitall: <string>, line 8"
+    assert style.block_label("print", "f.py:3: print(a)  # waits") == "print(a) — line 3"
+    assert style.block_label("print", "f.py:3: print('#1')") == "print('#1') — line 3"
+    assert len(style.block_label("print", "line 1: print(" + "x" * 100 + ")")) == 48
 
 
 def test_virtual_lanes_say_so():
