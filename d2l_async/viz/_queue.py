@@ -136,7 +136,8 @@ def draw_queue(fig: go.Figure, data: QueueData, *, row: int | None = None, col: 
         else:
             fig.add_trace(make((t - o) * f, b / div, **mem_kwargs), secondary_y=True)
         sec = {"row": row, "col": col} if row is not None else {}
-        fig.update_yaxes(title_text=f"pending memory ({unit})", secondary_y=True, showgrid=False, rangemode="tozero", tickmode="auto", **sec)
+        fig.update_yaxes(title_text=f"pending memory ({unit})", secondary_y=True, showgrid=False,
+                         rangemode="tozero", tickmode="auto", **sec)
     title = "queued (issued, not started)"
     if data.in_flight:
         title = "queued (solid), in flight (dotted)"
