@@ -45,8 +45,19 @@ class Observer(Protocol):
     hooks: frozenset[str]
 
 
+#: What the recorder keeps per finished op, one list per field (see :meth:`Recorder.on_finish`).
+_OP_FIELDS = ("id", "device", "worker", "kind", "name", "t_launch", "t_issue", "t_start", "t_end", "deps",
+              "reads", "writes", "file", "line", "nbytes", "failed")
+_SEP = "\x1f"  # joins the labels of an op with several inputs (a str is not tracked by the gc)
+
+
 class Recorder:
-    """Keeps one small tuple per finished op and per block; :meth:`trace` builds the Trace.
+    """Keeps what finished ops did, column-wise, and the frontend's blocks; :meth:`trace` builds
+    the Trace.
+
+    Column-wise, with strings for the labels, because of Python's garbage collector: a tuple or a
+    list per op would be one more object to allocate per op, and the collector runs a full
+    collection of the whole heap (torch's included) after every few tens of thousands.
 
     Args:
         devices: the engine's virtual device names.
@@ -64,7 +75,10 @@ class Recorder:
         self.workers = workers
         self.engine = engine
         self.t0 = time.perf_counter() if t0 is None else t0
-        self._ops: list[tuple] = []
+        self._cols: dict[str, list] = {f: [] for f in _OP_FIELDS}
+        (self._id, self._device, self._worker, self._kind, self._name, self._tl, self._ti, self._ts,
+         self._te, self._deps, self._reads, self._writes, self._file, self._line, self._nbytes,
+         self._failed) = (self._cols[f].append for f in _OP_FIELDS)
         self._blocks: list[tuple] = []
         self._open: tuple | None = None
 
@@ -79,11 +93,23 @@ class Recorder:
         pass
 
     def on_finish(self, op: Any) -> None:
-        self._ops.append((op.id, op.device.name, op.worker, op.kind, op.name, op.t_launch, op.t_issue,
-                          op.t_start, op.t_end, op.deps, tuple([v.label for v in op.reads]),
-                          tuple([v.label for v in op.writes]), op.source, op.nbytes, op.error is not None))
-        # only tuples of numbers and strings: the garbage collector stops tracking them, so a long
-        # recording does not make full collections more frequent
+        self._id(op.id)
+        self._device(op.device.name)
+        self._worker(op.worker)
+        self._kind(op.kind)
+        self._name(op.name)
+        self._tl(op.t_launch)
+        self._ti(op.t_issue)
+        self._ts(op.t_start)
+        self._te(op.t_end)
+        self._deps(op.deps)
+        r, w = op.reads, op.writes
+        self._reads(r[0].label if len(r) == 1 else _SEP.join([v.label for v in r]))
+        self._writes(w[0].label if len(w) == 1 else _SEP.join([v.label for v in w]))
+        self._file(op.file)
+        self._line(op.line)
+        self._nbytes(op.nbytes)
+        self._failed(op.error is not None)
 
     def on_block_begin(self, reason: str, t: float, source: tuple[str, int] | None) -> None:
         self._open = (reason, t, source)
@@ -103,7 +129,8 @@ class Recorder:
 
     def trace(self, **meta: Any) -> Trace:
         """Everything finished so far, as a Trace (ops, their launches, and the frontend's blocks)."""
-        ops = sorted(list(self._ops))  # by id = push order
+        cols = {f: list(c) for f, c in self._cols.items()}  # copies: workers keep appending
+        n = min(len(c) for c in cols.values())  # a row a worker is half-way through is left out
         blocks = list(self._blocks)
         rows: list[dict[str, Any]] = []
         t0 = self.t0
@@ -114,14 +141,20 @@ class Recorder:
                 sources[s] = format_source(s)
             return sources[s]
 
-        next_id = (ops[-1][0] + 1) if ops else 0
-        failed_ids = [o[0] for o in ops if o[-1]]
-        for (oid, dev, worker, kind, name, tl, ti, ts, te, deps, reads, writes, source, nbytes, failed) in ops:
-            text = src(source)
-            rows.append(dict(id=oid, lane=f"{dev} worker {worker}", kind=kind, name=name, issue=ti - t0,
-                             start=ts - t0, end=te - t0, device=dev, deps=tuple(deps), reads=tuple(reads),
-                             writes=tuple(writes), flow=oid, source=text, reason="",
-                             nbytes=nbytes))
+        def labels(s: str) -> tuple[str, ...]:
+            return tuple(s.split(_SEP)) if s else ()
+
+        next_id = max(cols["id"][:n], default=-1) + 1
+        failed_ids = sorted(i for i, bad in zip(cols["id"][:n], cols["failed"][:n]) if bad)
+        for k in range(n):
+            oid, dev, name, ti = cols["id"][k], cols["device"][k], cols["name"][k], cols["t_issue"][k]
+            tl = cols["t_launch"][k]
+            text = src((cols["file"][k], cols["line"][k]) if cols["file"][k] else None)
+            rows.append(dict(id=oid, lane=f"{dev} worker {cols['worker'][k]}", kind=cols["kind"][k], name=name,
+                             issue=ti - t0, start=cols["t_start"][k] - t0, end=cols["t_end"][k] - t0,
+                             device=dev, deps=tuple(cols["deps"][k]), reads=labels(cols["reads"][k]),
+                             writes=labels(cols["writes"][k]), flow=oid, source=text, reason="",
+                             nbytes=cols["nbytes"][k]))
             rows.append(dict(id=next_id, lane="frontend", kind=Kind.LAUNCH.value, name=f"push {name}",
                              issue=tl - t0, start=tl - t0, end=ti - t0, device=dev, deps=(), reads=(),
                              writes=(), flow=oid, source=text, reason="", nbytes=0))

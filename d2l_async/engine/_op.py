@@ -72,11 +72,12 @@ class EngineOp(Op):
         nbytes: bytes of the outputs it makes (for ``bytes_pending``).
         t_launch, t_issue, t_start, t_end: perf_counter stamps (only while recording).
         worker: index of the worker that ran it; deps: ids it waited for (only while recording).
-        source: ``(filename, lineno)`` of the user's line that pushed it (only while recording).
+        file, line: the user's source line that pushed it (only while recording; two fields, not
+            a tuple: no object to allocate per op).
     """
 
     __slots__ = ("id", "name", "kind", "run", "fn", "arg", "device", "state", "error", "origin",
-                 "nbytes", "t_launch", "t_issue", "t_start", "t_end", "worker", "deps", "source",
+                 "nbytes", "t_launch", "t_issue", "t_start", "t_end", "worker", "deps", "file", "line",
                  "watched")
 
     def __init__(self, name: str, kind: str, run: Callable[["EngineOp"], None], fn: Any, arg: Any,

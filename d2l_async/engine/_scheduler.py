@@ -72,7 +72,7 @@ from ._deps import finish_write
 from ._errors import EngineError, deferred
 from ._op import (_DONE, _FAILED, _FINISHED, _READY, _RUNNING, Device, EngineOp, EngineStatistics,
                   EngineVar, parse_devices)
-from ._source import user_source
+from ._source import user_frame, user_source
 
 if TYPE_CHECKING:  # the observer module imports the trace model (numpy); the core does not
     from ._observer import Observer
@@ -91,21 +91,10 @@ IDLE_RECHECK = 0.5
 _LIVE: "weakref.WeakSet[Scheduler]" = weakref.WeakSet()
 
 
-def _guarded(method: Callable) -> Callable:
-    """``method``, except that an error inside it becomes a warning.  An observer runs inside a
-    worker with the engine's lock held: letting it raise would kill the worker and hang every wait.
-    The recorder (this package's own) is trusted and called directly."""
-    if getattr(method, "__self__", None).__class__.__module__ == "d2l_async.engine._observer":
-        return method
-
-    def guarded(*args: object) -> None:
-        try:
-            method(*args)
-        except Exception as exc:  # noqa: BLE001 - reported, not raised (see above)
-            warnings.warn(f"d2l_async engine: observer {method!r} raised {exc!r}; ignored",
-                          RuntimeWarning, stacklevel=1)
-
-    return guarded
+def _observer_failed(exc: Exception) -> None:
+    """An observer raised.  It runs inside a worker with the engine's lock held, so raising would
+    kill the worker and hang every wait: warn instead."""
+    warnings.warn(f"d2l_async engine: an observer raised {exc!r}; ignored", RuntimeWarning, stacklevel=2)
 
 
 def live_engines() -> list["Scheduler"]:
@@ -169,8 +158,7 @@ class Scheduler:
         self._observers = tuple(observers)
 
         def bound(name: str) -> tuple:
-            return tuple(_guarded(getattr(o, name)) for o in self._observers
-                         if name in getattr(o, "hooks", (name,)))
+            return tuple(getattr(o, name) for o in self._observers if name in getattr(o, "hooks", (name,)))
 
         self._on_push, self._on_ready = bound("on_push"), bound("on_ready")
         self._on_start, self._on_finish = bound("on_start"), bound("on_finish")
@@ -201,7 +189,13 @@ class Scheduler:
             raise EngineError("this engine is shut down; create a new one (use it in a `with` block)")
         obs = self._observers
         if obs:
-            op.source = user_source(depth + 1)
+            f = user_frame(depth + 1)
+            if f is not None:
+                op.file = f.f_code.co_filename
+                op.line = f.f_lineno
+            else:
+                op.file, op.line = "", 0
+            del f  # a frame keeps the user's locals alive
             op.t_launch = _perf()
         if self.max_pending is not None:
             self._wait_for_space()
@@ -209,7 +203,10 @@ class Scheduler:
         if obs:
             op.t_issue = _perf()
             for f in self._on_push:
-                f(op)
+                try:  # zero cost unless it raises: an observer must not kill a worker
+                    f(op)
+                except Exception as exc:  # noqa: BLE001
+                    _observer_failed(exc)
         self._inbox.append(op)
         for v in op.writes:
             v.producer = op  # frontend-only field: what a blocker on v waits for
@@ -271,11 +268,17 @@ class Scheduler:
         dev = op.device
         if self._inline:  # the pushing thread runs it right away
             for f in obs:
-                f(op)
+                try:  # zero cost unless it raises: an observer must not kill a worker
+                    f(op)
+                except Exception as exc:  # noqa: BLE001
+                    _observer_failed(exc)
             return
         dev.queue.append(op)
         for f in obs:
-            f(op)
+            try:  # zero cost unless it raises: an observer must not kill a worker
+                f(op)
+            except Exception as exc:  # noqa: BLE001
+                _observer_failed(exc)
         if dev.idle:
             dev.cond.notify()
             dev.idle -= 1
@@ -359,7 +362,10 @@ class Scheduler:
             op.worker = k
             op.t_start = _perf()
             for f in self._on_start:
-                f(op)
+                try:  # zero cost unless it raises: an observer must not kill a worker
+                    f(op)
+                except Exception as exc:  # noqa: BLE001
+                    _observer_failed(exc)
         try:
             if self._failed:
                 self._check_inputs(op)
@@ -392,7 +398,7 @@ class Scheduler:
                 v.error = op.error
             if op.origin:
                 self._unreported.append(op)
-                where = f" ({op.source[0]}:{op.source[1]})" if getattr(op, "source", None) else ""
+                where = f" ({op.file}:{op.line})" if getattr(op, "file", "") else ""
                 try:
                     op.error.add_note(f"d2l_async.engine: raised by op {op.name!r} (#{op.id}) on "
                                       f"{dev.name}{where}")
@@ -423,7 +429,10 @@ class Scheduler:
                 if o.wait == 0:
                     self._ready(o, obs)
         for f in self._on_finish:
-            f(op)
+            try:  # zero cost unless it raises: an observer must not kill a worker
+                f(op)
+            except Exception as exc:  # noqa: BLE001
+                _observer_failed(exc)
         op.run = op.fn = op.arg = None  # free the tensors and arrays the op held
         op.reads = op.writes = ()
         if op.watched or (self._waitall_waiting and not self._booked and not self._inbox) or (
@@ -504,11 +513,17 @@ class Scheduler:
         if self._on_block_begin:
             src = user_source(2)  # waits come by several paths: walk from here
             for f in self._on_block_begin:
-                f(reason, t, src)
+                try:  # zero cost unless it raises: an observer must not kill a worker
+                    f(reason, t, src)
+                except Exception as exc:  # noqa: BLE001
+                    _observer_failed(exc)
 
     def _block_end(self, reason: str, t: float, deps: tuple) -> None:
         for f in self._on_block_end:
-            f(reason, t, deps)
+            try:  # zero cost unless it raises: an observer must not kill a worker
+                f(reason, t, deps)
+            except Exception as exc:  # noqa: BLE001
+                _observer_failed(exc)
 
     # -- state -----------------------------------------------------------------------------
     def statistics(self) -> EngineStatistics:

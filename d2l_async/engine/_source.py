@@ -14,16 +14,18 @@ from __future__ import annotations
 import linecache
 import os
 import sys
+from types import FrameType
 
-__all__ = ["user_source", "format_source"]
+__all__ = ["user_frame", "user_source", "format_source"]
 
 _ENGINE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep  # .../d2l_async/engine/
 _BENCHMARK = os.path.join(os.path.dirname(os.path.dirname(_ENGINE_DIR)), "benchmark.py")
 _INSIDE: dict[str, bool] = {}  # co_filename -> engine-internal?  (one lookup per frame)
 
 
-def user_source(depth: int = 2) -> tuple[str, int] | None:
-    """``(filename, lineno)`` of the innermost frame outside the engine (None if none).
+def user_frame(depth: int = 2) -> FrameType | None:
+    """The innermost frame outside the engine (None if none).  Read what you need from it at once
+    and do not keep it: a frame keeps its locals (tensors) alive.
 
     Args:
         depth: the frame to start from (``sys._getframe(depth)`` here: 1 is the caller).  Callers
@@ -42,9 +44,15 @@ def user_source(depth: int = 2) -> tuple[str, int] | None:
             path = os.path.abspath(filename)
             flag = inside[filename] = path.startswith(_ENGINE_DIR) or path == _BENCHMARK
         if not flag:
-            return filename, f.f_lineno
+            return f
         f = f.f_back
     return None
+
+
+def user_source(depth: int = 2) -> tuple[str, int] | None:
+    """``(filename, lineno)`` of :func:`user_frame` (``depth`` counted from the caller, as there)."""
+    f = user_frame(depth + 1)
+    return None if f is None else (f.f_code.co_filename, f.f_lineno)
 
 
 def format_source(src: tuple[str, int] | None) -> str:
