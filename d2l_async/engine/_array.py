@@ -60,15 +60,15 @@ def _infer(key: tuple, fn: Callable, *args: Any, inplace: bool = False) -> _Info
 
 # -- what a worker runs: one tiny function per op shape (cheaper than a closure per op) ---------
 def _run_aa(op: EngineOp) -> None:
-    op.writes[0]._data = op.fn(op.reads[0]._data, op.arg._data)  # arg: the second array
+    op.out._data = op.fn(op.reads[0]._data, op.arg._data)  # arg: the second array
 
 
 def _run_as(op: EngineOp) -> None:
-    op.writes[0]._data = op.fn(op.reads[0]._data, op.arg)  # arg: the scalar
+    op.out._data = op.fn(op.reads[0]._data, op.arg)  # arg: the scalar
 
 
 def _run_unary(op: EngineOp) -> None:
-    op.writes[0]._data = op.fn(op.reads[0]._data)
+    op.out._data = op.fn(op.reads[0]._data)
 
 
 def _run_inplace_a(op: EngineOp) -> None:
@@ -80,7 +80,7 @@ def _run_inplace_s(op: EngineOp) -> None:
 
 
 def _run_copy(op: EngineOp) -> None:
-    op.writes[0]._data = op.reads[0]._data.clone()  # virtual devices share memory: a copy must copy
+    op.out._data = op.reads[0]._data.clone()  # virtual devices share memory: a copy must copy
 
 
 class EngineArray(EngineVar):
@@ -110,9 +110,18 @@ class EngineArray(EngineVar):
         self._shape = shape
         self._dtype = dtype
         self._dev = dev
-        # ``(self,)``, made once: the reads/writes tuple of most ops, shared by every op that reads
-        # this array (fewer objects alive per pending op, less work for the garbage collector)
-        self._alone = (self,)
+        self._alone: tuple | None = None  # ``(self,)`` once an op reads or updates it: see _one
+
+    def _one(self) -> tuple:
+        """``(self,)``, made once and shared by every op that reads or updates this array.
+
+        Every object a pending op keeps alive is work for Python's garbage collector, which runs a
+        full collection of the whole heap (torch's included) every few tens of thousands of them;
+        an op's fresh output therefore needs no tuple at all (``EngineOp.out``).
+        """
+        if self._alone is None:
+            self._alone = (self,)
+        return self._alone
 
     # -- known at once ---------------------------------------------------------------------
     @property
@@ -160,13 +169,14 @@ class EngineArray(EngineVar):
             key = (fn, self._shape, self._dtype, other._shape, other._dtype)
             info = _INFER.get(key) or _infer(key, fn, self, other)
             out = EngineArray(self._engine, None, info.shape, info.dtype, self._dev, None)
-            op = EngineOp(name, "op", _run_aa, fn, other,
-                          (self, other) if other is not self else self._alone, out._alone, self._dev, info.nbytes)
+            op = EngineOp(name, "op", _run_aa, fn, other, (self, other) if other is not self else
+                          (self._alone or self._one()), (), self._dev, info.nbytes, out)
         elif other.__class__ in _SCALARS:
             key = (fn, self._shape, self._dtype, other.__class__, name == "pow" and other < 0)
             info = _INFER.get(key) or _infer(key, fn, self, other)
             out = EngineArray(self._engine, None, info.shape, info.dtype, self._dev, None)
-            op = EngineOp(name, "op", _run_as, fn, other, self._alone, out._alone, self._dev, info.nbytes)
+            op = EngineOp(name, "op", _run_as, fn, other, self._alone or self._one(), (), self._dev, info.nbytes,
+                          out)
         else:
             return _unsupported(self, other, name)
         self._engine._submit(op, 3)
@@ -178,11 +188,12 @@ class EngineArray(EngineVar):
             key = (fn, self._shape, self._dtype, other._shape, other._dtype)
             _INFER.get(key) or _infer(key, fn, self, other, inplace=True)
             op = EngineOp(name, "op", _run_inplace_a, fn, other,
-                          other._alone if other is not self else (), self._alone, self._dev, 0)
+                          (other._alone or other._one()) if other is not self else (),
+                          self._alone or self._one(), self._dev, 0)
         elif other.__class__ in _SCALARS:
             key = (fn, self._shape, self._dtype, other.__class__, name == "pow_" and other < 0)
             _INFER.get(key) or _infer(key, fn, self, other, inplace=True)
-            op = EngineOp(name, "op", _run_inplace_s, fn, other, (), self._alone, self._dev, 0)
+            op = EngineOp(name, "op", _run_inplace_s, fn, other, (), self._alone or self._one(), self._dev, 0)
         else:
             return _unsupported(self, other, name)
         self._engine._submit(op, 3)
@@ -192,8 +203,8 @@ class EngineArray(EngineVar):
         key = (fn, self._shape, self._dtype)
         info = _INFER.get(key) or _infer(key, fn, self)
         out = EngineArray(self._engine, None, info.shape, info.dtype, self._dev, None)
-        self._engine._submit(EngineOp(name, "op", _run_unary, fn, None, self._alone, out._alone, self._dev,
-                                      info.nbytes), 3)
+        self._engine._submit(EngineOp(name, "op", _run_unary, fn, None, self._alone or self._one(), (),
+                                      self._dev, info.nbytes, out), 3)
         return out
 
     def __add__(self, o): return self._binary(o, "add", _T.__add__)
@@ -237,8 +248,8 @@ class EngineArray(EngineVar):
         """
         dev = self._engine._device(device)
         out = EngineArray(self._engine, None, self._shape, self._dtype, dev, name)
-        self._engine._submit(EngineOp("copy", "copy", _run_copy, None, None, self._alone, out._alone, dev,
-                                      self._shape.numel() * self._dtype.itemsize), 2)
+        self._engine._submit(EngineOp("copy", "copy", _run_copy, None, None, self._alone or self._one(), (),
+                                      dev, self._shape.numel() * self._dtype.itemsize, out), 2)
         return out
 
     # -- blockers: they wait for the value ---------------------------------------------------

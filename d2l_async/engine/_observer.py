@@ -105,7 +105,11 @@ class Recorder:
         self._deps(op.deps)
         r, w = op.reads, op.writes
         self._reads(r[0].label if len(r) == 1 else _SEP.join([v.label for v in r]))
-        self._writes(w[0].label if len(w) == 1 else _SEP.join([v.label for v in w]))
+        out = op.out
+        if not w:
+            self._writes(out.label if out is not None else "")
+        else:
+            self._writes(_SEP.join([v.label for v in (*w, out) if v is not None]))
         self._file(op.file)
         self._line(op.line)
         self._nbytes(op.nbytes)

@@ -61,6 +61,9 @@ class EngineOp(Op):
         id: unique in the engine, in push order.
         name, kind: what the trace calls it (``"add"``, ``"op"``/``"copy"``).
         run: ``run(op)`` does the work on a worker (set by the layer that builds ops).
+        out: the fresh array the op creates (``y`` in ``y = x + 1``), or None.  It is a write too,
+            but one that needs no rules: nothing can have touched an array before the op that
+            creates it, so it is granted at once (and needs no tuple, see ``EngineArray._one``).
         fn, arg: the function ``run`` calls and its extra argument (a scalar, a second array, ...);
             dropped with ``reads``/``writes`` once the op finished, so tensors are freed.  (Slots,
             not an args tuple: every object a pending op keeps alive is more work for Python's
@@ -76,14 +79,16 @@ class EngineOp(Op):
             a tuple: no object to allocate per op).
     """
 
-    __slots__ = ("id", "name", "kind", "run", "fn", "arg", "device", "state", "error", "origin",
+    __slots__ = ("out", "id", "name", "kind", "run", "fn", "arg", "device", "state", "error", "origin",
                  "nbytes", "t_launch", "t_issue", "t_start", "t_end", "worker", "deps", "file", "line",
                  "watched")
 
     def __init__(self, name: str, kind: str, run: Callable[["EngineOp"], None], fn: Any, arg: Any,
-                 reads: tuple, writes: tuple, device: "Device", nbytes: int = 0) -> None:
+                 reads: tuple, writes: tuple, device: "Device", nbytes: int = 0,
+                 out: "EngineVar | None" = None) -> None:
         self.reads = reads
         self.writes = writes
+        self.out = out
         self.wait = 0
         self.name = name
         self.kind = kind

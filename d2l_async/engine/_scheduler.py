@@ -210,6 +210,8 @@ class Scheduler:
         self._inbox.append(op)
         for v in op.writes:
             v.producer = op  # frontend-only field: what a blocker on v waits for
+        if op.out is not None:
+            op.out.producer = op
         if self._inline:
             with self._lock:
                 self._book()
@@ -259,6 +261,8 @@ class Scheduler:
                         v.waiting = deque()
                     v.waiting.append((op, True))
                     wait += 1
+            if op.out is not None:  # a fresh array: nothing touched it before, so granted at once
+                op.out.writer = op
             op.wait = wait
             if wait == 0:
                 self._ready(op, obs)
@@ -301,6 +305,8 @@ class Scheduler:
                 deps.extend(v.read_ids)
             v.read_ids = None
             v.last_write = op.id
+        if op.out is not None:
+            op.out.last_write = op.id
         op.deps = tuple(deps) if len(deps) < 2 else tuple(dict.fromkeys(deps))
 
     def _wait_for_space(self) -> None:
@@ -396,6 +402,8 @@ class Scheduler:
             self._failed += 1
             for v in op.writes:
                 v.error = op.error
+            if op.out is not None:
+                op.out.error = op.error
             if op.origin:
                 self._unreported.append(op)
                 where = f" ({op.file}:{op.line})" if getattr(op, "file", "") else ""
@@ -423,6 +431,14 @@ class Scheduler:
                 finish_write(v, granted)
             else:
                 v.writer = None
+        v = op.out
+        if v is not None:
+            if v.waiting:
+                if granted is None:
+                    granted = []
+                finish_write(v, granted)
+            else:
+                v.writer = None
         if granted:
             for o in granted:
                 o.wait -= 1
@@ -435,6 +451,7 @@ class Scheduler:
                 _observer_failed(exc)
         op.run = op.fn = op.arg = None  # free the tensors and arrays the op held
         op.reads = op.writes = ()
+        op.out = None  # the array points at the op (producer): no cycle left for the gc
         if op.watched or (self._waitall_waiting and not self._booked and not self._inbox) or (
                 self._space_waiting and self._booked + len(self._inbox) < self.max_pending):
             self._front.notify_all()
