@@ -29,7 +29,6 @@ class OpState(enum.Enum):
 
 _WAITING, _READY, _RUNNING, _DONE, _FAILED = (OpState.WAITING, OpState.READY, OpState.RUNNING,
                                                OpState.DONE, OpState.FAILED)
-_FINISHED = frozenset((_DONE, _FAILED))
 
 
 class EngineVar(Var):

@@ -70,7 +70,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from ._deps import finish_write
 from ._errors import EngineError, deferred
-from ._op import (_DONE, _FAILED, _FINISHED, _READY, _RUNNING, Device, EngineOp, EngineStatistics,
+from ._op import (_DONE, _FAILED, _READY, _RUNNING, Device, EngineOp, EngineStatistics,
                   EngineVar, parse_devices)
 from ._source import user_frame, user_source
 
@@ -459,7 +459,8 @@ class Scheduler:
     # -- waiting ---------------------------------------------------------------------------
     def _wait_op(self, op: EngineOp, reason: str, timeout: float | None = None) -> None:
         """Block the frontend until ``op`` finished (return at once when it has)."""
-        if op.state in _FINISHED:
+        st = op.state
+        if st is _DONE or st is _FAILED:  # identity, not `in {...}`: an Enum's hash runs Python code
             return
         t0 = _perf()
         self._block_begin(reason, t0)
@@ -467,7 +468,7 @@ class Scheduler:
         try:
             with self._lock:
                 op.watched = True
-                while op.state not in _FINISHED:
+                while op.state is not _DONE and op.state is not _FAILED:
                     self._front.wait(self._slice(deadline, reason))
         finally:
             t1 = _perf()
