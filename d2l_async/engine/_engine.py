@@ -91,7 +91,9 @@ class _ArrayAPI(Scheduler):
                 raise TypeError(f"{role} must be a tuple of EngineArrays, e.g. {role}=(x,)")
             for a in arrays:
                 if not isinstance(a, EngineArray) or a._engine is not self:
-                    raise TypeError(f"{role} holds {a!r:.60}; pass arrays made by this engine")
+                    what = (f"array {a.label!r} of another engine" if isinstance(a, EngineArray)  # no repr:
+                            else f"a {type(a).__name__}")  # an array's repr would block
+                    raise TypeError(f"{role} holds {what}; pass arrays made by this engine")
         # MXNet's PushAsync: a custom op may touch arrays of several devices (communication is a
         # custom op too); it runs on ``device``, else where it writes, else where it reads
         home = (*writes, *reads)
