@@ -47,7 +47,7 @@ from ._views import FigureView, OutputView, apply_figure, resolve_mode
 _DASHBOARDS = (
     "sync_async_dashboard", "queue_dashboard", "dependency_dashboard", "barrier_dashboard",
     "blocker_dashboard", "parallelism_dashboard", "scheduling_dashboard", "asynchrony_dashboard",
-    "trace_explorer",
+    "trace_explorer", "window_trace",
 )
 
 __all__ = sorted([
