@@ -103,6 +103,7 @@ class Dashboard:
         views: figure name -> view (:class:`FigureView` or :class:`OutputView`).
         live_view: the :class:`LiveFigure` (``None`` without ``live`` or with ``Live(figure=False)``).
         poller: the :class:`Poller` of the last live run (its samples stay for inspection).
+        last_error: the exception of the last failed run or drawing (``None`` before any).
         timings: seconds of the last run: ``run``, ``draw`` and ``total``.
         widget: the whole dashboard as one ``VBox`` (what a notebook displays).
     """
@@ -164,6 +165,8 @@ class Dashboard:
         self.redraws = 0
         self.errors = 0
         self.timings: dict[str, float] = {}
+        self.last_error: BaseException | None = None
+        self.poller: Poller | None = None
         self.views: dict[str, FigureView | OutputView] = {}
         self._accepted: dict[str, Any] = self.values()
         self._suppress = False
@@ -182,7 +185,8 @@ class Dashboard:
         parts: list[Any] = []
         if title:
             parts.append(widgets.HTML(f"<b>{html.escape(title)}</b>"))
-        parts += [widgets.VBox([*controls.values(), *view_controls.values()]), widgets.HBox([self.button, self.progress]), self.status]
+        parts += [widgets.VBox([*controls.values(), *view_controls.values()]),
+                  widgets.HBox([self.button, self.progress]), self.status]
         if self.live_view is not None:
             parts.append(self.live_view.widget)
         parts.append(self._figure_box)
