@@ -99,21 +99,21 @@ def toggle(description: str, value: bool = False) -> widgets.Checkbox:
     return widgets.Checkbox(value=bool(value), description=description, indent=False)
 
 
-def backends() -> tuple[str, ...]:
-    """The backends this machine can run: ``"engine"``, plus ``"cuda"`` when a GPU is usable."""
+def backends(*, min_gpus: int = 1) -> tuple[str, ...]:
+    """The backends this machine can run: ``"engine"``, plus ``"cuda"`` with ``min_gpus`` usable GPUs."""
     try:
         import torch
 
-        has_cuda = bool(torch.cuda.is_available())
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     except Exception:  # no torch, or a broken CUDA install: the engine still works
-        has_cuda = False
-    return ("engine", "cuda") if has_cuda else ("engine",)
+        gpus = 0
+    return ("engine", "cuda") if gpus >= max(min_gpus, 1) else ("engine",)
 
 
-def backend_dropdown(value: str = "engine") -> widgets.Dropdown:
-    """Where the work runs: the teaching engine (virtual devices) or, with a GPU, CUDA."""
-    options = [("engine (virtual devices)", "engine")] + ([("cuda (this GPU)", "cuda")] if "cuda" in backends() else [])
-    return dropdown("backend", options, value)
+def backend_dropdown(value: str = "engine", *, min_gpus: int = 1) -> widgets.Dropdown:
+    """Where the work runs: the teaching engine (virtual devices) or, with enough GPUs, CUDA."""
+    cuda = [("cuda (this machine's GPU)", "cuda")] if "cuda" in backends(min_gpus=min_gpus) else []
+    return dropdown("backend", [("engine (virtual devices)", "engine"), *cuda], value)
 
 
 def blocker_dropdown(value: str | None = None, options: Sequence[str] | None = None) -> widgets.Dropdown:

@@ -253,7 +253,7 @@ def parallelism_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashbo
     return Dashboard(
         experiment,
         {"ops": int_slider("products per device", 4, 1, 40), "size": log_slider("matrix size", 128, 32, 2048),
-         "backend": backend_dropdown()},
+         "backend": backend_dropdown(min_gpus=2)},
         {"times": times,
          "concurrent": lambda r: _viz().plot_timeline(r.trace_concurrent, title="Concurrent: both devices busy"),
          "serialized": lambda r: _viz().plot_timeline(r.trace_serialized, title="With a barrier between them")},

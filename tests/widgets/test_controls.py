@@ -42,7 +42,10 @@ def test_cuda_is_offered_only_with_a_gpu(monkeypatch):
     assert c.backends() == ("engine",)
     assert [v for _, v in c.backend_dropdown().options] == ["engine"]
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     assert c.backends() == ("engine", "cuda")
+    assert c.backends(min_gpus=2) == ("engine",)  # two-device experiments need two GPUs
+    assert [v for _, v in c.backend_dropdown(min_gpus=2).options] == ["engine"]
 
 
 def test_blocker_and_expression_dropdowns():
