@@ -84,3 +84,4 @@ def test_ready_made_guards_refuse_minutes_of_matrix_products():
     guard = D._products_guard("size", lambda v: 8 * v["matmuls"])
     assert guard({"size": 64, "matmuls": 1}) is None
     assert "choose smaller" in guard({"size": 4096, "matmuls": 50})
+    assert guard({"size": 4096, "matmuls": 50, "backend": "cuda"}) is None  # not judged by the CPU's rate
