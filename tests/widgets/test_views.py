@@ -81,3 +81,48 @@ def test_output_view_keeps_the_last_figure():
         view.show("not a figure")
     with pytest.raises(ValueError, match="resolve"):
         v.make_view("auto")
+
+
+def _spec(fig):
+    """A figure's traces and layout as plain JSON, without the uids plotly assigns."""
+    import json
+
+    import plotly.io as pio
+
+    def prune(x):  # an emptied compound property ({}) means the same as an absent one
+        if isinstance(x, dict):
+            return {k: prune(v) for k, v in x.items() if v != {} and prune(v) != {}}
+        return x
+
+    doc = json.loads(pio.to_json(fig, validate=False))
+    for t in doc["data"]:
+        t.pop("uid", None)
+    doc["layout"].pop("template", None)
+    return [prune(t) for t in doc["data"]], prune(doc["layout"])
+
+
+def test_apply_figure_reaches_any_target_from_any_start():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    trace = st.builds(
+        lambda kind, ys, colour: {"scatter": go.Scatter, "bar": go.Bar}[kind](
+            y=ys, **({"marker": {"color": colour}} if colour else {})),
+        st.sampled_from(["scatter", "bar"]),
+        st.lists(st.integers(-5, 5), max_size=4),
+        st.sampled_from([None, "red", "blue"]),
+    )
+    figure = st.builds(
+        lambda traces, title: go.Figure(traces, layout={"title": {"text": title}} if title else {}),
+        st.lists(trace, max_size=4), st.sampled_from([None, "a", "b"]),
+    )
+
+    @settings(max_examples=30, deadline=None)
+    @given(st.lists(figure, min_size=1, max_size=4))
+    def check(figures):
+        fw = go.FigureWidget(figures[0])
+        for fig in figures[1:]:
+            apply_figure(fw, fig)
+            assert _spec(fw) == _spec(fig)
+
+    check()
