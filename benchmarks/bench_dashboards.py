@@ -86,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=None, help="dashboard names to run")
     args = parser.parse_args(argv)
     names = args.only or list(DASHBOARDS)
+    load_before = os.getloadavg()[0]  # the machine is shared: say how busy it was
     results: dict[str, Any] = {}
     for name in names:
         try:
@@ -104,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(),
                     "device": "CPU only: the engine's virtual devices are threads"},
         "quick_mode": os.environ.get("D2L_ASYNC_QUICK", ""),
+        "load_average_1min": {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)},
         "dashboards": results,
     }
     if args.only is None:
