@@ -40,7 +40,7 @@ from ._guards import (
     tensor_bytes,
     workload_bytes,
 )
-from ._live import EngineWatcher, Live, LiveFigure, Poller, Sample, live_columns, live_figure
+from ._live import EngineWatcher, Live, LiveFigure, LiveRun, Poller, Sample, live_columns, live_figure
 from ._views import FigureView, OutputView, apply_figure, resolve_mode
 
 #: Ready-made dashboards, loaded on first use (they import the experiments).
@@ -51,7 +51,7 @@ _DASHBOARDS = (
 )
 
 __all__ = sorted([
-    "Dashboard", "EngineWatcher", "FigureView", "Live", "LiveFigure", "OutputView", "Poller",
+    "Dashboard", "EngineWatcher", "FigureView", "Live", "LiveFigure", "LiveRun", "OutputView", "Poller",
     "Sample", "all_guards", "apply_figure", "available_memory", "backend_dropdown", "backends",
     "blocker_dropdown", "check_bytes", "dropdown", "expression_dropdown", "float_slider", "int_slider",
     "live_columns", "live_figure", "log_slider", "memory_guard", "ops_bytes", "ops_guard", "resolve_mode",

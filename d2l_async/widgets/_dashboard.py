@@ -38,7 +38,7 @@ import ipywidgets as widgets
 import plotly.graph_objects as go
 
 from ._guards import Guard
-from ._live import EngineWatcher, Live, LiveFigure, Poller, Sample
+from ._live import Live, LiveFigure, LiveRun, Poller
 from ._views import FigureView, OutputView, make_view, resolve_mode
 
 __all__ = ["Dashboard", "FigureSpec"]
@@ -46,9 +46,6 @@ __all__ = ["Dashboard", "FigureSpec"]
 #: How figures come from a result: ``{name: result -> go.Figure}``, one ``result -> figures``
 #: callable (a ``go.Figure``, a mapping name -> figure, or a sequence), or ``None`` for ``result.figures()``.
 FigureSpec = Mapping[str, Callable[[Any], go.Figure]] | Callable[[Any], Any] | None
-
-#: A live run shows its progress bar once it has taken this long (Run-button dashboards always do).
-PROGRESS_AFTER_S = 2.0
 
 _COLOURS = {"ok": "#1b7837", "info": "#4d4d4d", "refused": "#b35806", "error": "#b2182b"}
 
@@ -327,56 +324,10 @@ class Dashboard:
         return self._run_live(kwargs)
 
     def _run_live(self, kwargs: dict[str, Any]) -> Any:
-        live = self.live
-        assert live is not None
-        total = live.total_for(kwargs)
-        self.progress.max = max(int(total or 1), 1)
-        self.progress.value = 0
-        self.progress.bar_style = "info"
-        self.progress.description = "0.0 s"
-        if self.live_view is not None:
-            self.live_view.reset()
-        t0 = time.perf_counter()
-        if live.engine is None:  # watch whatever engines the experiment builds
-            engine, call_kwargs = EngineWatcher(), kwargs
-        else:
-            engine = live.engine(kwargs)
-            call_kwargs = {**kwargs, live.argument: engine}
-
-        def on_tick(samples: list[Sample]) -> None:
-            if self.live_view is not None:
-                self.live_view.draw(samples)
-            s = samples[-1]
-            elapsed = time.perf_counter() - t0
-            if not total:  # unknown size: the share of the ops seen so far that are done
-                self.progress.max = max(self.progress.max, s.done + s.pending, 1)
-            self.progress.value = min(s.done, self.progress.max)
-            self.progress.description = f"{elapsed:.1f} s"
-            if elapsed > PROGRESS_AFTER_S:  # issue 6: progress for anything over ~2 s
-                self.progress.layout.visibility = "visible"
-
-        poller = Poller(engine.statistics, on_tick, hz=live.hz)
-        self.poller = poller
-        try:
-            poller.start()
-        except BaseException:
-            if live.engine is not None:
-                _close(engine)
-            self.progress.bar_style = "danger"
-            raise
-        try:
-            result = self.experiment(**call_kwargs)
-        finally:
-            ended = poller.stop(timeout=max(5.0, 5 * poller.period))
-            if live.engine is not None:
-                _close(engine)
-            self.progress.bar_style = "success" if ended and poller.error is None else "danger"
-        if not ended:
-            raise RuntimeError("the live poller did not stop within its timeout (engine.statistics() blocked?)")
-        if poller.error is not None:
-            raise RuntimeError(f"the live view failed: {type(poller.error).__name__}: {poller.error}") from poller.error
-        self.progress.value = self.progress.max
-        return result
+        assert self.live is not None
+        run = LiveRun(self.live, kwargs, view=self.live_view, progress=self.progress)
+        self.poller = run.poller
+        return run(self.experiment)
 
     def _draw(self, result: Any) -> None:
         spec = self.figure_spec
@@ -446,14 +397,3 @@ class Dashboard:
             return text if len(text) <= 40 else text[:37] + "..."
 
         return ", ".join(f"{k}={short(v)}" for k, v in values.items()) or "the defaults"
-
-
-def _close(engine: Any) -> None:
-    """Shut down an engine the dashboard made (its ``shutdown()``, ``close()`` or context exit)."""
-    for name in ("shutdown", "close"):
-        method = getattr(engine, name, None)
-        if callable(method):
-            method()
-            return
-    if hasattr(engine, "__exit__"):
-        engine.__exit__(None, None, None)

@@ -25,7 +25,12 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-__all__ = ["Live", "Sample", "Poller", "LiveFigure", "EngineWatcher", "live_columns", "sample_of", "live_figure"]
+__all__ = ["Live", "LiveRun", "Sample", "Poller", "LiveFigure", "EngineWatcher", "live_columns", "sample_of",
+           "live_figure", "PROGRESS_AFTER_S"]
+
+#: A live run shows its progress bar once it has taken this long (issue 6: progress for anything
+#: over ~2 s; Run-button dashboards show it always).
+PROGRESS_AFTER_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -295,3 +300,89 @@ class Poller:
             except Exception as exc:
                 self.error = exc
         return ended
+
+
+class LiveRun:
+    """One live run: an engine (built, or watched), a poller drawing it, a progress bar.
+
+    Args:
+        live: the :class:`Live` settings.
+        kwargs: the experiment's keyword arguments (the controls' values and the fixed ones).
+        view: the :class:`LiveFigure` to draw on (``None``: progress only).
+        progress: an ``ipywidgets.IntProgress`` (value = ops done; description = elapsed time).
+
+    Attributes:
+        poller: the :class:`Poller` (made here, started by :meth:`__call__`).
+    """
+
+    def __init__(self, live: Live, kwargs: Mapping[str, Any], *, view: LiveFigure | None, progress: Any) -> None:
+        self.live = live
+        self.view = view
+        self.progress = progress
+        self.total = live.total_for(kwargs)
+        progress.max = max(int(self.total or 1), 1)
+        progress.value = 0
+        progress.bar_style = "info"
+        progress.description = "0.0 s"
+        if view is not None:
+            view.reset()
+        if live.engine is None:  # watch whatever engines the experiment builds
+            self.engine: Any = EngineWatcher()
+            self.kwargs = dict(kwargs)
+        else:
+            self.engine = live.engine(kwargs)
+            self.kwargs = {**kwargs, live.argument: self.engine}
+        self._t0 = time.perf_counter()
+        self.poller = Poller(self.engine.statistics, self._on_tick, hz=live.hz)
+
+    def _on_tick(self, samples: list[Sample]) -> None:
+        if self.view is not None:
+            self.view.draw(samples)
+        s, bar = samples[-1], self.progress
+        elapsed = time.perf_counter() - self._t0
+        if not self.total:  # unknown size: the share of the ops seen so far that are done
+            bar.max = max(bar.max, s.done + s.pending, 1)
+        bar.value = min(s.done, bar.max)
+        bar.description = f"{elapsed:.1f} s"
+        if elapsed > PROGRESS_AFTER_S:
+            bar.layout.visibility = "visible"
+
+    def _close(self) -> None:
+        """Shut down an engine this run built (its ``shutdown()``, ``close()`` or context exit)."""
+        if self.live.engine is None:
+            return
+        for name in ("shutdown", "close"):
+            method = getattr(self.engine, name, None)
+            if callable(method):
+                method()
+                return
+        if hasattr(self.engine, "__exit__"):
+            self.engine.__exit__(None, None, None)
+
+    def __call__(self, experiment: Callable[..., Any]) -> Any:
+        """Run ``experiment`` on this thread while the poller draws; stop and join it in any case.
+
+        Raises:
+            whatever the experiment raised (KeyboardInterrupt included), after the poller stopped;
+            RuntimeError when the poller failed or did not stop.
+        """
+        self._t0 = time.perf_counter()
+        try:
+            self.poller.start()
+        except BaseException:
+            self._close()
+            self.progress.bar_style = "danger"
+            raise
+        try:
+            result = experiment(**self.kwargs)
+        finally:
+            ended = self.poller.stop(timeout=max(5.0, 5 * self.poller.period))
+            self._close()
+            self.progress.bar_style = "success" if ended and self.poller.error is None else "danger"
+        if not ended:
+            raise RuntimeError("the live poller did not stop within its timeout (engine.statistics() blocked?)")
+        if self.poller.error is not None:
+            err = self.poller.error
+            raise RuntimeError(f"the live view failed: {type(err).__name__}: {err}") from err
+        self.progress.value = self.progress.max
+        return result

@@ -193,14 +193,14 @@ def test_live_without_an_engine_factory_watches_engines_the_run_creates():
 
 
 def test_progress_only_live_mode_shows_the_bar_for_long_runs(monkeypatch):
-    import d2l_async.widgets._dashboard as dash
+    import d2l_async.widgets._live as live_mod
 
     engines: list[FakeEngine] = []
     live = Live(engine=lambda v: engines.append(FakeEngine()) or engines[-1], figure=False)
     d = Dashboard(busy_experiment, {"n_ops": int_slider("ops", 20, 1, 1000)}, {"summary": summary},
                   live=live, mode="figurewidget", autorun=False)
     assert d.live_view is None and d.progress.layout.visibility == "hidden"
-    monkeypatch.setattr(dash, "PROGRESS_AFTER_S", 0.3)  # RUN_S is longer than that
+    monkeypatch.setattr(live_mod, "PROGRESS_AFTER_S", 0.3)  # RUN_S is longer than that
     assert d.rerun(), d.status.value
     assert d.progress.layout.visibility == "visible"
     assert d.progress.value == d.progress.max == 20  # no total given: done / (done + pending)
