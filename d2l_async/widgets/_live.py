@@ -5,10 +5,16 @@ experiment runs on the calling thread, a :class:`Poller` thread reads ``eng.stat
 immutable snapshot: pending, running, done, bytes pending) ``hz`` times a second and hands the
 samples to a :class:`LiveFigure`, which replaces the x/y arrays of its ``FigureWidget`` in place::
 
-    main thread      experiment(..., engine=eng) .......................... returns / raises
-    poller thread      sample  sample  sample  sample  ...  sample(final)  -> stop, joined
-                         |       |       |       |
-    LiveFigure         draw    draw    draw    draw   (queue length, bytes pending)
+    main thread      sample(first)  experiment(...) ..................... returns / raises
+    poller thread                     sample  sample  sample  ...  sample(final)  -> stop, joined
+                         |              |       |       |
+    LiveFigure         draw           draw    draw    draw   (queue length, bytes pending)
+
+Which engine?  By default none is passed in: an :class:`EngineWatcher` sums the statistics of every
+engine the experiment creates during the run (the engine keeps a registry of open engines), so any
+experiment function works unchanged.  ``Live(engine=factory)`` instead builds one engine, passes it
+to the experiment and shuts it down afterwards.  :class:`LiveRun` is one such run, with its
+progress bar (shown once a run takes longer than :data:`PROGRESS_AFTER_S`).
 
 The experiment stays on the calling thread so a Jupyter interrupt (KeyboardInterrupt) reaches it;
 the poller stops in a ``finally`` either way and is joined with a timeout, so no thread outlives the
