@@ -135,7 +135,7 @@ def sync_async_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashboa
 
     return Dashboard(
         experiment,
-        {"ops": log_slider("ops (n)", 100, 10, 100_000, base=10),
+        {"ops": log_slider("ops (n)", 100, 10, 10_000, base=10),  # the book's 10,000 at most: fits Binder
          "numel": log_slider("elements of x", 1, 1, 1_000_000, base=10), "backend": backend_dropdown()},
         {"timings": timings, "timeline": lambda r: _viz().plot_timeline(r.trace_async)},
         guard=all_guards(ops_guard(n_ops="ops"), guard, time_guard(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -10,11 +11,14 @@ import pytest
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
 PLOT = ".jp-OutputArea-output .js-plotly-plot"
+IDLE = ".jp-Notebook-ExecutionIndicator[data-status='idle'] >> visible=true"
 SLIDER = ".jp-OutputArea-output .widget-slider .noUi-handle, .jp-OutputArea-output .widget-hslider .noUi-handle"
 
 
 def _run_all(page, lab, name: str) -> None:
-    page.goto(f"{lab['base']}/lab/tree/{name}?token={lab['token']}")
+    # A workspace of its own per notebook, reset, so no other notebook's tab is open beside it.
+    workspace = name.replace(".ipynb", "").replace("_", "-")
+    page.goto(f"{lab['base']}/lab/workspaces/{workspace}/tree/{name}?reset&token={lab['token']}")
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
     # Should the kernel dialog appear anyway (settings not honoured), accept the notebook's kernel.
     try:
@@ -22,7 +26,7 @@ def _run_all(page, lab, name: str) -> None:
     except Exception:  # noqa: BLE001 - no dialog: the kernel started on its own
         pass
     # Wait for the kernel to be idle before running.
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
+    page.locator(IDLE).first.wait_for(timeout=90_000)
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
     # Every code cell has run once the last prompt shows a number and the kernel is idle again.
@@ -33,7 +37,7 @@ def _run_all(page, lab, name: str) -> None:
         }""",
         timeout=300_000,
     )
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=300_000)
+    page.locator(IDLE).first.wait_for(timeout=300_000)
 
 
 def _errors(page) -> list[str]:
@@ -51,12 +55,27 @@ def _figure_data(page) -> str:
     return page.eval_on_selector_all(PLOT, _ALL_DATA)
 
 
-def _drag_slider(page, index: int = 0, dx: int = 120) -> None:
+def _settled_box(locator, timeout: float = 30.0) -> dict:
+    """The element's box once it stops moving (figures above it may still be laying out)."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        locator.scroll_into_view_if_needed()
+        box = locator.bounding_box()
+        if box is not None and box == last:
+            return box
+        last = box
+        time.sleep(0.5)
+    raise AssertionError(f"slider handle never settled (last box {last})")
+
+
+def _drag_slider(page, index: int = 0, dx: int = 60) -> None:
     handle = page.locator(SLIDER).nth(index)
-    handle.scroll_into_view_if_needed()
-    box = handle.bounding_box()
-    assert box is not None, "slider handle not visible"
+    box = _settled_box(handle)
     x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    # The pointer must land on the handle itself, or the drag moves nothing.
+    hit = page.evaluate("([x, y]) => document.elementFromPoint(x, y)?.className || ''", [x, y])
+    assert "noUi-handle" in hit or "noUi-touch-area" in hit, f"pointer would land on {hit!r}, not the handle"
     page.mouse.move(x, y)
     page.mouse.down()
     page.mouse.move(x + dx / 2, y, steps=5)
