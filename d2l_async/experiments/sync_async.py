@@ -4,18 +4,34 @@ The book runs ``y = x + 1`` 10,000 times, waiting after each op (synchronous) or
 (asynchronous), and explains the gap with three costs per op:
 
 * ``t1`` — the frontend issues the op (Python, argument checks, the push);
-* ``t2`` — the backend computes it;
+* ``t2`` — the backend computes it (and, per op, does its own bookkeeping);
 * ``t3`` — the result/notification travels back and the frontend wakes up.
 
 Synchronous: ``n·(t1 + t2 + t3)``.  Asynchronous: ``t1 + n·t2 + t3`` — *if* the backend is the
 bottleneck (``t2 ≥ t1``).  When the frontend is the bottleneck (tiny ops, Python frontend) the
 pipeline runs at the frontend's pace instead: ``n·max(t1, t2) + min(t1, t2) + t3``.
 
-How we estimate them (:class:`CostModel`): ``t2`` is the median backend op duration in the
-asynchronous trace; ``t1`` is the frontend's time to issue the whole async loop divided by ``n``
-(measured before the final barrier); ``t3`` is what the synchronous run spends per op beyond
-``t1 + t2``.  The synchronous model therefore fits by construction; the asynchronous models are
-*predictions* checked against the measured asynchronous time.
+How we estimate them (:class:`CostModel`):
+
+* ``t2`` is the backend's **pace**, not the duration of the addition.  Between two ops the backend
+  also takes the next op off its queue, checks its dependencies, records it and wakes whoever
+  waits; that bookkeeping is part of what each op costs it.  So ``t2`` is the median interval
+  between the starts of consecutive ops on a backend lane, counted only where the backend was
+  *backlogged* (the next op had been issued before the previous one ended, so the backend went
+  straight from one to the next and the interval is all backend work, no idle wait).  Only when the
+  trace has fewer than :data:`MIN_BACKLOGGED_PAIRS` such pairs (the backend was rarely behind: the
+  frontend is the bottleneck) does ``t2`` fall back to the median op duration — there the backend
+  idles between ops and its pace is not observable.  :attr:`CostModel.t2_source` says which
+  (``"backend pace"`` or ``"op duration"``).  On a GPU the same gap separates a kernel's duration
+  from the interval between two back-to-back kernels.
+* ``t1`` is the frontend's time to issue the whole async loop divided by ``n`` (measured before the
+  final barrier).
+* ``t3`` is what the synchronous run spends per op beyond ``t1 + t2``.
+
+The synchronous model therefore fits by construction; the asynchronous models are *predictions*
+checked against the measured asynchronous time.  :attr:`CostModel.bottleneck` compares ``t1`` with
+this ``t2``: when the queue of issued-but-unstarted ops fills up in the trace, the backend's pace is
+the slower one and the bottleneck reads ``"backend"``.
 
 As ops grow (more elements per op), ``t2`` dwarfs ``t1`` and ``t3`` and the ratio falls to 1:
 there is nothing left for asynchrony to hide.  :func:`sweep_sync_async` shows where.
@@ -32,7 +48,8 @@ from d2l_async import config
 
 from ._common import Setup, make_measurement, positive_int, positive_ints, resolve_backend, time_runs
 
-__all__ = ["CostModel", "SyncAsyncResult", "SweepPoint", "SyncAsyncSweep", "run_sync_async", "sweep_sync_async"]
+__all__ = ["MIN_BACKLOGGED_PAIRS", "CostModel", "SweepPoint", "SyncAsyncResult", "SyncAsyncSweep", "backend_pace",
+           "run_sync_async", "sweep_sync_async"]
 
 
 @dataclass(frozen=True)
@@ -42,14 +59,22 @@ class CostModel:
     Attributes:
         n: ops per run.
         t1: frontend issue time per op (s).
-        t2: backend compute time per op (s).
+        t2: backend time per op (s): its pace while backlogged, or the op duration (see ``t2_source``).
         t3: return/wake-up time per op in the synchronous run (s).
+        t2_source: ``"backend pace"`` (median start-to-start interval while the backend was
+            backlogged) or ``"op duration"`` (the fallback: median op duration, when fewer than
+            :data:`MIN_BACKLOGGED_PAIRS` backlogged pairs were recorded).
     """
 
     n: int
     t1: float
     t2: float
     t3: float
+    t2_source: str = "backend pace"
+
+    def __post_init__(self) -> None:
+        if self.t2_source not in _T2_SOURCES:
+            raise ValueError(f"t2_source must be one of {sorted(_T2_SOURCES)}, got {self.t2_source!r}")
 
     @property
     def sync(self) -> float:
@@ -68,11 +93,62 @@ class CostModel:
 
     @property
     def bottleneck(self) -> str:
-        """``"frontend"`` when issuing an op costs more than computing it, else ``"backend"``."""
+        """``"frontend"`` when issuing an op costs more than the backend's time per op (``t1 > t2``),
+        else ``"backend"`` (the backend falls behind and the queue of issued ops grows)."""
         return "frontend" if self.t1 > self.t2 else "backend"
 
-    method = ("t2 = median backend op duration in the async trace; t1 = async frontend issue time / n; "
-              "t3 = sync time / n - t1 - t2 (so the sync model fits by construction).")
+    @property
+    def method(self) -> str:
+        """How the three costs were estimated, naming which ``t2`` this model used."""
+        t2 = _T2_SOURCES[self.t2_source]
+        return (f"t2 = {t2}; t1 = async frontend issue time / n; "
+                "t3 = sync time / n - t1 - t2 (so the sync model fits by construction).")
+
+
+#: Fewer backlogged op pairs than this and ``t2`` falls back to the median op duration.
+MIN_BACKLOGGED_PAIRS = 10
+
+_T2_SOURCES = {
+    "backend pace": ("the backend's pace: median interval between consecutive op starts on a backend lane "
+                     "while it was backlogged (next op issued before the previous ended)"),
+    "op duration": (f"median backend op duration (fallback: fewer than {MIN_BACKLOGGED_PAIRS} backlogged op "
+                    "pairs, so the backend's pace was not observable)"),
+}
+
+
+def backend_pace(trace: Any) -> tuple[float, str]:
+    """Estimate ``t2`` from a trace: ``(seconds per op, source)``.
+
+    On each backend lane, ops are taken in start order; a pair of consecutive ops counts when the
+    second was issued before the first ended (the backend was backlogged), and its start-to-start
+    interval is the backend's whole per-op cost, bookkeeping included.  With at least
+    :data:`MIN_BACKLOGGED_PAIRS` such pairs the median interval is returned with source
+    ``"backend pace"``; otherwise the median op duration with ``"op duration"`` (0.0 when the trace
+    has no backend work).
+
+    Raises:
+        TypeError: ``trace`` is not a :class:`~d2l_async.trace.Trace`.
+    """
+    import numpy as np
+
+    from d2l_async.trace import BACKEND_KINDS, Trace
+
+    if not isinstance(trace, Trace):
+        raise TypeError(f"backend_pace() expects a d2l_async.trace.Trace, got {type(trace).__name__}")
+    back = [l.name for l in trace.backend_lanes]
+    work = trace.where(kind=BACKEND_KINDS, lane=back) if back else trace.where(kind=BACKEND_KINDS)
+    if not len(work):
+        return 0.0, "op duration"
+    intervals: list[float] = []
+    for lane in np.unique(work["lane"].astype(str)):
+        on = work["lane"] == lane
+        order = np.argsort(work["start"][on], kind="stable")
+        start, end, issue = work["start"][on][order], work["end"][on][order], work["issue"][on][order]
+        backlogged = issue[1:] < end[:-1]  # NaN issue (unknown) compares False: not counted
+        intervals.extend((start[1:] - start[:-1])[backlogged].tolist())
+    if len(intervals) >= MIN_BACKLOGGED_PAIRS:
+        return float(statistics.median(intervals)), "backend pace"
+    return float(statistics.median((work["end"] - work["start"]).tolist())), "op duration"
 
 
 @dataclass(frozen=True)
@@ -172,26 +248,15 @@ def run_sync_async(
 
         eager = make_measurement("eager PyTorch on the CPU (no engine)",
                                  time_runs(eager_loop, warmup=1, repeat=repeat), device="CPU (PyTorch eager)")
-    t2 = _median_op_duration(trace_async)
+    t2, t2_source = backend_pace(trace_async)
     t1 = statistics.median(issue_raw) / ops
     t3 = max(0.0, statistics.median(sync_raw) / ops - t1 - t2)
     meta = dict(device=setup.device, virtual=setup.virtual, experiment="sync_async")
     return SyncAsyncResult(
         make_measurement("synchronous", sync_raw, device=setup.device),
         make_measurement("asynchronous", async_raw, device=setup.device),
-        CostModel(ops, t1, t2, t3), trace_sync.with_meta(**meta, mode="sync"),
+        CostModel(ops, t1, t2, t3, t2_source), trace_sync.with_meta(**meta, mode="sync"),
         trace_async.with_meta(**meta, mode="async"), ops, numel, setup.backend, setup.device, setup.virtual, eager)
-
-
-def _median_op_duration(trace: Any) -> float:
-    from d2l_async.trace import BACKEND_KINDS
-
-    back = [l.name for l in trace.backend_lanes]
-    work = trace.where(kind=BACKEND_KINDS, lane=back) if back else trace.where(kind=BACKEND_KINDS)
-    if not len(work):
-        return 0.0
-    d = work["end"] - work["start"]
-    return float(statistics.median(d.tolist()))
 
 
 class _Runner:
