@@ -34,6 +34,7 @@ from typing import Any
 from ._default import get_engine, waitall_all
 from ._errors import EngineError
 from ._op import EngineStatistics, OpState
+from ._scheduler import live_engines
 
 # torch (and the trace model's numpy) load on first use of these names, so the core
 # (``_deps``, ``_op``, ``_scheduler``) can be imported, and tested, with the standard library alone
@@ -58,6 +59,7 @@ __all__ = [
     "SchedulingOverhead",
     "ThreadedEngine",
     "get_engine",
+    "live_engines",
     "measure_scheduling_overhead",
     "waitall_all",
 ]
