@@ -212,8 +212,6 @@ def sync_async(b: Backends) -> StepOutput:
     from d2l_async import viz
     from d2l_async.experiments import run_sync_async, sweep_sync_async
 
-    from ._figures import plot_sweep
-
     r = run_sync_async(backend=b.one)
     m = r.model
     sw = sweep_sync_async(backend=b.one)
@@ -232,7 +230,7 @@ def sync_async(b: Backends) -> StepOutput:
                 + f" ({biggest:,} elements)", sw.device))
     figs = (("Synchronous vs asynchronous", viz.plot_measurements({"synchronous": r.sync, "asynchronous": r.async_})),
             ("The asynchronous run: the queue the frontend builds up", viz.plot_trace(useful_sources(r.trace_async))),
-            ("Where the advantage disappears: sync/async ratio by op count and tensor size", plot_sweep(sw)))
+            ("Where the advantage disappears: sync/async ratio by op count and tensor size", viz.plot_sweep(sw)))
     nums = {"ops": r.ops, "sync": r.sync.median, "async": r.async_.median, "ratio": r.ratio,
             "eager": r.eager.median if r.eager is not None else None,
             "t1": m.t1, "t2": m.t2, "t3": m.t3, "model_sync": m.sync, "model_async_book": m.async_book,

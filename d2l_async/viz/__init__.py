@@ -3,7 +3,8 @@
 Every function here is pure: it takes data and returns a ``plotly.graph_objects.Figure`` — no
 ``show()``, no files written, no experiment run.  Each figure has a data step that can be tested on
 its own (:func:`timeline_data`, :func:`queue_data`, :func:`dependency_graph`,
-:func:`expression_graph`, :func:`node_states`, :func:`measurement_table`, :func:`queue_at`) and a
+:func:`expression_graph`, :func:`node_states`, :func:`measurement_table`, :func:`queue_at`,
+:func:`sweep_table`) and a
 drawing step; colours, fonts and units come from :mod:`d2l_async.viz.style`.
 
 =========================  ==============================================================
@@ -17,6 +18,7 @@ plot_dependency_graph      the DAG of arrays and ops, animated queued → ready 
 plot_measurements          naive vs synchronized timings with their spread, book marks
 plot_scheduling_overhead   the engine's per-op cost against its number of workers
 plot_blocked_time          where the frontend waited, per cause
+plot_sweep                 sync/async time ratio against op count, a line per tensor size
 =========================  ==============================================================
 """
 
@@ -29,11 +31,12 @@ from ._graph import DependencyGraph, dependency_graph, expression_graph, fronten
 from ._graph_figure import plot_dependency_graph
 from ._measurements import measurement_table, plot_measurements, plot_scheduling_overhead
 from ._queue import CUDA_QUEUE_CAP, QueueData, plot_queue_length, plot_trace, queue_data
+from ._sweep import plot_sweep, sweep_table
 from ._timeline import TimelineData, plot_timeline, timeline_data
 
 __all__ = [
     "CUDA_QUEUE_CAP", "DependencyGraph", "QueueData", "TimelineData", "animate_timeline", "dependency_graph",
     "expression_graph", "frontend_status", "measurement_table", "node_states", "plot_blocked_time",
-    "plot_dependency_graph", "plot_measurements", "plot_queue_length", "plot_scheduling_overhead",
-    "plot_timeline", "plot_trace", "queue_at", "queue_data", "style", "timeline_data",
+    "plot_dependency_graph", "plot_measurements", "plot_queue_length", "plot_scheduling_overhead", "plot_sweep",
+    "plot_timeline", "plot_trace", "queue_at", "queue_data", "style", "sweep_table", "timeline_data",
 ]

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from .. import analysis
 from ..trace import Trace
 from . import style
-from ._common import check_positive_int, check_trace, empty_figure
+from ._common import check_positive_int, check_trace, empty_figure, fit_title
 from ._series import blocked_table
 from ._timeline import default_title
 
@@ -54,6 +54,7 @@ def plot_blocked_time(trace: Trace, *, by: str = "cause", top: int = 15, title: 
         textposition="auto",
     ))
     fig.update_layout(**style.base_layout(title=title, height=160 + 32 * len(table), showlegend=False))
+    fit_title(fig)
     fig.update_xaxes(title_text=f"time blocked ({unit})")
     fig.update_yaxes(automargin=True)
     return fig

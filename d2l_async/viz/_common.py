@@ -27,10 +27,29 @@ def check_positive_int(value: Any, name: str, minimum: int = 1) -> int:
     return int(value)
 
 
+def two_line_title(head: str, details: str = "") -> str:
+    """A short first line and, when given, the details in a smaller second line.
+
+    A FigureWidget in a notebook is about 650 px wide: a title past ~60 characters is clipped, so
+    the first line says what the figure is and the details (device, counts) go below it.
+    """
+    return f"{head}<br><sup>{details}</sup>" if details else head
+
+
+def fit_title(fig: go.Figure, top: int = 90) -> go.Figure:
+    """Give a title with a second line (``<br>`` or a subtitle) room in the top margin."""
+    title = fig.layout.title
+    two_lines = "<br>" in (title.text or "") or bool(title.subtitle.text)
+    if two_lines and (fig.layout.margin.t or 0) < top:
+        fig.update_layout(margin={"t": top})
+    return fig
+
+
 def empty_figure(title: str | None, message: str = "no events in this trace") -> go.Figure:
     """A figure that says plainly that there is nothing to draw."""
     fig = go.Figure()
     fig.update_layout(**style.base_layout(title=title, height=260))
+    fit_title(fig)
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
     fig.add_annotation(text=message, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,

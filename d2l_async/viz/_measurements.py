@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from . import style
-from ._common import empty_figure
+from ._common import empty_figure, fit_title
 
 __all__ = ["plot_measurements", "plot_scheduling_overhead", "measurement_table"]
 
@@ -126,6 +126,7 @@ def plot_measurements(measurements: Any, *, book: Mapping[str, float] | None = N
             hovertemplate=f"book: %{{y:.4g}} {unit}<extra></extra>",
         ))
     fig.update_layout(**style.base_layout(title=title, height=420, boxgap=0.7))
+    fit_title(fig)
     fig.update_yaxes(title_text=f"time per run ({unit}{', log scale' if log else ''})",
                      type="log" if log else "linear", rangemode="tozero")
     fig.update_xaxes(title_text="")
@@ -196,6 +197,7 @@ def plot_scheduling_overhead(rows: Any, *, title: str | None = None) -> go.Figur
                                  name=str(label), legendgroup=str(label), line={"color": color},
                                  hovertemplate="%{x} workers: %{y:.3g} µs per op<extra>" + str(label) + "</extra>"))
     fig.update_layout(**style.base_layout(title=title, height=380))
+    fit_title(fig)
     fig.update_xaxes(title_text="engine workers (threads)", type="log" if df["workers"].max() >= 8 else "linear",
                      tickvals=sorted(df["workers"].unique()))
     fig.update_yaxes(title_text="time per op (µs)", rangemode="tozero")

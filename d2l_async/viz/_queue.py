@@ -20,7 +20,7 @@ from plotly.subplots import make_subplots
 
 from ..trace import Trace
 from . import style
-from ._common import check_positive_int, check_trace, decimate_steps, empty_figure, time_span
+from ._common import check_positive_int, check_trace, decimate_steps, empty_figure, fit_title, time_span
 from ._series import pending_memory_series, queue_length_series
 from ._timeline import default_title, draw_timeline, timeline_data, _notes
 
@@ -172,6 +172,7 @@ def plot_queue_length(trace: Trace, *, in_flight: bool = False, cap: float | Non
                            x=1, y=1, xanchor="right", yanchor="bottom", showarrow=False,
                            font={"color": style.OKABE_ITO["grey"], "size": 11})
     fig.update_layout(**style.base_layout(title=title, height=380))
+    fit_title(fig)
     fig.update_xaxes(title_text=style.time_axis_title(data.unit))
     return fig
 

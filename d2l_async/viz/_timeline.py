@@ -30,7 +30,7 @@ import plotly.graph_objects as go
 
 from ..trace import BACKEND_KINDS, Lane, Trace
 from . import style
-from ._common import check_positive_int, check_trace, empty_figure, time_span
+from ._common import check_positive_int, check_trace, empty_figure, time_span, two_line_title
 
 __all__ = ["TimelineData", "timeline_data", "plot_timeline"]
 
@@ -323,16 +323,13 @@ def _notes(data: TimelineData) -> str:
 
 
 def default_title(trace: Trace, what: str) -> str:
+    """``what`` and the event count on the first line; where the trace came from, said once, below."""
+    device = str(trace.meta.get("device", "") or "")
     source = trace.meta.get("source", "")
-    device = trace.meta.get("device", "")
-    parts = [what, f"{len(trace):,} events"]
-    if device:
-        parts.append(str(device))
-    elif source:
-        parts.append(f"source: {source}")
-    if trace.is_virtual and "virtual" not in str(device):
-        parts.append("virtual devices (threads, not hardware)")
-    return " — ".join(parts)
+    details = [device] if device else [f"source: {source}"] if source else []
+    if trace.is_virtual and "virtual" not in device.lower():
+        details.append("virtual devices (threads, not hardware)")
+    return two_line_title(f"{what} — {len(trace):,} events", "; ".join(details))
 
 
 def plot_timeline(trace: Trace, *, max_events: int = 4000, max_connectors: int = 1500,
