@@ -60,6 +60,11 @@ def _viz() -> Any:
     return viz
 
 
+def _title(head: str, details: str = "") -> str:
+    # a FigureWidget is ~650 px wide: a short first line, the run's details smaller below it
+    return f"{head}<br><sup>{details}</sup>" if details else head
+
+
 def _device(result: Any) -> str:
     return f"on {result.device}"
 
@@ -124,8 +129,9 @@ def sync_async_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashboa
 
     def timings(r: Any) -> Any:
         m = r.model
-        title = (f"{r.ops:,} ops: synchronous {r.sync.median:.3g} s, asynchronous {r.async_.median:.3g} s "
-                 f"({r.ratio:.1f}x); bottleneck: {m.bottleneck}")
+        title = _title(f"Synchronous {r.sync.median:.3g} s vs asynchronous {r.async_.median:.3g} s ({r.ratio:.1f}x)",
+                       f"{r.ops:,} ops; bottleneck: {m.bottleneck} (t1 {m.t1 * 1e6:.3g} µs, "
+                       f"t2 {m.t2 * 1e6:.3g} µs per op, {m.t2_source})")
         return _viz().plot_measurements({"synchronous": r.sync, "asynchronous": r.async_}, title=title)
 
     def guard(values: Mapping[str, Any]) -> str | None:
@@ -172,7 +178,8 @@ def queue_dashboard(*, mode: str = "auto", live: bool = True, autorun: bool = Tr
          "batches": int_slider("minibatches", 40, 10, 5000, step=10)},
         {"queue": lambda r: _viz().plot_queue_length(
             r.trace, memory=True,
-            title=f"Engine queue: max {r.max_queue} ops, peak pending memory {r.peak_pending_bytes / 2**20:.1f} MiB"),
+            title=_title("Engine queue and pending memory",
+                         f"max {r.max_queue} ops queued; peak pending memory {r.peak_pending_bytes / 2**20:.1f} MiB")),
          "timeline": lambda r: _viz().plot_timeline(r.trace)},
         live=Live(total=lambda v: int(v["batches"]) * ops_per_batch) if live else None,
         guard=guard, title="The queue grows unless the frontend waits (sync every k = 0: never)",
@@ -233,7 +240,7 @@ def blocker_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashboard:
         return _viz().plot_measurements(
             {"no blocker": r.baseline, blocker: r.per_call[blocker], "float() every step": r.every_step,
              "convert once at the end": r.once_at_end},
-            title=f"One step with {blocker}(b): {r.cost(blocker) * 1e6:+.0f} µs against no blocker")
+            title=_title(f"One step with {blocker}(b)", f"{r.cost(blocker) * 1e6:+.0f} µs against no blocker"))
 
     return Dashboard(
         experiment,
@@ -366,8 +373,8 @@ def trace_explorer(trace: Any = "v100_training_step", *, mode: str = "auto", aut
 
     def draw(part: Any) -> Any:
         lo, hi = part.meta["window"]
-        cut = f"; {part.meta['clipped']:,} cut at the edges" if part.meta["clipped"] else ""
-        return _viz().plot_trace(part, title=f"{len(part):,} events between {lo:.4f} s and {hi:.4f} s{cut}")
+        cut = f"{part.meta['clipped']:,} events cut at the edges" if part.meta["clipped"] else ""
+        return _viz().plot_trace(part, title=_title(f"{len(part):,} events between {lo:.4f} s and {hi:.4f} s", cut))
 
     return Dashboard(
         crop, {"window": window, "lanes": lanes}, {"trace": draw},
