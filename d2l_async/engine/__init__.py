@@ -1,7 +1,7 @@
 """An asynchronous dependency engine on CPU threads: MXNet's semantics, made observable.
 
 PyTorch runs CPU ops synchronously, so on a laptop nothing in the chapter on asynchronous
-computation (D2L 12.2) would be asynchronous.  This engine makes it real::
+computation (D2L §13.2) would be asynchronous.  This engine makes it real::
 
     with ThreadedEngine(workers=2, devices=("cpu:0", "cpu:1")) as eng:
         x = eng.array(torch.ones(2, 2), name="x")

@@ -1,6 +1,6 @@
 """Dependency bookkeeping: which ops may run now.  Pure functions, no threads, no locks.
 
-This is MXNet's variable protocol (the book's section 12.2, "Asynchronous Computation"), written as
+This is MXNet's variable protocol (the book's section 13.2, "Asynchronous Computation"), written as
 small functions in the style of dask's ``local.py`` so that a test can drive it with plain objects
 and check exact results.  The threaded engine (:mod:`._scheduler`) calls these functions while it
 holds its lock; the naive engine calls them on the frontend thread.

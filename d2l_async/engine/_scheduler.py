@@ -1,6 +1,6 @@
 """The asynchronous dependency engine: a frontend that pushes, workers that run, and waits.
 
-This is the machinery behind the book's section on asynchronous computation (D2L 12.2), rebuilt
+This is the machinery behind the book's section on asynchronous computation (D2L §13.2), rebuilt
 on threads so that it is real on any CPU machine.  It uses only the standard library: torch
 appears one layer up (:mod:`._array`), where tensors are made.
 
