@@ -1,5 +1,8 @@
 """Fixtures for the whole suite.
 
+One headless Chromium serves every browser test of the run (Playwright's sync API allows one
+driver per thread, so two test folders cannot each start their own).
+
 Every test, whatever it exercises, must leave no thread of ours behind: engine workers are named
 ``"d2l_async ..."`` and the widgets' live pollers ``"d2l-async ..."``.  Threads of other libraries
 (zmq, comm, the profiler) are not ours to judge.
@@ -7,6 +10,7 @@ Every test, whatever it exercises, must leave no thread of ours behind: engine w
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -30,3 +34,36 @@ def no_leaked_threads():
         time.sleep(0.01)
         leaked = {t for t in leaked if t.is_alive()}
     assert not leaked, f"threads still running after the test: {sorted(t.name for t in leaked)}"
+
+
+CHROMIUM = os.environ.get("D2L_ASYNC_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+def skip_or_fail(reason: str) -> None:
+    """Skip a browser test here; under CI (``CI=true``) a missing browser is a failure."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"browser test cannot run under CI: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory):
+    """Debian's headless Chromium driven by Playwright, with a fresh profile (a BrowserContext)."""
+    if not os.path.exists(CHROMIUM):
+        skip_or_fail(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        skip_or_fail("playwright is not installed (pip install -e .[dev])")
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(profile), executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS,
+            viewport={"width": 1400, "height": 1000},
+        )
+        yield context
+        context.close()

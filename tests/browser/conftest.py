@@ -1,4 +1,4 @@
-"""A real JupyterLab in a temporary folder, and headless Debian Chromium driven by Playwright."""
+"""A real JupyterLab in a temporary folder (the browser is the suite's one Chromium, tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -15,20 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from ..conftest import skip_or_fail
+
 ROOT = Path(__file__).parents[2]
 BUILD = ROOT / "build" / "browser"
-CHROMIUM = os.environ.get("D2L_ASYNC_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_FLAGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
 
-
-def _skip_or_fail(reason: str) -> None:
-    # Under CI a missing browser is a failure, not a skip: the browser test is part of `make test`.
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"browser test cannot run under CI: {reason}")
-    pytest.skip(reason)
 
 
 def _free_port() -> int:
@@ -41,7 +32,7 @@ def _free_port() -> int:
 def lab_server(tmp_path_factory):
     """`jupyter lab` on a free loopback port with a random token, serving a copy of the notebooks."""
     if not shutil.which("jupyter", path=str(Path(sys.executable).parent)):
-        _skip_or_fail("jupyter is not installed in this environment")
+        skip_or_fail("jupyter is not installed in this environment")
     workdir = tmp_path_factory.mktemp("lab")
     shutil.copytree(ROOT / "notebooks", workdir / "notebooks")
     port, token = _free_port(), secrets.token_hex(16)
@@ -85,22 +76,6 @@ def lab_server(tmp_path_factory):
     log.close()
 
 
-@pytest.fixture(scope="session")
-def browser(tmp_path_factory):
-    if not Path(CHROMIUM).exists():
-        _skip_or_fail(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _skip_or_fail("playwright is not installed (pip install -e .[dev])")
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    with sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(profile), executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS,
-            viewport={"width": 1400, "height": 1000},
-        )
-        yield context
-        context.close()
 
 
 @pytest.fixture(scope="session")

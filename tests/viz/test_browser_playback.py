@@ -3,9 +3,6 @@ press play, and check that the frames advanced and the figure reached the states
 
 from __future__ import annotations
 
-import os
-import shutil
-
 import pytest
 from viz_traces import engine_like
 
@@ -13,28 +10,12 @@ from d2l_async import viz
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(120)]
 
-CHROMIUM = os.environ.get("D2L_ASYNC_CHROMIUM", "/usr/bin/chromium")
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    playwright = pytest.importorskip("playwright.sync_api")
-    if not shutil.which(CHROMIUM) and not os.path.exists(CHROMIUM):
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"no Chromium at {CHROMIUM}")
-        pytest.skip(f"no Chromium at {CHROMIUM}")
-    with playwright.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield b
-        b.close()
-
 
 def _open(browser, fig, tmp_path):
     path = tmp_path / "fig.html"
     fig.write_html(path, include_plotlyjs=True, auto_play=False)  # self-contained: no network
-    page = browser.new_page(viewport={"width": 1200, "height": 800})
+    page = browser.new_page()  # the suite's one Chromium (tests/conftest.py)
+    page.set_viewport_size({"width": 1200, "height": 800})
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(path.as_uri())
