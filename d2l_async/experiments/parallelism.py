@@ -310,7 +310,7 @@ def _mlp_engine(batches: int, batch_size: int, hidden: int, features: int, lr: f
                 xh = eng.array(torch.empty(half, features), device=host, name=f"X{i}.{k}")
                 yh = eng.array(torch.empty(half, 1), device=host, name=f"y{i}.{k}")
                 eng.push(make_batch(2 * i + k), writes=(xh, yh), name="make minibatch")
-                x, y = xh.to(d), yh.to(d)  # host -> device copies
+                x, y = xh.to(d, name=f"X{i}.{k}@{d}"), yh.to(d, name=f"y{i}.{k}@{d}")  # host -> device copies
                 w1, w2 = params[d]
                 h_pre = eng.array(torch.empty(half, hidden), device=d, name=f"H{i}@{d}")
                 out = eng.array(torch.empty(half, 1), device=d, name=f"out{i}@{d}")
@@ -327,8 +327,9 @@ def _mlp_engine(batches: int, batch_size: int, hidden: int, features: int, lr: f
             a, b = devs
             summed = {}
             for j in (1, 0):  # W2's gradient is ready first: its copy overlaps W1's backward
-                total = grads[a][j] + grads[b][j].to(a)
-                summed[j] = {a: total, b: total.to(b)}
+                g = f"gW{j + 1}"
+                total = grads[a][j] + grads[b][j].to(a, name=f"{g}{i}({b})@{a}")
+                summed[j] = {a: total, b: total.to(b, name=f"sum {g}{i}@{b}")}
             for d in devs:
                 for j in (0, 1):
                     eng.push(sgd, reads=(summed[j][d],), writes=(params[d][j],), name=f"update W{j + 1}")
