@@ -55,11 +55,26 @@ def user_source(depth: int = 2) -> tuple[str, int] | None:
     return None if f is None else (f.f_code.co_filename, f.f_lineno)
 
 
+def _cell_name(filename: str) -> str | None:
+    """``"In[5]"`` for a notebook cell's code, as IPython's own tracebacks name it; else None.
+
+    IPython is consulted only if the reader's process already imported it (never imported here).
+    """
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    compiler = getattr(shell, "compile", None)
+    try:
+        named = compiler.format_code_name(filename) if compiler is not None else None
+    except Exception:  # noqa: BLE001 - an older IPython without it: fall back to the file name
+        named = None
+    return named[1] if named else None
+
+
 def format_source(src: tuple[str, int] | None) -> str:
-    """``"file.py:12: print(z)"`` (the file's base name; IPython cells keep their cache name)."""
+    """``"file.py:12: print(z)"``, or ``"In[5]:12: print(z)"`` for a notebook cell."""
     if not src:
         return ""
     filename, lineno = src
     code = linecache.getline(filename, lineno).strip()
-    short = os.path.basename(filename) if os.path.exists(filename) else filename
+    short = _cell_name(filename) or (os.path.basename(filename) if os.path.exists(filename) else filename)
     return f"{short}:{lineno}: {code}" if code else f"{short}:{lineno}"
