@@ -134,7 +134,8 @@ def block_label(reason: str, source: str) -> str:
         label = f"{code} — line {line}" if code else f"line {line}"
     elif file_match:
         code, line = _COMMENT.sub("", file_match.group("code") or "").strip(), file_match.group("line")
-        label = f"{code} — line {line}" if code else f"{file_match.group('file')}, line {line}"
+        where = f"{file_match.group('file')} line {line}" if file_match.group("file").startswith("In[") else f"line {line}"
+        label = f"{code} — {where}" if code else f"{file_match.group('file')}, line {line}"
     else:
         code, label = source, source
     if reason and reason not in code:

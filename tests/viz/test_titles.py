@@ -38,3 +38,10 @@ def test_no_second_line_without_details():
 
 def test_given_titles_are_kept():
     assert viz.plot_trace(engine_like(3), title="mine").layout.title.text == "mine"
+
+
+def test_block_label_names_the_notebook_cell():
+    from d2l_async.viz.style import block_label
+
+    assert block_label("item", "In[4]:3: x.item()") == "x.item() — In[4] line 3"
+    assert block_label("print", "train.py:11: print(z)  # a blocker") == "print(z) — line 11"
