@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import time
 
 import pytest
@@ -83,7 +84,7 @@ def _drag_slider(page, index: int = 0, dx: int = 60) -> None:
     page.mouse.up()  # continuous_update=False: the release reruns the experiment
 
 
-@pytest.mark.parametrize("name", ["00_tour.ipynb", "05_sync_vs_async.ipynb"])
+@pytest.mark.parametrize("name", sorted(p.name for p in (Path(__file__).parents[2] / "notebooks").glob("*.ipynb")))
 def test_notebook_runs_renders_and_slider_changes_figure(browser, lab_server, screenshots, name):
     if not (lab_server["dir"] / name).exists():
         pytest.fail(f"notebooks/{name} is missing")
