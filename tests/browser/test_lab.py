@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 import time
+from pathlib import Path
 
 import pytest
-
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
