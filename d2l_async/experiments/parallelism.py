@@ -21,7 +21,7 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -88,22 +88,7 @@ def run_two_devices(
 
         devs = ("cuda:0", "cuda:1")
         mats = {d: stable_matrix(size).to(d) for d in devs}
-
-        def chain(d: str) -> None:
-            a = mats[d]
-            for _ in range(ops):
-                a = a @ mats[d]
-
-        def concurrent() -> None:
-            for d in devs:
-                chain(d)
-            for d in devs:
-                torch.cuda.synchronize(d)
-
-        def serialized() -> None:
-            for d in devs:
-                chain(d)
-                torch.cuda.synchronize(d)  # the barrier
+        concurrent, serialized = _two_device_programs(mats, devs, ops, barrier=torch.cuda.synchronize)
 
         concurrent()
         t_c = statistics.median(_timed(concurrent) for _ in range(repeat))
@@ -116,20 +101,10 @@ def run_two_devices(
         with ThreadedEngine(workers=1, devices=devs) as eng:
             mats = {d: eng.array(stable_matrix(size), device=d, name=f"m{d[-1]}") for d in devs}
 
-            def chain(d: str) -> None:
-                a = mats[d]
-                for _ in range(ops):
-                    a = a @ mats[d]
+            def barrier(d: str) -> None:
+                eng.waitall()  # MXNet's barrier (a second call in a row returns at once)
 
-            def concurrent() -> None:
-                for d in devs:
-                    chain(d)
-                eng.waitall()
-
-            def serialized() -> None:
-                for d in devs:
-                    chain(d)
-                    eng.waitall()  # the barrier: the next device's work is issued only now
+            concurrent, serialized = _two_device_programs(mats, devs, ops, barrier=barrier)
 
             concurrent()  # warm-up
             times: dict[str, list[float]] = {"c": [], "s": []}
@@ -145,6 +120,31 @@ def run_two_devices(
     return TwoDeviceResult(t_c, t_s, tr_c.with_meta(**meta, mode="concurrent"),
                            tr_s.with_meta(**meta, mode="serialized"), devs, ops, size, setup.backend,
                            setup.device, setup.virtual)
+
+
+def _two_device_programs(
+    mats: dict[str, Any], devs: tuple[str, str], ops: int, *, barrier: Callable[[str], Any]
+) -> tuple[Callable[[], None], Callable[[], None]]:
+    """The experiment's two programs over any backend: ``ops`` products on each device, with the
+    barrier after both devices' work was issued (concurrent) or after each device's (serialized)."""
+
+    def chain(d: str) -> None:
+        a = mats[d]
+        for _ in range(ops):
+            a = a @ mats[d]
+
+    def concurrent() -> None:
+        for d in devs:
+            chain(d)
+        for d in devs:
+            barrier(d)
+
+    def serialized() -> None:
+        for d in devs:
+            chain(d)
+            barrier(d)  # the barrier: the next device's work is issued only now
+
+    return concurrent, serialized
 
 
 def _timed(fn: Any) -> float:
