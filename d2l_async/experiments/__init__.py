@@ -53,5 +53,5 @@ __all__ = [
     "book_number", "check_expression", "compare_sync_every", "compute_comm_overlap", "export_perfetto",
     "resolve_backend", "run_asynchrony", "run_barriers", "run_blockers", "run_expression",
     "run_independent_vs_dependent", "run_mlp_parallel", "run_profiling", "run_queue_memory", "run_scheduling",
-    "run_sync_async", "sample_queue_summary", "sample_summaries", "sweep_sync_async",
+    "run_sync_async", "run_two_devices", "sample_queue_summary", "sample_summaries", "sweep_sync_async",
 ]
