@@ -24,7 +24,7 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 __all__ = ["Benchmark", "Measurement", "measure", "synchronize"]
 
@@ -68,7 +68,7 @@ def synchronize(device: Any = None) -> None:
     for dev in _cuda_devices(device):
         torch.cuda.synchronize(dev)
     engine = sys.modules.get("d2l_async.engine")  # only if the reader already uses the engine
-    if engine is not None and hasattr(engine, "waitall_all"):
+    if engine is not None:
         engine.waitall_all()
 
 

@@ -242,8 +242,6 @@ def run_independent_vs_dependent(
     repeat = positive_int("repeat", repeat if repeat is not None else config.scale(3, 2), maximum=1000)
     import statistics
 
-    import torch
-
     from d2l_async.engine import ThreadedEngine
 
     base = stable_matrix(size)  # long chains stay bounded, no denormals

@@ -27,7 +27,7 @@ import numpy as np
 
 from d2l_async import config
 
-from ._common import Setup, engine_label, positive_int, resolve_backend, stable_matrix
+from ._common import Setup, positive_int, resolve_backend, stable_matrix
 
 __all__ = ["TwoDeviceResult", "MLPResult", "run_two_devices", "run_mlp_parallel", "compute_comm_overlap"]
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from d2l_async import config
 
-from ._common import engine_label, positive_int, positive_ints
+from ._common import engine_label, positive_int
 
 __all__ = ["OPS_PER_BATCH", "QueueMemoryResult", "SampleQueueSummary", "run_queue_memory",
            "compare_sync_every", "sample_queue_summary"]

@@ -14,7 +14,7 @@ from typing import Any
 
 from d2l_async import config
 
-from ._common import engine_label, positive_int, positive_ints
+from ._common import positive_int, positive_ints
 
 __all__ = ["SchedulingResult", "run_scheduling"]
 

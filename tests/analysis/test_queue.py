@@ -13,7 +13,7 @@ from d2l_async.analysis import SUMMARY_COLUMNS, queue_length_series, queue_lengt
 from d2l_async.data import load_sample, sample_path
 from d2l_async.trace import Event, Lane, LaneRole, Trace, TraceError
 
-from ._traces import FRONT, S1, S2, three_launches
+from ._traces import FRONT, S1, three_launches
 
 GPU_SAMPLES = ["a100_simple_add", "a100_alexnet", "a100_cuda_event_sync", "a100_nccl_step",
                "a100_training_step", "v100_training_step"]

@@ -7,7 +7,7 @@ import pytest
 from d2l_async.trace import Event, Lane, LaneRole, Trace
 from d2l_async.viz import plot_timeline, timeline_data
 
-from viz_traces import US, engine_like
+from viz_traces import engine_like
 
 
 def _bars(fig):
