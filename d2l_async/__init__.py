@@ -30,7 +30,7 @@ _LAZY = {
     "NaiveEngine": "d2l_async.engine",
 }
 _SUBMODULES = {"analysis", "benchmark", "capture", "config", "devices", "engine", "experiments",
-               "report", "trace", "viz", "widgets"}
+               "lesson", "report", "trace", "viz", "widgets"}
 
 __all__ = sorted([*_LAZY, "__version__"])
 
