@@ -11,7 +11,10 @@ import platform
 
 import torch
 
-__all__ = ["num_gpus", "try_gpu", "try_all_gpus", "describe_machine", "cuda_available"]
+from ._machine import Machine, read_machine
+
+__all__ = ["num_gpus", "try_gpu", "try_all_gpus", "describe_machine", "cuda_available", "machine",
+           "Machine"]
 
 
 def cuda_available() -> bool:
@@ -42,14 +45,28 @@ def try_all_gpus() -> list[torch.device]:
     return gpus or [torch.device("cpu")]
 
 
-def describe_machine() -> str:
-    """One line on what this machine offers, e.g. ``"1 GPU: NVIDIA H200"`` or ``"CPU only: ..."``."""
-    n = num_gpus()
-    if n:
-        names = [torch.cuda.get_device_name(i) for i in range(n)]
-        return f"{n} GPU{'s' if n > 1 else ''}: {', '.join(names)}"
-    import os
+def gpu_names() -> tuple[str, ...]:
+    """Names of the CUDA devices torch sees (empty without CUDA)."""
+    return tuple(torch.cuda.get_device_name(i) for i in range(num_gpus()))
 
-    cores = os.cpu_count() or 1
+
+def machine(*, sample_s: float = 0.1) -> Machine:
+    """What this process may really use: CPUs (affinity and cgroup quota), their load, the
+    container's RAM, the GPUs.  Every statement about CPUs or RAM comes from here, never from
+    ``os.cpu_count()`` (see :mod:`d2l_async._machine`).
+
+    Args:
+        sample_s: how long to watch ``/proc/stat`` to measure other work on our CPUs (0: skip).
+    """
+    return read_machine("/", gpus=gpu_names(), sample_s=sample_s)
+
+
+def describe_machine(m: Machine | None = None) -> str:
+    """One line on what this machine offers, e.g. ``"CPU only: 1 usable CPU (pinned to 1 of 2), ..."``
+    or ``"1 GPU: NVIDIA H200; 16 usable CPUs ..."``."""
+    m = m or machine()
     cpu = platform.processor() or platform.machine()
-    return f"CPU only: {cores} core{'s' if cores > 1 else ''} ({cpu}), torch {torch.__version__}"
+    if m.gpus:
+        n = len(m.gpus)
+        return f"{n} GPU{'s' if n > 1 else ''}: {', '.join(m.gpus)}; {m.describe()}; {cpu}, torch {torch.__version__}"
+    return f"CPU only: {m.describe()}; {cpu}, torch {torch.__version__}"
