@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from ._model import _DEFAULTS, COLUMNS, Kind, Lane, LaneRole, Trace, TraceError, _order_lanes
+from ._ranks import COLLECTIVE_PREFIXES
 
 __all__ = ["read_chrome_trace", "LAUNCH_CALLS", "SYNC_CALLS"]
 
@@ -72,7 +73,9 @@ _CATS: dict[str, tuple[int, str]] = {
     "kernel": (_BACK, Kind.KERNEL.value),
     "gpu_memcpy": (_BACK, Kind.COPY.value),
     "gpu_memset": (_BACK, Kind.MEMSET.value),
+    "collective": (_FRONT, Kind.OP.value),  # a user_annotation named gloo:*, nccl:* (see below)
 }
+_COLLECTIVE = "collective"
 _KIND_TO_CAT = {
     Kind.OP.value: "cpu_op", Kind.LAUNCH.value: "cuda_runtime", Kind.RUNTIME.value: "cuda_runtime",
     Kind.BLOCK.value: "cuda_runtime", Kind.KERNEL.value: "kernel", Kind.COPY.value: "gpu_memcpy",
@@ -165,6 +168,9 @@ def _parse(doc: dict[str, Any], path: Path) -> Trace:
     phases = Counter(phs)
     slices = list(compress(events, [p == "X" for p in phs]))
     cat_all = [e.get("cat") for e in slices]
+    if "user_annotation" in cat_all:  # c10d's collectives (gloo:all_reduce) are work, not labels
+        cat_all = [_COLLECTIVE if c == "user_annotation" and str(e.get("name", "")).startswith(COLLECTIVE_PREFIXES)
+                   else c for c, e in zip(cat_all, slices)]
     cat_counts = Counter(cat_all)
     skipped = {str(k): v for k, v in cat_counts.items() if k not in cats}
     skipped.update({f"ph={k}": v for k, v in phases.items() if k not in ("X", "M", "s", "f", "i", "I", "C")})
@@ -211,8 +217,11 @@ def _parse(doc: dict[str, Any], path: Path) -> Trace:
     for e in compress(events, [p == "M" for p in phs]):
         if e.get("name") == "thread_name":
             tname = (e.get("args") or empty).get("name")
-            if tname:
-                thread_names[(e.get("pid"), e.get("tid"))] = str(tname)
+            key = (e.get("pid"), e.get("tid"))
+            # Kineto may name a thread twice: by the process's name when it saw the thread
+            # first, then by the name the thread gave itself (pt_gloo_runloop): keep the latter
+            if tname and not (key in thread_names and str(tname).endswith("(python)")):
+                thread_names[key] = str(tname)
 
     ng = len(gpu_args)
     try:
@@ -273,14 +282,22 @@ def _parse(doc: dict[str, Any], path: Path) -> Trace:
         seen: dict[tuple[Any, Any], str] = {}
         used: set[str] = set(l.name for l in lanes)
         keys = list(compress(zip(pid_l, tid_l), (~back).tolist()))
+        # a thread whose only events are collectives (gloo's pt_gloo_runloop) does the
+        # communication for the frontend: a backend lane of the CPU
+        not_comm = {k for k, c in zip(keys, cat[front_idx].tolist()) if c != _COLLECTIVE}
         for key in dict.fromkeys(keys):  # first-seen order
-            nm = thread_names.get(key) or f"thread {key[1]}"
-            if nm in used:
-                nm = f"{nm} (pid {key[0]})"
+            nm = _unique_name(thread_names.get(key) or f"thread {key[1]}", key, used)
             seen[key] = nm
             used.add(nm)
-            lanes.append(Lane(nm, LaneRole.FRONTEND))
+            if key in not_comm:
+                lanes.append(Lane(nm, LaneRole.FRONTEND))
+            else:
+                lanes.append(Lane(nm, LaneRole.BACKEND, device="cpu"))
         lane_col[front_idx] = [seen[k] for k in keys]
+        comm_keys = set(seen) - not_comm
+        if comm_keys:
+            comm_rows = front_idx[[k in comm_keys for k in keys]]
+            device_col[comm_rows] = "cpu"
 
     # -- runtime calls: launch / block / other, by name
     rt = kind == Kind.RUNTIME.value
@@ -343,6 +360,18 @@ def _parse(doc: dict[str, Any], path: Path) -> Trace:
     return _fast_trace(cols, lanes, meta, n)
 
 
+def _unique_name(name: str, key: tuple[Any, Any], used: set[str]) -> str:
+    """``name``, or ``name (tid)`` / ``name (pid P, tid T)`` when another thread has it already
+    (Chrome's own traces name several threads of one process alike)."""
+    for cand in (name, f"{name} ({key[1]})", f"{name} (pid {key[0]}, tid {key[1]})"):
+        if cand not in used:
+            return cand
+    i = 2
+    while f"{name} #{i}" in used:
+        i += 1
+    return f"{name} #{i}"
+
+
 def _profiler_steps(slices: list[dict[str, Any]], origin: float) -> list[dict[str, Any]]:
     """The ``ProfilerStep#N`` ranges ``torch.profiler.schedule`` marks, in seconds, by start.
 
@@ -396,7 +425,8 @@ def _apply_ours(ours: dict[str, Any], extra: list[Any], lanes: list[Lane], cols:
     declared = []
     for rec in ours.get("lanes", []):
         lane = Lane(str(rec["name"]), LaneRole(rec["role"]), device=str(rec.get("device", "")),
-                    virtual=bool(rec.get("virtual", False)), stream=int(rec.get("stream", -1)))
+                    virtual=bool(rec.get("virtual", False)), stream=int(rec.get("stream", -1)),
+                    group=str(rec.get("group", "")), rank=int(rec.get("rank", -1)))
         declared.append(lane)
     n = len(lane_col)
     lane_out = np.empty(n, dtype=object)

@@ -90,6 +90,10 @@ class Lane:
         virtual: True for the engine's virtual devices (a thread pretending to be a device); a
             figure must say so.
         stream: the CUDA stream number or engine worker index (``-1`` when not applicable).
+        group: the lane group the lane is drawn in (``""``: none).  A trace merged from several
+            ranks has one group per rank, ``"rank 0"``, ``"rank 1"``, ... (see
+            :func:`~d2l_async.trace.merge_ranks`); groups are drawn one above the other.
+        rank: the distributed rank the lane belongs to (``-1``: not a distributed trace).
     """
 
     name: str
@@ -97,6 +101,8 @@ class Lane:
     device: str = ""
     virtual: bool = False
     stream: int = -1
+    group: str = ""
+    rank: int = -1
 
     @property
     def is_frontend(self) -> bool:
@@ -339,13 +345,25 @@ class Trace:
     def with_meta(self, **meta: Any) -> "Trace":
         return Trace(self.lanes, self.columns, {**self.meta, **meta})
 
-    # -- files (implemented in _chrome.py) -------------------------------------------------
+    @property
+    def ranks(self) -> tuple[int, ...]:
+        """The distributed ranks whose lanes the trace holds, in display order (``()`` if none)."""
+        return tuple(dict.fromkeys(l.rank for l in self.lanes if l.rank >= 0))
+
+    # -- files (implemented in _chrome.py, _ranks.py) --------------------------------------
     @classmethod
     def from_chrome_trace(cls, path: Any) -> "Trace":
         """Load a torch.profiler / Kineto Chrome-trace JSON file (plain or ``.gz``)."""
         from ._chrome import read_chrome_trace
 
         return read_chrome_trace(path)
+
+    @classmethod
+    def from_trace_dir(cls, path: Any) -> "Trace":
+        """Load a folder of per-rank profiler traces (HTA's ``trace_dir``), one lane group per rank."""
+        from ._ranks import read_trace_dir
+
+        return read_trace_dir(path)
 
     def to_chrome_trace(self, path: Any) -> Any:
         """Write Chrome Trace Event JSON that opens in Perfetto (``.gz`` compresses)."""
@@ -362,6 +380,12 @@ class Trace:
 
 
 def _order_lanes(lanes: Iterable[Lane]) -> list[Lane]:
-    """Frontend lanes first, then backend lanes; the given order is kept within each group."""
+    """Lane groups in first-seen order (one rank above the next); within a group, frontend lanes
+    first, then backend lanes, the given order kept within each."""
     lanes = list(lanes)
-    return [l for l in lanes if l.role is LaneRole.FRONTEND] + [l for l in lanes if l.role is not LaneRole.FRONTEND]
+    out: list[Lane] = []
+    for group in dict.fromkeys(l.group for l in lanes):
+        members = [l for l in lanes if l.group == group]
+        out += [l for l in members if l.role is LaneRole.FRONTEND]
+        out += [l for l in members if l.role is not LaneRole.FRONTEND]
+    return out

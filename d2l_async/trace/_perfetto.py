@@ -30,6 +30,8 @@ from ._queue import queue_steps, queued_mask
 
 __all__ = ["write_chrome_trace"]
 
+_SEP = " · "
+
 
 def _jsonable(value: Any) -> Any:
     if isinstance(value, dict):
@@ -68,6 +70,8 @@ def write_chrome_trace(trace: Trace, path: str | os.PathLike[str]) -> Path:
     out: list[dict[str, Any]] = []
     for i, lane in enumerate(trace.lanes):
         group = "" if lane.is_frontend else (lane.device or "backend")
+        if lane.group:  # one process per rank and device: ranks stay apart in Perfetto
+            group = f"{lane.group}{_SEP}{group or 'frontend (CPU threads)'}"
         pid = pids.setdefault(group, len(pids) + 1)
         tid = lane.stream if (not lane.is_frontend and lane.stream >= 0) else 1000 + i
         if (pid, tid) in lane_key.values():  # two lanes claiming one stream number stay apart
@@ -77,6 +81,8 @@ def write_chrome_trace(trace: Trace, path: str | os.PathLike[str]) -> Path:
         out.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": i}})
     for group, pid in pids.items():
         label = "frontend (CPU threads)" if group == "" else (group + (" (virtual)" if _virtual(trace, group) else ""))
+        if group and _SEP in group and not group.endswith("frontend (CPU threads)"):
+            label = group + (" (virtual)" if _virtual(trace, group.split(_SEP, 1)[1]) else "")
         out.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": label}})
         out.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}})
 
@@ -144,7 +150,7 @@ def write_chrome_trace(trace: Trace, path: str | os.PathLike[str]) -> Path:
             "version": 1,
             "origin_us": 0.0,
             "lanes": [{"name": l.name, "role": l.role.value, "device": l.device, "virtual": l.virtual,
-                       "stream": l.stream} for l in trace.lanes],
+                       "stream": l.stream, "group": l.group, "rank": l.rank} for l in trace.lanes],
             "meta": _jsonable({k: v for k, v in trace.meta.items() if k != "path"}),
         },
     }

@@ -138,12 +138,16 @@ def test_nanosecond_decimals_are_kept():
     assert np.any(np.abs(us - np.round(us)) > 0.1)  # V100 trace has fractional microseconds
 
 
-def test_cpu_only_trace_has_no_backend_lanes():
+def test_cpu_only_trace_has_no_gpu_lanes_only_gloo_communication_threads():
     trace = read_chrome_trace(sample_path("cpu_only"))
-    assert trace.backend_lanes == ()
+    # the 10 gloo:all_reduce ranges are the work of gloo's two communication threads: CPU backend
+    # lanes; no GPU lane
+    assert [l.device for l in trace.backend_lanes] == ["cpu", "cpu"]
+    comm = trace.where(lane=[l.name for l in trace.backend_lanes])
+    assert len(comm) == 10 and set(comm["name"]) == {"gloo:all_reduce"}
     assert set(trace["kind"]) == {"op"}
     assert trace.meta["device"] == "CPU only"
-    assert trace.meta["skipped"]["user_annotation"] == 11
+    assert trace.meta["skipped"]["user_annotation"] == 1  # the ProfilerStep range
 
 
 def test_json_array_form_and_plain_file(tmp_path):

@@ -1,0 +1,256 @@
+"""Several ranks of a distributed job in one trace: one lane group per rank, on one clock.
+
+A distributed job writes one profiler trace per process (rank).  HolisticTraceAnalysis's
+``trace_dir`` convention is a folder with one ``.json``/``.json.gz`` file per rank, the rank read
+from the file's ``distributedInfo.rank``.  :func:`read_trace_dir` loads such a folder and
+:func:`merge_ranks` combines traces already in memory (``d2l_async.capture`` of each process,
+``read_chrome_trace`` of each file)::
+
+    rank 0 · thread 6450 (python)            frontend   \\
+    rank 0 · thread 6504 (pt_gloo_runloop)   backend     > lane group "rank 0"
+    rank 0 · cuda:0 stream 7                 backend    /
+    rank 1 · thread 6451 (python)            frontend   \\  lane group "rank 1"
+    ...
+
+Lanes: each lane keeps its role, device and stream; its name becomes ``"rank R · <name>"``, its
+``group`` ``"rank R"`` and its ``rank`` R (see :class:`~d2l_async.trace.Lane`).  Ranks are drawn
+one above the other in increasing rank order; within a rank, frontend lanes first.
+:func:`rank_lanes` tells a rank's frontend, compute and communication lanes apart.
+
+Events: ``id`` and ``flow`` (correlation ids) are offset per rank so they stay unique (each rank
+numbers its own from 0 or 1), ``deps`` follow their ids; every other column is kept.
+
+Clock: profiler timestamps are microseconds on the host's wall clock (absolute, or relative to
+``baseTimeNanoseconds``), so each rank's trace knows where its time zero sits
+(``meta["origin_us"]`` and ``meta["base_time_ns"]``).  Every rank is shifted to the earliest
+rank's zero, which puts the ranks of one host on one clock exactly and ranks of several hosts
+within their clocks' sync (NTP: typically well under a millisecond).  A trace without an absolute
+origin (an engine recording) cannot be placed: all ranks then start at 0 and
+``meta["clock"]`` says so.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from ._model import COLUMNS, Lane, LaneRole, Trace, TraceError
+
+__all__ = ["merge_ranks", "read_trace_dir", "rank_lanes", "RankLanes", "COLLECTIVE_PREFIXES"]
+
+#: Event-name prefixes of collective-communication work (c10d's record_function labels on the
+#: gloo/NCCL threads, NCCL's kernels on a GPU stream).  A backend lane whose events start with one
+#: of these, or whose thread name mentions gloo/nccl, is a communication lane.
+COLLECTIVE_PREFIXES = ("gloo:", "nccl:", "ucc:", "mpi:", "ncclKernel", "ncclDevKernel", "ncclAllReduce",
+                       "record_param_comms")
+_COMM_THREAD = re.compile(r"gloo|nccl|ucc|mpi", re.IGNORECASE)
+_RANK_IN_NAME = re.compile(r"(?:rank|worker)[_\-. ]?(\d+)", re.IGNORECASE)
+SEP = " · "
+
+
+@dataclass(frozen=True)
+class RankLanes:
+    """The lanes of one rank, by what they do (names as in the merged trace)."""
+
+    rank: int
+    frontend: tuple[str, ...]
+    compute: tuple[str, ...]
+    communication: tuple[str, ...]
+
+
+def _is_comm_lane(trace: Trace, lane: Lane, names: np.ndarray) -> bool:
+    if lane.is_frontend:
+        return False
+    if _COMM_THREAD.search(lane.name.split(SEP)[-1]):
+        return True
+    return bool(len(names)) and all(str(n).startswith(COLLECTIVE_PREFIXES) for n in np.unique(names))
+
+
+def rank_lanes(trace: Trace, rank: int | None = None) -> tuple[RankLanes, ...] | RankLanes:
+    """Each rank's frontend, compute and communication lanes.
+
+    Communication lanes are backend lanes of collective work: the ``pt_gloo_runloop`` threads of a
+    gloo CPU trace (events ``gloo:all_reduce``), or GPU streams that run only NCCL kernels.
+
+    Args:
+        trace: a merged trace (:func:`merge_ranks`, :func:`read_trace_dir`) or a single-rank one
+            (then its lanes count as rank ``-1``).
+        rank: one rank; ``None`` for all, in display order.
+    """
+    if not isinstance(trace, Trace):
+        raise TypeError(f"rank_lanes expects a Trace, got {type(trace).__name__}")
+    lane_col = trace["lane"]
+    out = []
+    for r in trace.ranks or (-1,):
+        front, comp, comm = [], [], []
+        for lane in trace.lanes:
+            if lane.rank != r:
+                continue
+            if lane.is_frontend:
+                front.append(lane.name)
+            elif _is_comm_lane(trace, lane, trace["name"][lane_col == lane.name]):
+                comm.append(lane.name)
+            else:
+                comp.append(lane.name)
+        out.append(RankLanes(r, tuple(front), tuple(comp), tuple(comm)))
+    if rank is None:
+        return tuple(out)
+    for rl in out:
+        if rl.rank == rank:
+            return rl
+    raise TraceError(f"no rank {rank!r} in this trace; ranks are {list(trace.ranks)}")
+
+
+def _origin_ns(trace: Trace) -> int | None:
+    """The trace's time zero in integer ns on the profiler's clock, or None when unknown."""
+    origin = trace.meta.get("origin_us")
+    if origin is None or trace.meta.get("source") == "engine":
+        return None
+    try:
+        base = int(trace.meta.get("base_time_ns") or 0)
+        return base + int(round(float(origin) * 1000.0))
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def merge_ranks(traces: Mapping[int, Trace]) -> Trace:
+    """Combine per-rank traces into one trace with one lane group per rank (see the module doc).
+
+    Args:
+        traces: rank -> that rank's trace (``d2l_async.capture(...)``, ``read_chrome_trace``).
+
+    Returns:
+        One trace: lanes ``"rank R · <lane>"`` grouped by rank (``Lane.group``, ``Lane.rank``),
+        ranks in increasing order, times on the earliest rank's clock.  ``meta`` has
+        ``source`` (the ranks' common source, else ``"mixed"``), ``ranks``, ``clock``
+        (``"profiler"`` or ``"each rank from its own start"``), ``offsets_s`` (rank -> seconds
+        added to its times) and ``per_rank`` (rank -> that rank's meta).
+
+    Raises:
+        TypeError: ``traces`` is not a mapping of int ranks to traces.
+        TraceError: it is empty, or a rank is negative.
+    """
+    if not isinstance(traces, Mapping):
+        raise TypeError(f"merge_ranks expects a mapping rank -> Trace, got {type(traces).__name__}")
+    if not traces:
+        raise TraceError("merge_ranks needs at least one rank's trace")
+    for r, t in traces.items():
+        if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or r < 0:
+            raise TraceError(f"ranks must be integers >= 0, got {r!r}")
+        if not isinstance(t, Trace):
+            raise TypeError(f"rank {r}: expected a Trace, got {type(t).__name__}")
+    ranks = sorted(int(r) for r in traces)
+    items = [(r, traces[r]) for r in ranks]
+    origins = {r: _origin_ns(t) for r, t in items}
+    if all(o is not None for o in origins.values()):
+        zero = min(origins.values())
+        offsets = {r: (origins[r] - zero) / 1e9 for r in ranks}
+        clock = "profiler"
+    else:
+        offsets = {r: 0.0 for r in ranks}
+        clock = "each rank from its own start"
+
+    lanes: list[Lane] = []
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in COLUMNS}
+    id_base = flow_base = 0
+    for r, t in items:
+        group = f"rank {r}"
+        rename = {l.name: f"{group}{SEP}{l.name}" for l in t.lanes}
+        lanes += [replace(l, name=rename[l.name], group=group, rank=r) for l in t.lanes]
+        c = t.columns
+        n = len(t)
+        lane_new = np.empty(n, dtype=object)
+        lane_new[:] = [rename[x] for x in c["lane"].tolist()]
+        parts["lane"].append(lane_new)
+        parts["id"].append(c["id"] + id_base)
+        deps = np.empty(n, dtype=object)
+        deps[:] = [tuple(int(d) + id_base for d in ds) if ds else () for ds in c["deps"].tolist()]
+        parts["deps"].append(deps)
+        parts["flow"].append(np.where(c["flow"] >= 0, c["flow"] + flow_base, -1))
+        for name in ("issue", "start", "end"):
+            parts[name].append(c[name] + offsets[r])
+        for name in COLUMNS:
+            if name not in ("lane", "id", "deps", "flow", "issue", "start", "end"):
+                parts[name].append(c[name])
+        if n:
+            id_base += max(int(c["id"].max()) + 1, 0)
+            flow_base += max(int(c["flow"].max()) + 1, 0)
+    cols = {name: np.concatenate(arrs) if arrs else np.zeros(0, dtype=COLUMNS[name])
+            for name, arrs in parts.items()}
+    for name, dtype in COLUMNS.items():
+        cols[name] = np.asarray(cols[name], dtype=dtype)
+        cols[name].flags.writeable = False
+    sources = {t.meta.get("source", "?") for _, t in items}
+    devices = list(dict.fromkeys(str(t.meta.get("device", "")) for _, t in items if t.meta.get("device")))
+    meta: dict[str, Any] = {
+        "source": sources.pop() if len(sources) == 1 else "mixed",
+        "device": f"{len(ranks)} ranks: " + "; ".join(devices) if devices else f"{len(ranks)} ranks",
+        "virtual": any(t.is_virtual for _, t in items),
+        "ranks": ranks,
+        "clock": clock,
+        "offsets_s": offsets,
+        "per_rank": {r: dict(t.meta) for r, t in items},
+    }
+    if clock == "profiler":
+        first = min(ranks, key=lambda r: origins[r])
+        meta["origin_us"] = traces[first].meta.get("origin_us")
+        if "base_time_ns" in traces[first].meta:
+            meta["base_time_ns"] = traces[first].meta["base_time_ns"]
+    return Trace(tuple(lanes), cols, meta)
+
+
+def _rank_of(trace: Trace, path: Path) -> int | None:
+    info = (trace.meta.get("file") or {}).get("distributedInfo")
+    if isinstance(info, dict) and isinstance(info.get("rank"), int) and not isinstance(info["rank"], bool):
+        return int(info["rank"])
+    m = _RANK_IN_NAME.search(path.name)
+    return int(m.group(1)) if m else None
+
+
+def trace_dir_files(path: str | os.PathLike[str]) -> list[Path]:
+    """The trace files of a ``trace_dir``: ``*.json`` and ``*.json.gz`` (HTA: ``*.json``, ``*.gz``)."""
+    folder = Path(path)
+    if not folder.is_dir():
+        raise TraceError(f"{folder}: not a folder; read_trace_dir expects a folder of per-rank traces"
+                         + (" (for one file use read_chrome_trace)" if folder.is_file() else ""))
+    files = sorted(p for p in folder.iterdir() if p.is_file() and (p.name.endswith(".json") or p.name.endswith(".gz")))
+    if not files:
+        raise TraceError(f"{folder}: no trace files (*.json, *.json.gz) in this folder")
+    return files
+
+
+def read_trace_dir(path: str | os.PathLike[str]) -> Trace:
+    """Load a folder of per-rank Chrome traces (HTA's ``trace_dir``) as one merged trace.
+
+    The rank of each file is its ``distributedInfo.rank``; a file without one takes the number in
+    its name (``rank3.json.gz``, ``worker_3.pt.trace.json``); a lone file without either is rank 0.
+
+    Raises:
+        TraceError: not a folder, no trace files, a file that cannot be read (named), a file
+            whose rank cannot be told, or two files with the same rank (both named).
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"read_trace_dir expects a folder path (str or os.PathLike), got {type(path).__name__}")
+    from ._chrome import read_chrome_trace
+
+    files = trace_dir_files(path)
+    by_rank: dict[int, Trace] = {}
+    where: dict[int, Path] = {}
+    for f in files:
+        t = read_chrome_trace(f)
+        r = _rank_of(t, f)
+        if r is None:
+            if len(files) > 1:
+                raise TraceError(f"{f}: no distributedInfo.rank in the file and no rank number in its name; "
+                                 "add \"distributedInfo\": {\"rank\": N} or name it rankN.json")
+            r = 0
+        if r in by_rank:
+            raise TraceError(f"{where[r]} and {f} both say rank {r}; a trace_dir holds one file per rank")
+        by_rank[r], where[r] = t, f
+    merged = merge_ranks(by_rank)
+    return merged.with_meta(path=str(Path(path)), files={r: str(p) for r, p in where.items()})
