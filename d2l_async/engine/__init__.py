@@ -40,6 +40,8 @@ from ._scheduler import live_engines
 # (``_deps``, ``_op``, ``_scheduler``) can be imported, and tested, with the standard library alone
 _LAZY = {
     "EngineArray": "._array",
+    "DeviceModel": "._modelled",  # modelled-time devices (._modelled)
+    "with_flops": "._modelled",
     "NaiveEngine": "._engine",
     "ThreadedEngine": "._engine",
     "Observer": "._observer",
@@ -49,6 +51,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "DeviceModel",
     "EngineArray",
     "EngineError",
     "EngineStatistics",
@@ -62,6 +65,7 @@ __all__ = [
     "live_engines",
     "measure_scheduling_overhead",
     "waitall_all",
+    "with_flops",
 ]
 
 

@@ -17,6 +17,7 @@ from ._array import EngineArray
 from ._errors import EngineError
 from ._observer import Recorder
 from ._deps import split_access
+from ._modelled import modelled_meta, resolve_models
 from ._op import EngineOp
 from ._scheduler import Scheduler
 
@@ -111,7 +112,7 @@ class _ArrayAPI(Scheduler):
         if rec is None:
             raise EngineError("recording is off; create the engine with record=True to get a trace")
         stats = self.statistics()
-        return rec.trace(pending=stats.pending)
+        return rec.trace(pending=stats.pending, **modelled_meta(self._devices))  # says which are modelled
 
     def reset_trace(self) -> None:
         """Start a fresh recording: later traces hold only what happens from now on (time 0 = now)."""
@@ -120,6 +121,11 @@ class _ArrayAPI(Scheduler):
         with self._lock:
             self._recorder = Recorder(self.devices, self.workers, self.engine_kind)
             self._set_observers((self._recorder,))
+
+    def _attach_models(self, model: Any) -> None:
+        """``model=``: the devices whose op durations are modelled (see ._modelled)."""
+        for name, modelled in resolve_models(model, self.devices).items():
+            self._devices[name].model = modelled
 
     def __repr__(self) -> str:
         s = self.statistics()
@@ -146,6 +152,9 @@ class ThreadedEngine(_ArrayAPI):
             bounded CUDA launch queue); the blocked time is recorded as a ``"full queue"`` block.
         record: record a trace (``eng.trace()``); ``False`` costs nothing.
         torch_threads: torch intra-op threads in each worker (None: leave torch's default).
+        model: modelled devices (:mod:`._modelled`): a ``DeviceModel`` for all devices, or a mapping
+            ``device -> DeviceModel``; their ops compute real values but hold the device for a
+            modelled time.  None (default): every device is plain threads.
 
     Use it in a ``with`` block (or call :meth:`shutdown`): the workers stop at the end.
     """
@@ -153,13 +162,16 @@ class ThreadedEngine(_ArrayAPI):
     engine_kind = "threaded"
 
     def __init__(self, *, workers: int = 1, devices: Sequence[str] = ("cpu:0",),
-                 max_pending: int | None = None, record: bool = True, torch_threads: int | None = 1) -> None:
+                 max_pending: int | None = None, record: bool = True, torch_threads: int | None = 1,
+                 model: Any = None) -> None:
         if torch_threads is not None and (isinstance(torch_threads, bool) or not isinstance(torch_threads, int)
                                           or torch_threads < 1):
             raise ValueError(f"torch_threads={torch_threads!r}: pass a positive int, or None for torch's default")
         self.torch_threads = torch_threads
         init = _set_torch_threads(torch_threads) if torch_threads is not None else None
+        resolve_models(model, devices if not isinstance(devices, str) else (devices,))  # bad model: fail first
         super().__init__(devices=devices, workers=workers, max_pending=max_pending, thread_init=init)
+        self._attach_models(model)
         self._setup_recording(record)
 
 
@@ -173,7 +185,9 @@ class NaiveEngine(_ArrayAPI):
 
     engine_kind = "naive"
 
-    def __init__(self, *, devices: Sequence[str] = ("cpu:0",), record: bool = True) -> None:
+    def __init__(self, *, devices: Sequence[str] = ("cpu:0",), record: bool = True, model: Any = None) -> None:
+        resolve_models(model, devices if not isinstance(devices, str) else (devices,))  # bad model: fail first
         super().__init__(devices=devices, workers=0, inline=True)
+        self._attach_models(model)
         self._setup_recording(record)
 

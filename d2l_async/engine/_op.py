@@ -16,7 +16,7 @@ from ._deps import Op, Var
 
 __all__ = ["OpState", "EngineVar", "EngineOp", "Device", "EngineStatistics", "parse_devices"]
 
-_DEVICE_NAME = re.compile(r"cpu:(\d+)\Z")
+_DEVICE_NAME = re.compile(r"cpu:(0|[1-9]\d*)\Z")  # "cpu:00" would be a second name for cpu:0
 
 
 class OpState(enum.Enum):
@@ -113,10 +113,13 @@ class Device:
         queue: READY ops, first in first out.
         idle: workers asleep on ``cond`` that nobody has woken yet (a waker decrements it).
         pending: ops of this device booked and not finished.
+        running: ops of this device a worker runs right now.
         threads: its worker threads.
+        model: a :class:`._modelled.ModelledDevice` when its ops' durations are modelled, else None.
     """
 
-    __slots__ = ("name", "index", "queue", "cond", "idle", "pending", "threads", "stopping")
+    __slots__ = ("name", "index", "queue", "cond", "idle", "pending", "threads", "stopping", "model",
+                 "running")
 
     def __init__(self, name: str, index: int, lock: threading.Lock) -> None:
         self.name = name
@@ -127,6 +130,8 @@ class Device:
         self.pending = 0
         self.threads: list[threading.Thread] = []
         self.stopping = False
+        self.running = 0  # ops of this device a worker runs now (what a cancel cannot drop)
+        self.model = None  # set by the engine's model= (see ._modelled): hold ops for a modelled time
 
 
 @dataclass(frozen=True)

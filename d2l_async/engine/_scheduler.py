@@ -373,12 +373,16 @@ class Scheduler:
                     f(op)
                 except Exception as exc:  # noqa: BLE001
                     _observer_failed(exc)
+        model = op.device.model  # a modelled device (._modelled): hold it for the op's modelled time
+        t_run = _perf() if model is not None else 0.0
         try:
             if self._failed:
                 self._check_inputs(op)
             op.run(op)
         except BaseException as exc:  # noqa: BLE001 - kept, and raised at the blocker
             op.error = exc
+        if model is not None:
+            model.hold(op, t_run)  # sleeps (no CPU) until the modelled duration has passed
         if obs:
             op.t_end = _perf()
 
