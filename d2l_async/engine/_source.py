@@ -16,11 +16,22 @@ import os
 import sys
 from types import FrameType
 
-__all__ = ["user_frame", "user_source", "format_source"]
+__all__ = ["user_frame", "user_source", "format_source", "add_internal_dir"]
 
 _ENGINE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep  # .../d2l_async/engine/
 _BENCHMARK = os.path.join(os.path.dirname(os.path.dirname(_ENGINE_DIR)), "benchmark.py")
 _INSIDE: dict[str, bool] = {}  # co_filename -> engine-internal?  (one lookup per frame)
+_INTERNAL_DIRS: tuple[str, ...] = (_ENGINE_DIR,)
+
+
+def add_internal_dir(path: str) -> None:
+    """Count frames under ``path`` as the engine's own, not the user's (plain-torch asynchrony,
+    issue 14, adds its package and torch's: the user's line is the one that called torch)."""
+    global _INTERNAL_DIRS
+    path = os.path.abspath(path).rstrip(os.sep) + os.sep
+    if path not in _INTERNAL_DIRS:
+        _INTERNAL_DIRS = (*_INTERNAL_DIRS, path)
+        _INSIDE.clear()
 
 
 def user_frame(depth: int = 2) -> FrameType | None:
@@ -42,7 +53,7 @@ def user_frame(depth: int = 2) -> FrameType | None:
         flag = inside.get(filename)
         if flag is None:
             path = os.path.abspath(filename)
-            flag = inside[filename] = path.startswith(_ENGINE_DIR) or path == _BENCHMARK
+            flag = inside[filename] = path.startswith(_INTERNAL_DIRS) or path == _BENCHMARK
         if not flag:
             return f
         f = f.f_back
