@@ -71,6 +71,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from ._deps import finish_write
 from ._errors import EngineError, deferred
+from ._guard import IDLE_RECHECK, abandoned, inside, inside_op, wait_inside_op, worker_loop
 from ._op import (_DONE, _FAILED, _READY, _RUNNING, Device, EngineOp, EngineStatistics,
                   EngineVar, parse_devices)
 from ._source import user_frame, user_source
@@ -78,16 +79,16 @@ from ._source import user_frame, user_source
 if TYPE_CHECKING:  # the observer module imports the trace model (numpy); the core does not
     from ._observer import Observer
 
-__all__ = ["Scheduler", "live_engines", "WAIT_SLICE"]
+__all__ = ["Scheduler", "live_engines", "WAIT_SLICE", "IDLE_RECHECK"]
 
 _perf = time.perf_counter
 
 #: Blocking waits sleep in slices this long, so a KeyboardInterrupt (a real Ctrl-C or
 #: ``_thread.interrupt_main``) reaches the frontend between slices; a finishing op wakes it earlier.
 WAIT_SLICE = 0.05
-#: An idle worker looks at the inbox this often even if nobody woke it (a wake-up lost to a
-#: KeyboardInterrupt in the middle of ``notify`` costs at most this long).
-IDLE_RECHECK = 0.5
+#: How long ``__exit__`` waits for the op a worker is running when an exception (a Ctrl-C) ends a
+#: ``with`` block: the exception must reach the reader at once (issue 11); the worker exits after it.
+ABORT_JOIN = 0.1
 
 _LIVE: "weakref.WeakSet[Scheduler]" = weakref.WeakSet()
 
@@ -144,10 +145,23 @@ class Scheduler:
         self._t0 = _perf()
         self.closed = False
         self._thread_init = thread_init
+        self._cancelled = 0  # ops dropped by a cancel (shutdown(wait=False), an exception in `with`)
+        self._token = object()  # what a thread running this engine's ops carries (._guard.inside)
+        self._serial = threading.Lock()  # naive engine: one thread runs ops at a time (_drain)
+        self._inline_ready: deque[EngineOp] = deque()  # naive engine: ready ops, run in this order
+        # workers hold a weak reference (._guard.worker_loop), so a dropped engine can be collected;
+        # the finalizer stops them then, and warns (it refers to the devices, not to the engine)
+        ref = weakref.ref(self)
         for dev in self._devices.values():
             for k in range(self.workers):
-                dev.threads.append(threading.Thread(target=self._work, args=(dev, k), daemon=True,
-                                                    name=f"d2l_async {dev.name} worker {k}"))
+                dev.threads.append(threading.Thread(
+                    target=worker_loop, args=(ref, dev, k, self._token, thread_init), daemon=True,
+                    name=f"d2l_async {dev.name} worker {k}"))
+        self._finalizer = None
+        if self.workers:
+            self._finalizer = weakref.finalize(self, abandoned, tuple(self._devices.values()), self._lock,
+                                               f"a {type(self).__name__} with devices {list(names)}")
+            self._finalizer.atexit = False  # at exit ._default stops live engines, without a warning
         for dev in self._devices.values():
             for t in dev.threads:
                 t.start()
@@ -214,15 +228,7 @@ class Scheduler:
         if op.out is not None:
             op.out.producer = op
         if self._inline:
-            with self._lock:
-                self._book()
-            self._execute(op, 0)
-            with self._lock:
-                self._finish(op)
-            if isinstance(op.error, KeyboardInterrupt):  # Ctrl-C inside an inline op: stop now
-                if op in self._unreported:
-                    self._unreported.remove(op)
-                raise op.error
+            self._drain()
         elif op.device.idle:  # a worker to wake (see "No wake-up is lost" above)
             dev = op.device
             with self._lock:
@@ -271,7 +277,8 @@ class Scheduler:
     def _ready(self, op: EngineOp, obs: tuple) -> None:
         op.state = _READY
         dev = op.device
-        if self._inline:  # the pushing thread runs it right away
+        if self._inline:  # the pushing thread runs it (_drain), in the order ops became ready
+            self._inline_ready.append(op)
             for f in obs:
                 try:  # zero cost unless it raises: an observer must not kill a worker
                     f(op)
@@ -314,6 +321,8 @@ class Scheduler:
         """Back-pressure: block while ``max_pending`` ops are pending (recorded as "full queue")."""
         if len(self._inbox) + self._booked < self.max_pending:
             return
+        if inside_op(self._token):  # a push from inside an op never waits: the op that would make
+            return                  # room is the one pushing (issue 11: it waited on itself)
         t0 = _perf()
         self._block_begin("full queue", t0)
         try:
@@ -330,37 +339,49 @@ class Scheduler:
             self._block_end("full queue", t1, ())
 
     # -- running ---------------------------------------------------------------------------
-    def _work(self, dev: Device, k: int) -> None:
-        """A worker: finish the last op and take the next one under one lock, run it without."""
-        if self._thread_init is not None:
-            try:
-                self._thread_init()
-            except Exception as exc:  # noqa: BLE001 - a worker must not die: the engine would hang
-                warnings.warn(f"d2l_async engine: worker start-up failed ({exc!r}); the worker runs anyway",
-                              RuntimeWarning, stacklevel=1)
-        lock, cond, queue, inbox = self._lock, dev.cond, dev.queue, self._inbox
-        op = None
-        while True:
-            with lock:
-                if op is not None:
-                    self._finish(op)
-                while True:
-                    if dev.stopping:  # shut down: what has not started is dropped
-                        return
-                    if inbox:
+    # A worker's loop is ._guard.worker_loop: it holds the engine by a weak reference while asleep.
+    # It calls _book, _execute and _finish below; _execute is where an op runs (and where a modelled
+    # device holds it, see ._modelled).
+
+    def _drain(self) -> None:
+        """The naive engine's worker: run every pushed op on this thread, as each becomes ready.
+
+        A push from inside an op only joins the inbox and runs after that op returns, as on the
+        threaded engine (issue 11: running it at once ran it before the op that writes its input).
+        Pushes from several threads are serialized by ``_serial``: one thread runs ops at a time.
+        """
+        if inside_op(self._token):
+            return
+        serial = self._serial
+        while not serial.acquire(timeout=WAIT_SLICE):  # in slices: a Ctrl-C gets through
+            pass
+        prev = getattr(inside, "token", None)
+        inside.token = self._token
+        try:
+            ready = self._inline_ready
+            while True:
+                with self._lock:
+                    if self._inbox:
                         self._book()
-                    if queue:
-                        break
-                    dev.idle += 1  # announce first, then look at the inbox a last time
-                    if inbox:
-                        dev.idle -= 1
-                        continue
-                    if not cond.wait(IDLE_RECHECK) and dev.idle > 0:
-                        dev.idle -= 1  # nobody woke us (whoever notifies takes us off dev.idle)
-                op = queue.popleft()
-                op.state = _RUNNING
-                self._running += 1
-            self._execute(op, k)
+                    if not ready or self.closed:
+                        return
+                    op = ready.popleft()
+                    op.state = _RUNNING
+                    self._running += 1
+                    op.device.running += 1
+                try:
+                    self._execute(op, 0)
+                except BaseException as exc:  # noqa: BLE001 - a Ctrl-C just before or after the op
+                    if op.error is None:
+                        op.error = exc
+                finally:
+                    with self._lock:
+                        self._finish(op)
+                if isinstance(op.error, KeyboardInterrupt):  # Ctrl-C inside an inline op: stop now
+                    raise op.error
+        finally:
+            inside.token = prev
+            serial.release()
 
     def _execute(self, op: EngineOp, k: int) -> None:
         """Run ``op`` (no lock held); keep its error instead of raising it."""
@@ -397,26 +418,18 @@ class Scheduler:
     def _finish(self, op: EngineOp) -> None:
         """Book a finished op (lock held): release its vars, queue what became ready, wake waiters."""
         dev = op.device
-        if not self._inline:
-            self._running -= 1
+        self._running -= 1
+        dev.running -= 1
         self._booked -= 1
         dev.pending -= 1
         self._bytes_pending -= op.nbytes
         if op.error is not None:
             op.state = _FAILED
             self._failed += 1
-            for v in op.writes:
-                v.error = op.error
-            if op.out is not None:
-                op.out.error = op.error
-            if op.origin:
-                self._unreported.append(op)
-                where = f" ({op.file}:{op.line})" if getattr(op, "file", "") else ""
-                try:
-                    op.error.add_note(f"d2l_async.engine: raised by op {op.name!r} (#{op.id}) on "
-                                      f"{dev.name}{where}")
-                except Exception:  # noqa: BLE001 - a note is a courtesy
-                    pass
+            if self._inline and isinstance(op.error, KeyboardInterrupt):
+                self._interrupted(op)
+            else:
+                self._failed_op(op, dev)
         else:
             op.state = _DONE
             self._done += 1
@@ -461,12 +474,46 @@ class Scheduler:
                 self._space_waiting and self._booked + len(self._inbox) < self.max_pending):
             self._front.notify_all()
 
+    def _failed_op(self, op: EngineOp, dev: Device) -> None:
+        """A failed op (lock held): its outputs carry the error; an origin waits to be raised."""
+        for v in op.writes:
+            v.error = op.error
+        if op.out is not None:
+            op.out.error = op.error
+        if op.origin:
+            self._unreported.append(op)
+            where = f" ({op.file}:{op.line})" if getattr(op, "file", "") else ""
+            try:
+                op.error.add_note(f"d2l_async.engine: raised by op {op.name!r} (#{op.id}) on "
+                                  f"{dev.name}{where}")
+            except Exception:  # noqa: BLE001 - a note is a courtesy
+                pass
+
+    def _interrupted(self, op: EngineOp) -> None:
+        """A Ctrl-C inside a naive engine's inline op (lock held): raised at once, never kept.
+
+        The arrays it writes keep their values -- a KeyboardInterrupt is not a property of the data
+        (issue 11: every later read of ``x`` raised it again); a custom op stopped half-way may
+        have left them half-written.  Its fresh output was never made: reading it says so.
+        """
+        if op.out is not None:
+            op.out.error = EngineError(
+                f"{op.out.label!r} was not computed: its op {op.name!r} (#{op.id}) was interrupted "
+                "(KeyboardInterrupt); compute it again")
+
     # -- waiting ---------------------------------------------------------------------------
     def _wait_op(self, op: EngineOp, reason: str, timeout: float | None = None) -> None:
         """Block the frontend until ``op`` finished (return at once when it has)."""
         st = op.state
         if st is _DONE or st is _FAILED:  # identity, not `in {...}`: an Enum's hash runs Python code
             return
+        if inside_op(self._token):  # it would wait on itself (issue 11): refuse at once
+            raise wait_inside_op(f"a blocker ({reason})")
+        if self._inline:  # ops pushed from inside an op, or left by a Ctrl-C, run now
+            self._drain()
+            st = op.state
+            if st is _DONE or st is _FAILED:
+                return
         t0 = _perf()
         self._block_begin(reason, t0)
         deadline = None if timeout is None else t0 + timeout
@@ -474,6 +521,9 @@ class Scheduler:
             with self._lock:
                 op.watched = True
                 while op.state is not _DONE and op.state is not _FAILED:
+                    if op.device.stopping and op.state is not _RUNNING:  # nobody will run it now
+                        raise EngineError(f"{reason}: the engine was shut down before this op ran (it was "
+                                          "cancelled); create a new engine and compute it again")
                     self._front.wait(self._slice(deadline, reason))
         finally:
             t1 = _perf()
@@ -486,15 +536,27 @@ class Scheduler:
         if op is not None:
             self._wait_op(op, reason, timeout)
         if var.error is not None:
-            raise deferred(var.error, f"a failed op, raised at {reason}") from var.error
+            error = var.error
+            with self._lock:  # delivered here: waitall does not raise it again (issue 11)
+                if self._unreported:
+                    self._unreported = [o for o in self._unreported if o.error is not error]
+            raise deferred(error, f"a failed op, raised at {reason}") from error
 
     def waitall(self, *, timeout: float | None = None) -> None:
-        """Block until every pushed op has finished; raise, once, the first error not yet raised.
+        """Block until every pushed op has finished; raise, once, the first error not yet raised
+        (an error a blocker already raised is not raised again).
 
         Args:
             timeout: seconds before :class:`TimeoutError` (for tests; the book's API has none).
+
+        Raises:
+            EngineError: called from inside an op of this engine (it would wait for itself).
         """
+        if self._inline and (self._inbox or self._inline_ready) and not inside_op(self._token):
+            self._drain()
         if self._inbox or self._booked:
+            if inside_op(self._token):  # the op calling it is pending: it would wait for itself
+                raise wait_inside_op("waitall()")
             t0 = _perf()
             self._block_begin("waitall", t0)
             deadline = None if timeout is None else t0 + timeout
@@ -560,53 +622,105 @@ class Scheduler:
             return EngineStatistics(
                 pending=self._booked + len(inbox), running=self._running, done=self._done,
                 failed=self._failed, device_pending=per_device,
-                bytes_pending=self._bytes_pending + sum(op.nbytes for op in inbox),
+                bytes_pending=max(0, self._bytes_pending + sum(op.nbytes for op in inbox)),
                 blocked_seconds=self._blocked, elapsed=_perf() - self._t0)
 
     # -- shutdown --------------------------------------------------------------------------
     def shutdown(self, *, wait: bool = True, timeout: float = 30.0) -> None:
-        """Stop the workers (after the queued ops when ``wait``) and join them.  Idempotent.
+        """Stop the workers and join them.  Idempotent.
 
-        Errors of failed ops are not raised here (``waitall`` and the ``with`` block raise them).
+        ``wait=True`` runs every queued op first (for at most ``timeout`` seconds); ``wait=False``
+        cancels what has not started (a blocker on a cancelled op raises :class:`EngineError`), and
+        so does a Ctrl-C while waiting, which is then raised.  Errors of failed ops are not raised
+        here (``waitall`` and the ``with`` block raise them).
 
         Raises:
-            EngineError: a worker did not stop within ``timeout`` seconds (an op still running).
+            EngineError: a worker did not stop within ``timeout`` seconds (an op still running), or
+                ``wait=True`` from inside an op of this engine.
         """
         if self.closed:
             return
         deadline = _perf() + timeout
         if wait:
-            with self._lock:
-                self._waitall_waiting += 1
-                try:
-                    while (self._booked or self._inbox) and _perf() < deadline:
-                        self._front.wait(WAIT_SLICE)
-                finally:
-                    self._waitall_waiting -= 1
+            if inside_op(self._token):
+                raise wait_inside_op("shutdown(wait=True)")
+            try:
+                if self._inline:
+                    self._drain()
+                with self._lock:
+                    self._waitall_waiting += 1
+                    try:
+                        while (self._booked or self._inbox) and _perf() < deadline:
+                            self._front.wait(WAIT_SLICE)
+                    finally:
+                        self._waitall_waiting -= 1
+            except BaseException:  # a Ctrl-C while draining: cancel the rest, raise it at once
+                self._close(cancel=True, join=ABORT_JOIN)
+                raise
+        _, stuck = self._close(cancel=not wait, join=max(0.0, deadline - _perf()) if wait else timeout)
+        if stuck:
+            raise EngineError(f"workers {stuck} did not stop within {timeout} s: an op is still running")
+
+    def _close(self, *, cancel: bool, join: float) -> tuple[int, list[str]]:
+        """Mark the engine closed, stop its workers (first dropping every op that has not started,
+        when ``cancel``) and join them for at most ``join`` seconds in all.
+
+        Returns:
+            ``(ops cancelled, names of workers still running an op)``.
+        """
         self.closed = True
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        dropped = 0
         with self._lock:
+            if cancel:
+                dropped = self._cancel()
             for dev in self._devices.values():
                 dev.stopping = True
-                if not wait:
-                    dev.queue.clear()
-                    self._inbox.clear()
                 dev.idle = 0
                 dev.cond.notify_all()
+            self._front.notify_all()  # blockers on cancelled ops wake up and raise
+        end = _perf() + join
         stuck = []
+        me = threading.current_thread()
         for dev in self._devices.values():
             for t in dev.threads:
-                if t is not threading.current_thread():
-                    t.join(max(0.0, deadline - _perf()) if wait else timeout)
+                if t is not me:
+                    t.join(max(0.0, end - _perf()))
                     if t.is_alive():
                         stuck.append(t.name)
         _LIVE.discard(self)
-        if stuck:
-            raise EngineError(f"workers {stuck} did not stop within {timeout} s: an op is still running")
+        return dropped, stuck
+
+    def _cancel(self) -> int:
+        """Drop every op that has not started (lock held); returns how many.  Ops running now
+        finish; what they would grant is never run (workers stop)."""
+        dropped = len(self._inbox) + self._booked - self._running
+        self._inbox.clear()
+        self._inline_ready.clear()
+        for dev in self._devices.values():
+            dev.queue.clear()
+            dev.pending = dev.running
+        self._booked = self._running
+        self._bytes_pending = 0  # unknown for the running ops' outputs; statistics floor it at 0
+        self._cancelled += dropped
+        return dropped
 
     def __enter__(self):
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            # an exception (a Ctrl-C) ends the block: cancel the queue instead of running it first,
+            # and let the exception itself through at once (issue 11: 40 s of queued ops hid it)
+            if not self.closed:
+                dropped, _ = self._close(cancel=True, join=ABORT_JOIN)
+                if dropped and exc is not None:
+                    try:
+                        exc.add_note(f"d2l_async.engine: the `with` block ended with {exc_type.__name__}: "
+                                     f"{dropped} queued op(s) were cancelled and the engine shut down")
+                    except Exception:  # noqa: BLE001 - a note is a courtesy
+                        pass
+            return
         self.shutdown(wait=True)
-        if exc_type is None:
-            self._raise_unreported("the end of the `with` block")
+        self._raise_unreported("the end of the `with` block")
