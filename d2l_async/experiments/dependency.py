@@ -9,7 +9,9 @@ engine with named arrays, through a small *safe* evaluator (names ``x``, ``y``, 
 
 :func:`run_independent_vs_dependent` shows why the graph matters: ``chains`` independent chains of
 matrix products finish sooner on 2 workers than on 1, while one dependent chain of the same length
-cannot use the second worker.
+cannot use the second worker.  With ``backend="modelled"`` the workers belong to a modelled-time
+device (:mod:`d2l_async.engine._modelled`): each worker holds its op for a modelled duration while
+sleeping, so the lesson shows even on one shared core; labels say the durations are modelled.
 """
 
 from __future__ import annotations
@@ -198,6 +200,9 @@ class IndependenceResult:
         dependent_seconds: wall time of one chain of ``ops`` products.
         trace_independent, trace_dependent: the engine's traces.
         device, virtual: where it ran.
+        backend: ``"engine"`` (threads) or ``"modelled"`` (modelled-time device).
+        facts: usable and busy CPUs and the load when it ran (:class:`.parallel_lessons.RunFacts`).
+        modelled: the model's speed and overruns (``trace.meta["modelled"]``), or None.
     """
 
     workers: int
@@ -210,6 +215,9 @@ class IndependenceResult:
     trace_dependent: Any
     device: str
     virtual: bool
+    backend: str = "engine"
+    facts: Any = None
+    modelled: Any = None
 
     @property
     def speedup(self) -> float:
@@ -219,7 +227,7 @@ class IndependenceResult:
 
 def run_independent_vs_dependent(
     *, workers: tuple[int, ...] = (1, 2), ops: int | None = None, chains: int = 2, size: int | None = None,
-    repeat: int | None = None,
+    repeat: int | None = None, backend: str = "engine", model: Any = None,
 ) -> tuple[IndependenceResult, ...]:
     """Time independent and dependent chains of matrix products for each worker count.
 
@@ -227,8 +235,11 @@ def run_independent_vs_dependent(
         workers: worker counts to compare (the book's point: 1 vs 2).
         ops: products in total; default 16 (quick mode 8).
         chains: independent chains (each gets ``ops // chains`` products).
-        size: matrix side; default 600 (quick mode 500).
+        size: matrix side; default 600 (quick mode 500); modelled 320 (quick mode 256), so that this
+            CPU's real work stays a small share of each modelled op.
         repeat: runs of each variant (medians reported, last traces kept); default 3 (quick mode 2).
+        backend: ``"engine"`` (threads) or ``"modelled"`` (a modelled-time device, see above).
+        model: the :class:`~d2l_async.engine.DeviceModel` of ``backend="modelled"``.
 
     Raises:
         ValueError: bad counts (``ops`` must be at least ``chains``).
@@ -238,16 +249,26 @@ def run_independent_vs_dependent(
     chains = positive_int("chains", chains, maximum=64)
     if ops < chains:
         raise ValueError(f"ops={ops} must be at least chains={chains}")
-    size = positive_int("size", size if size is not None else config.scale(600, 500), maximum=8192)
+    if backend not in ("engine", "modelled"):
+        raise ValueError(f"backend={backend!r}: use 'engine' (threads) or 'modelled' (modelled-time device)")
+    from .parallelism import device_setup
+
+    _, model = device_setup(backend, model, n_devices=1)
+    default_size = config.scale(320, 256) if model is not None else config.scale(600, 500)
+    size = positive_int("size", size if size is not None else default_size, maximum=8192)
     repeat = positive_int("repeat", repeat if repeat is not None else config.scale(3, 2), maximum=1000)
     import statistics
 
     from d2l_async.engine import ThreadedEngine
 
+    from .parallel_lessons import run_facts
+
+    facts = run_facts()
+
     base = stable_matrix(size)  # long chains stay bounded, no denormals
     out = []
     for w in workers:
-        with ThreadedEngine(workers=w, devices=("cpu:0",)) as eng:
+        with ThreadedEngine(workers=w, devices=("cpu:0",), model=model) as eng:
             m = eng.array(base.clone(), name="m")
             _chain_run(eng, m, [base] * chains, ops // chains)  # warm-up: threads, allocator
             ind_runs, dep_runs = [], []
@@ -260,10 +281,15 @@ def run_independent_vs_dependent(
                 t_dep = eng.trace()
             ind, dep = statistics.median(ind_runs), statistics.median(dep_runs)
         label = engine_label(1, w)
+        if model is not None:
+            from d2l_async.engine._modelled import LABEL
+
+            label = (f"CPU engine, 1 modelled device, {w} worker(s) ({LABEL}; "
+                     f"{model.flops_per_s / 1e9:g} GFLOP/s)")
         out.append(IndependenceResult(w, (ops // chains) * chains, chains, size, ind, dep,
                                       t_ind.with_meta(device=label, virtual=True, experiment="independent"),
                                       t_dep.with_meta(device=label, virtual=True, experiment="dependent"),
-                                      label, True))
+                                      label, True, backend, facts, t_ind.meta.get("modelled")))
     return tuple(out)
 
 

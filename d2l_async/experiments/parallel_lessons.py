@@ -1,0 +1,265 @@
+"""What the device experiments must show, checked on this run: notebooks 02 and 07's lessons.
+
+The book's claims (D2L §13.2-13.3) are about devices:
+
+* independent work on two devices (or two workers) runs side by side: about half the time;
+* a barrier between them serializes it: about the time of one device doing both;
+* a dependent chain cannot use a second worker: every op waits for the one before;
+* communication overlaps computation: a gradient's copy runs while the other layer's backward does.
+
+Whether they held *here* is a fact of the run, read from its trace and timings by the pure
+functions below (each returns :class:`d2l_async.lesson.Check` values, not displayed; the notebook
+shows them).  When a claim does not hold, the check says why from measured facts -- usable and busy
+CPUs, the load, ops that overran their modelled time -- and what to change.
+
+:func:`plan_devices` decides what a notebook runs: the engine's virtual devices are threads, which
+run side by side only with a spare core each; modelled-time devices (:mod:`d2l_async.engine._modelled`)
+overlap on any machine.  With enough spare cores both are shown, side by side; without, the
+modelled devices alone, and the plan's ``reason`` says why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from d2l_async import lesson
+
+__all__ = ["RunFacts", "run_facts", "DevicePlan", "plan_devices", "device_intervals", "overlap_seconds",
+           "max_concurrency", "gap_after", "two_device_checks", "independence_checks", "mlp_checks",
+           "frontend_wait_check", "SIDE_BY_SIDE", "SERIAL", "HIDDEN"]
+
+#: "Side by side": at least this speedup (2 is the most two devices can give).
+SIDE_BY_SIDE = 1.5
+#: "Not parallelizable": a second worker speeds a dependent chain up by less than this.
+SERIAL = 1.15
+#: "Communication overlaps computation": at least this share of the copy time ran beside compute.
+HIDDEN = 0.2
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """The machine when an experiment ran: the reasons a lesson check can give.
+
+    Attributes:
+        usable_cpus: CPUs this process may use (affinity and cgroup quota).
+        busy_cpus: of those, how many other work kept busy (None: unknown, see ``load``).
+        load: the 1-minute load average.
+        describe: :meth:`d2l_async.devices.Machine.describe`'s line.
+    """
+
+    usable_cpus: float
+    busy_cpus: float | None
+    load: float
+    describe: str
+
+    @property
+    def spare_cpus(self) -> float:
+        busy = self.busy_cpus if self.busy_cpus is not None else min(self.load, self.usable_cpus)
+        return max(0.0, self.usable_cpus - busy)
+
+    def sentence(self) -> str:
+        busy = f"{self.busy_cpus:.1f} busy with other work" if self.busy_cpus is not None else \
+            f"load average {self.load:.1f}"
+        return f"{self.usable_cpus:g} usable CPU(s), {busy}"
+
+
+def run_facts() -> RunFacts:
+    """Sample the machine now (about 0.05 s)."""
+    from d2l_async.devices import machine
+
+    m = machine(sample_s=0.05)
+    return RunFacts(float(m.usable_cpus), m.busy_cpus, float(m.load_avg), m.describe())
+
+
+@dataclass(frozen=True)
+class DevicePlan:
+    """What a notebook runs on this machine.
+
+    Attributes:
+        threads: run the thread-devices (the engine's virtual devices) too.
+        reason: one sentence saying why, from the measured spare CPUs.
+        spare_cpus: usable CPUs not busy with other work.
+    """
+
+    threads: bool
+    reason: str
+    spare_cpus: float
+
+
+def plan_devices(facts: RunFacts | None = None, *, needed: int = 2) -> DevicePlan:
+    """Thread-devices where the machine has ``needed`` spare cores, modelled devices always."""
+    facts = run_facts() if facts is None else facts
+    spare = facts.spare_cpus
+    if spare >= needed - 0.25:
+        return DevicePlan(True, f"{facts.sentence()}: {spare:.1f} spare, enough for {needed} thread-devices to "
+                                f"run side by side; the modelled devices are shown beside them", spare)
+    return DevicePlan(False, f"{facts.sentence()}: {spare:.1f} spare, fewer than the {needed} that "
+                             f"{needed} thread-devices need to run side by side, so they would only take turns; "
+                             "shown: modelled devices, which overlap on any machine", spare)
+
+
+# -- facts read from a trace ------------------------------------------------------------------------
+def device_intervals(trace: Any, device: str | None = None, *, kinds: Sequence[str] = ("op", "copy")
+                     ) -> list[tuple[float, float]]:
+    """(start, end) of every backend op (of ``device``), sorted by start."""
+    work = trace.where(kind=list(kinds))
+    out = [(float(work["start"][i]), float(work["end"][i])) for i in range(len(work))
+           if device is None or str(work["device"][i]) == device]
+    return sorted(out)
+
+
+def _union(iv: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    merged: list[list[float]] = []
+    for s, e in sorted(iv):
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    return [(s, e) for s, e in merged]
+
+
+def overlap_seconds(trace: Any, a: str, b: str) -> float:
+    """Seconds during which devices ``a`` and ``b`` both ran an op."""
+    ua, ub = _union(device_intervals(trace, a)), _union(device_intervals(trace, b))
+    total, j = 0.0, 0
+    for s, e in ua:
+        for s2, e2 in ub:
+            total += max(0.0, min(e, e2) - max(s, s2))
+    return total
+
+
+def max_concurrency(trace: Any) -> int:
+    """Most backend ops running at the same moment."""
+    edges = sorted([(s, 1) for s, _ in device_intervals(trace)] + [(e, -1) for _, e in device_intervals(trace)],
+                   key=lambda x: (x[0], x[1]))
+    run = best = 0
+    for _, d in edges:
+        run += d
+        best = max(best, run)
+    return best
+
+
+def gap_after(trace: Any, first: str, then: str) -> float:
+    """Seconds from ``first``'s last op end to ``then``'s first op start (negative: they overlapped)."""
+    a, b = device_intervals(trace, first), device_intervals(trace, then)
+    if not a or not b:
+        return float("nan")
+    return min(s for s, _ in b) - max(e for _, e in a)
+
+
+def _facts(r: Any) -> str:
+    facts = getattr(r, "facts", None)
+    return facts.sentence() if facts is not None else "machine not sampled"
+
+
+def _why_slow(facts: RunFacts | None, modelled: Any, threads_hint: str) -> str:
+    """The measured reason a parallel run did not overlap, and what to change."""
+    where = facts.sentence() if facts is not None else "machine not sampled"
+    if modelled:
+        ops = sum(int(m.get("ops", 0)) for m in modelled.values())
+        over = sum(int(m.get("overruns", 0)) for m in modelled.values())
+        worst = max(float(m.get("worst_overrun", 0.0)) for m in modelled.values())
+        if over:
+            return (f"{over} of {ops} modelled ops took longer to compute on this CPU than their modelled time "
+                    f"(worst {worst:.1f}×; {where}): the CPU, not the model, set the pace. Use a smaller size, or a "
+                    "slower DeviceModel")
+        return (f"no modelled op overran ({ops} ops; {where}); the frontend's pushes or the workers' wake-ups were "
+                "delayed by other work on the CPU. Rerun when the machine is quieter")
+    return f"{where}: {threads_hint}"
+
+
+_THREADS_HINT = ("the virtual devices are threads, and with fewer spare cores than devices they take turns. "
+                 "The modelled devices show the schedule on any machine; for threads, rerun with 2 spare cores")
+
+
+# -- the checks ------------------------------------------------------------------------------------
+def two_device_checks(r: Any) -> list[lesson.Check]:
+    """Notebook 07's first claims, on a :class:`~d2l_async.experiments.TwoDeviceResult`."""
+    a, b = r.devices
+    ov = overlap_seconds(r.trace_concurrent, a, b)
+    gap = gap_after(r.trace_serialized, a, b)
+    side = r.speedup >= SIDE_BY_SIDE and ov > 0
+    why = _why_slow(r.facts, r.modelled, _THREADS_HINT)
+    what = "modelled devices" if r.modelled else ("GPUs" if not r.virtual else "thread-devices")
+    return [
+        lesson.check(f"independent work on two devices runs side by side ({what})", side,
+                     shown=(f"concurrent {r.concurrent_seconds * 1e3:.1f} ms vs barrier between "
+                            f"{r.serialized_seconds * 1e3:.1f} ms: {r.speedup:.2f}× (2× at most); both busy at once "
+                            f"for {ov * 1e3:.1f} ms"),
+                     otherwise=why),
+        lesson.check(f"a barrier between them serializes the two devices ({what})", gap >= -1e-6,
+                     shown=(f"{b}'s first product began {gap * 1e3:.2f} ms after {a}'s last ended"
+                            if gap == gap else "no ops recorded"),
+                     otherwise=("the serialized run's ops overlapped: the barrier did not wait for the first "
+                                "device (a bug: report it)")),
+    ]
+
+
+def independence_checks(rows: Sequence[Any]) -> list[lesson.Check]:
+    """Notebook 02's claims on :func:`~d2l_async.experiments.run_independent_vs_dependent`'s rows
+    (one per worker count; the first must be 1 worker, the last 2 or more)."""
+    one, many = rows[0], rows[-1]
+    what = "modelled devices" if getattr(one, "modelled", None) else "thread-workers"
+    gain = one.independent_seconds / many.independent_seconds
+    dep_gain = one.dependent_seconds / many.dependent_seconds
+    conc = max_concurrency(many.trace_dependent)
+    why = _why_slow(getattr(many, "facts", None), getattr(many, "modelled", None), _THREADS_HINT)
+    return [
+        lesson.check(f"independent chains run side by side on {many.workers} workers ({what})",
+                     gain >= SIDE_BY_SIDE and max_concurrency(many.trace_independent) >= 2,
+                     shown=(f"{one.independent_seconds * 1e3:.1f} ms on 1 worker, {many.independent_seconds * 1e3:.1f} ms "
+                            f"on {many.workers}: {gain:.2f}× faster"),
+                     otherwise=why),
+        lesson.check(f"a dependent chain cannot use a second worker ({what})",
+                     conc == 1 and dep_gain < SERIAL,
+                     shown=(f"{one.dependent_seconds * 1e3:.1f} ms on 1 worker, {many.dependent_seconds * 1e3:.1f} ms on "
+                            f"{many.workers} ({dep_gain:.2f}×); at most {conc} of its ops ran at once"),
+                     otherwise=(f"its ops never ran two at once (the trace), so the {dep_gain:.2f}× is timing noise: "
+                                f"the two runs were slowed differently by other work on the CPU "
+                                f"({_facts(many)}); rerun, or use the modelled devices")
+                     if conc == 1 else "two ops of one dependent chain ran at once: a bug, report it"),
+    ]
+
+
+def mlp_checks(r: Any) -> list[lesson.Check]:
+    """Notebook 07's MLP claims on an :class:`~d2l_async.experiments.MLPResult`."""
+    o = r.overlap
+    copies = o.both + o.only_b
+    hidden = o.both / copies if copies > 0 else 0.0
+    devs = [d for d in r.roles if not str(r.roles[d]).startswith("host")]
+    both = overlap_seconds(r.trace, devs[0], devs[1]) if len(devs) >= 2 else 0.0
+    busy = sum(e - s for s, e in _union(device_intervals(r.trace, devs[0]))) if devs else 0.0
+    what = "modelled devices" if r.modelled else ("GPUs" if not r.virtual else "thread-devices")
+    why = _why_slow(r.facts, r.modelled, _THREADS_HINT)
+    return [
+        lesson.check(f"the two devices computed their halves side by side ({what})",
+                     busy > 0 and both >= 0.5 * busy,
+                     shown=f"both busy at once {both * 1e3:.1f} ms of {devs[0]}'s {busy * 1e3:.1f} ms busy",
+                     otherwise=why),
+        lesson.check(f"communication overlaps computation ({what})", hidden >= HIDDEN,
+                     shown=(f"copies ran {copies * 1e3:.1f} ms, {o.both * 1e3:.1f} ms of it ({hidden:.0%}) while "
+                            "compute ran"),
+                     otherwise=why),
+        lesson.check("the loss went down", len(r.losses) >= 2 and r.losses[-1] < r.losses[0],
+                     shown=f"{r.losses[0]:.3f} → {r.losses[-1]:.3f} over {len(r.losses)} minibatches",
+                     otherwise="too few minibatches or too large a learning rate: raise batches or lower lr"),
+    ]
+
+
+def frontend_wait_check(trace: Any, reason: str = "print") -> lesson.Check:
+    """Notebook 02's first claim: the frontend pushed everything and then waited at ``reason``."""
+    blocks = trace.where(kind="block")
+    waited = [float(blocks["end"][i] - blocks["start"][i]) for i in range(len(blocks))
+              if str(blocks["reason"][i]) == reason]
+    ops = trace.where(kind="op")
+    last_push = trace.where(kind="launch")
+    pushed = float(last_push["end"].max() - last_push["start"].min()) if len(last_push) else 0.0
+    work = float(ops["end"].max() - ops["start"].min()) if len(ops) else 0.0
+    return lesson.check(
+        f"the frontend raced ahead and waited at {reason}(z)", bool(waited) and waited[0] > 0,
+        shown=(f"pushed {len(last_push)} ops in {pushed * 1e3:.3f} ms, then waited {waited[0] * 1e3:.3f} ms at "
+               f"{reason}(z) while the backend ran them ({work * 1e3:.2f} ms)" if waited else
+               f"no wait at {reason}(z): the backend finished its {len(ops)} ops ({work * 1e3:.2f} ms) first"),
+        otherwise=("the backend finished before the frontend reached the print: the ops were shorter than the "
+                   "frontend's own statements in between. Raise n, or rerun"))
