@@ -1,0 +1,365 @@
+"""Start N ranks as processes, wait for them with a deadline, and never leave one behind.
+
+:func:`launch` is a small, careful ``torch.multiprocessing.spawn``::
+
+    parent (your notebook's kernel)                 ranks (clean processes: forkserver / spawn)
+      pick a free TCP port on 127.0.0.1
+      start rank 0 .. N-1  ---------------------->  die with the parent (PR_SET_PDEATHSIG)
+                                                    init_process_group(backend, tcp://127.0.0.1:port)
+      poll the result queue (0.1 s ticks) <-------  ("ok", rank, value)      fn(ctx) returned
+              |                             <-------  ("error", rank, type, message, traceback)
+              |  an error, a rank that died silently, the deadline, or Ctrl-C:
+              v
+      finally: terminate() every live rank, join(2 s), kill() what is left, join(2 s)
+
+Why each piece:
+
+* **a clean process, never a fork of the kernel**: a forked Jupyter kernel carries its threads'
+  locks and zmq sockets into the child.  Ranks come from multiprocessing's fork server (which has
+  imported torch once, so later runs start in a fraction of a second) or are spawned; either way a
+  rank imports the function it runs by name, so the function must live in a module
+  (``d2l_async.distributed`` ships the chapter's); one defined in a notebook cell cannot be found
+  by the child and is refused here with a message that says so.
+* **a free port per run**: two runs (or two notebooks) never meet on the same rendezvous port.
+* **a deadline on every wait**: a rank stuck in a collective (its peer died) would wait for gloo's
+  30-minute timeout; the parent gives up at ``timeout`` seconds, names the ranks that did not
+  report, and ends every process.
+* **errors travel with their traceback**: a rank that raises sends the formatted traceback before it
+  exits; the parent raises :class:`RankError` with it, at once (the peers still blocked in a
+  collective are terminated, not waited for).
+
+torch is imported in the ranks only; this module itself needs only the standard library.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue as queue_mod
+import signal
+import socket
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+__all__ = ["BACKENDS", "DistributedError", "LaunchResult", "RankContext", "RankError", "RankTimeout", "free_port",
+           "launch"]
+
+#: The process-group backends: gloo (CPU, any machine) and NCCL (one GPU per rank).
+BACKENDS = ("gloo", "nccl")
+#: Seconds a terminated rank gets to exit before it is killed.
+_GRACE_S = 2.0
+#: How often the parent looks at its ranks while it waits.
+_TICK_S = 0.1
+
+
+class DistributedError(RuntimeError):
+    """A distributed run failed; the message says which rank and why."""
+
+
+class RankError(DistributedError):
+    """A rank raised.  ``rank``, ``exc_type`` and ``remote_traceback`` say where and what."""
+
+    def __init__(self, rank: int, exc_type: str, message: str, remote_traceback: str) -> None:
+        self.rank = rank
+        self.exc_type = exc_type
+        self.remote_traceback = remote_traceback
+        super().__init__(f"rank {rank} raised {exc_type}: {message}\n\n"
+                         f"Traceback in rank {rank}:\n{remote_traceback.rstrip()}")
+
+
+class RankTimeout(DistributedError, TimeoutError):
+    """The ranks did not all finish within the deadline; they were ended."""
+
+
+@dataclass(frozen=True)
+class RankContext:
+    """What a rank function receives: who it is and where to put its traces.
+
+    Attributes:
+        rank: this process's rank, 0 .. world_size - 1.
+        world_size: how many ranks run.
+        backend: ``"gloo"`` or ``"nccl"``.
+        device: ``"cpu"`` (gloo) or ``"cuda:<rank>"`` (NCCL: each rank its own GPU).
+        trace_dir: folder for this run's per-rank profiler traces (``None``: do not profile).
+        options: the keyword arguments :func:`launch` passed on.
+    """
+
+    rank: int
+    world_size: int
+    backend: str
+    device: str
+    trace_dir: str | None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LaunchResult:
+    """What came back from every rank.
+
+    Attributes:
+        values: what each rank's function returned, by rank.
+        trace_dir: where the ranks wrote their traces (``None`` when not profiled).
+        pids: the process id of each rank (all ended when :func:`launch` returns).
+        seconds: wall time from the first start to the last result, process start-up included.
+        backend: the process-group backend.
+    """
+
+    values: tuple[Any, ...]
+    trace_dir: str | None
+    pids: tuple[int, ...]
+    seconds: float
+    backend: str
+
+    @property
+    def world_size(self) -> int:
+        return len(self.values)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on now (the OS picks it), for one run's rendezvous."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def _check(fn: Any, world_size: Any, backend: Any, timeout: Any) -> None:
+    if not callable(fn):
+        raise TypeError(f"launch expects a function to run on each rank, got {type(fn).__name__}")
+    module = getattr(fn, "__module__", None)
+    if module in (None, "__main__") or getattr(fn, "__qualname__", "").count("<"):
+        raise ValueError(f"{getattr(fn, '__qualname__', fn)!r} is defined in {module or 'no module'} (a notebook cell, "
+                         "a lambda or a nested function): spawned ranks import the function by name, so it must "
+                         "be a top-level function of a module file (e.g. d2l_async.distributed.ranks)")
+    if isinstance(world_size, bool) or not isinstance(world_size, int) or not 1 <= world_size <= 64:
+        raise ValueError(f"world_size must be an integer between 1 and 64, got {world_size!r}")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend={backend!r}: use one of {BACKENDS}")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+
+
+def launch(fn: Callable[[RankContext], Any], world_size: int = 2, *, backend: str = "gloo",
+           trace_dir: str | os.PathLike[str] | None = None, profile: bool = True, timeout: float = 120.0,
+           options: Mapping[str, Any] | None = None,
+           on_start: Callable[[tuple[int, ...]], None] | None = None) -> LaunchResult:
+    """Run ``fn(ctx)`` on ``world_size`` local ranks joined in one process group.
+
+    Args:
+        fn: a top-level function of a module (spawned ranks import it by name); it gets a
+            :class:`RankContext` and returns something picklable and small (numbers, dicts).
+        world_size: number of ranks (processes).
+        backend: ``"gloo"`` (CPU) or ``"nccl"`` (needs one CUDA GPU per rank).
+        trace_dir: folder for the per-rank traces; default a new temporary folder.
+        profile: False to give the ranks no ``trace_dir`` (no traces written).
+        timeout: seconds for the whole run, start-up included; then every rank is ended.
+        options: keyword arguments for the rank function, as ``ctx.options``.
+        on_start: called with the ranks' process ids once all have started (a progress display,
+            a test that checks no process outlives the call).
+
+    Returns:
+        :class:`LaunchResult` (every rank has exited by then).
+
+    Raises:
+        RankError: a rank raised; its traceback is in the message (the other ranks were ended).
+        RankTimeout: not every rank finished within ``timeout`` (all were ended).
+        DistributedError: a rank died without reporting (killed, out of memory, a crash in C++).
+        ValueError: bad arguments, or NCCL without a GPU for every rank.
+    """
+    _check(fn, world_size, backend, timeout)
+    if backend == "nccl":
+        _check_gpus(world_size)
+    if profile:
+        trace_dir = str(trace_dir) if trace_dir is not None else tempfile.mkdtemp(prefix="d2l_async_ranks_")
+        Path(trace_dir).mkdir(parents=True, exist_ok=True)
+    else:
+        trace_dir = None
+    ctx = _context()
+    results = ctx.Queue()
+    port = free_port()
+    procs: list[Any] = []
+    t0 = time.perf_counter()
+    values: dict[int, Any] = {}
+    try:
+        for rank in range(world_size):
+            rank_ctx = RankContext(rank, world_size, backend, "cpu" if backend == "gloo" else f"cuda:{rank}",
+                                   trace_dir, dict(options or {}))
+            p = ctx.Process(target=_rank_main, args=(fn, rank_ctx, port, results, os.getpid()),
+                            name=f"d2l_async rank {rank}", daemon=True)
+            p.start()
+            procs.append(p)
+        if on_start is not None:
+            on_start(tuple(p.pid for p in procs))
+        _collect(procs, results, values, t0 + timeout, timeout)
+        seconds = time.perf_counter() - t0
+        for p in procs:  # they have reported; let them finish tearing down
+            p.join(timeout=_GRACE_S * 5)
+    finally:
+        end_all(procs)
+        results.close()
+        results.join_thread()
+    return LaunchResult(tuple(values[r] for r in range(world_size)), trace_dir, tuple(p.pid for p in procs), seconds,
+                        backend)
+
+
+#: What a fresh rank imports before it can run anything (seconds of work once, not once per rank).
+_PRELOAD = ["torch", "torch.distributed", "torch.nn.parallel", "d2l_async.distributed.ranks"]
+
+
+def _context() -> Any:
+    """``forkserver`` where the platform has it, else ``spawn``.
+
+    Both start ranks from a clean process, never from a fork of the notebook's kernel.  The fork
+    server imports torch once (``_PRELOAD``) and forks each rank from that clean, single-threaded
+    state, so the second and later runs of a notebook skip the ~2 s import per rank; ``spawn``
+    pays it every time.
+    """
+    if "forkserver" in mp.get_all_start_methods():
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(_PRELOAD)
+        return ctx
+    return mp.get_context("spawn")
+
+
+def _check_gpus(world_size: int) -> None:
+    import torch
+
+    n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if n < world_size:
+        raise ValueError(f"backend='nccl' needs one CUDA GPU per rank: {world_size} ranks, {n} GPUs here; "
+                         "use backend='gloo' (CPU) or fewer ranks")
+
+
+def _collect(procs: list[Any], results: Any, values: dict[int, Any], deadline: float, timeout: float) -> None:
+    """Wait for every rank's report; raise at the first error, silent death or the deadline."""
+    world = len(procs)
+    silent_since: dict[int, float] = {}
+    while len(values) < world:
+        try:
+            msg = results.get(timeout=_TICK_S)
+        except queue_mod.Empty:
+            msg = None
+        if msg is not None:
+            if msg[0] == "ok":
+                values[msg[1]] = msg[2]
+            else:
+                raise _root_cause(msg, results)
+            continue
+        now = time.perf_counter()
+        for rank, p in enumerate(procs):
+            if rank in values or p.exitcode is None:
+                continue
+            # exited without a report: give its last message a moment to arrive through the pipe
+            first = silent_since.setdefault(rank, now)
+            if now - first > 1.0:
+                raise DistributedError(f"rank {rank} (pid {p.pid}) exited with code {p.exitcode} without reporting "
+                                       f"a result{_signal_name(p.exitcode)}; the other ranks were ended")
+        if now > deadline:
+            missing = [r for r in range(world) if r not in values]
+            raise RankTimeout(f"ranks {missing} did not finish within {timeout:g} s; every rank was ended. "
+                              "Raise timeout= for bigger workloads, or look for a rank waiting in a collective "
+                              "its peers never entered")
+
+
+#: What a rank's error says when it only saw a peer go away (the peer's own error is the news).
+_PEER_GONE = ("Connection closed by peer", "remote worker crashing", "Connection reset by peer")
+
+
+def _root_cause(first: tuple[Any, ...], results: Any, wait: float = 0.3) -> RankError:
+    """The error to report: the first one that is not just "my peer went away"."""
+    errors = [first]
+    deadline = time.perf_counter() + wait
+    while time.perf_counter() < deadline:
+        try:
+            msg = results.get(timeout=max(deadline - time.perf_counter(), 0.01))
+        except queue_mod.Empty:
+            break
+        if msg[0] == "error":
+            errors.append(msg)
+    own = [e for e in errors if not any(p in e[3] for p in _PEER_GONE)]
+    _, rank, exc_type, message, tb = (own or errors)[0]
+    return RankError(rank, exc_type, message, tb)
+
+
+def _signal_name(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            return f" (killed by {signal.Signals(-code).name})"
+        except ValueError:
+            return ""
+    return ""
+
+
+def end_all(procs: list[Any], grace: float = _GRACE_S) -> None:
+    """terminate() every live process, wait ``grace`` s, kill() the rest, wait again."""
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(timeout=grace)
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+    for p in procs:
+        p.join(timeout=grace)
+
+
+# ---------------------------------------------------------------------------------------------
+# inside a rank
+# ---------------------------------------------------------------------------------------------
+def _die_with_parent(parent_pid: int) -> None:
+    """Ask Linux to SIGTERM this rank when its parent dies (even by SIGKILL): no orphans.
+
+    The parent is the launching process (spawn) or the fork server, which itself exits when the
+    launching process does."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the parent's finally block still ends us
+        return
+    try:  # the launching process died before prctl took effect (our parent may be the fork server)
+        os.kill(parent_pid, 0)
+    except ProcessLookupError:
+        os._exit(1)
+    except PermissionError:
+        pass
+
+
+def _rank_main(fn: Callable[[RankContext], Any], ctx: RankContext, port: int, results: Any, parent_pid: int) -> None:
+    _die_with_parent(parent_pid)
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(ctx.rank),
+                      WORLD_SIZE=str(ctx.world_size), LOCAL_RANK=str(ctx.rank))
+    try:
+        value = run_rank(fn, ctx)
+    except BaseException as exc:  # noqa: BLE001 - every failure must reach the parent
+        results.put(("error", ctx.rank, type(exc).__name__, str(exc), traceback.format_exc()))
+        results.close()
+        results.join_thread()
+        os._exit(1)  # skip atexit/gloo teardown that could hang on a peer that is gone
+    results.put(("ok", ctx.rank, value))
+    results.close()
+    results.join_thread()
+
+
+def run_rank(fn: Callable[[RankContext], Any], ctx: RankContext) -> Any:
+    """Join the process group (from the environment, as under ``torchrun``), run ``fn``, leave it."""
+    import datetime
+
+    import torch
+    import torch.distributed as dist
+
+    if ctx.backend == "nccl":
+        torch.cuda.set_device(int(ctx.device.split(":")[1]))
+    torch.set_num_threads(1)  # ranks share the machine's cores; one intra-op thread each
+    dist.init_process_group(ctx.backend, rank=ctx.rank, world_size=ctx.world_size,
+                            timeout=datetime.timedelta(seconds=60))
+    value = fn(ctx)
+    # only on success: a failing rank that closed its connections first would make its peers fail
+    # with "connection closed" before its own error reached the parent
+    dist.destroy_process_group()
+    return value

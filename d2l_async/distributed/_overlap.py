@@ -1,0 +1,156 @@
+"""How much communication hid behind the backward pass: facts read from a merged multi-rank trace.
+
+A rank's trace (``torch.profiler``, CPU activity) holds two kinds of intervals that matter here::
+
+    rank 0 · thread (python)        [fwd][ bwd layer 6 ][ bwd layer 5 ] ... [ bwd layer 1 ][step]
+    rank 0 · pt_gloo_runloop                   [ gloo:all_reduce bucket 1 ]   [ bucket 2 ]
+                                               '------ hidden ------'            exposed
+
+* **communication**: the collectives' own intervals, ``gloo:all_reduce`` on gloo's worker threads
+  (``nccl:`` / NCCL kernels on a GPU), found on the rank's communication lanes
+  (:func:`d2l_async.trace.rank_lanes`);
+* **backward compute**: the autograd nodes that compute gradients, ``autograd::engine::
+  evaluate_function: AddmmBackward0`` and the ops inside them — every op whose name contains
+  ``Backward``.  ``AccumulateGrad`` is left out on purpose: it is the node whose hook *launches*
+  DDP's all-reduce, so counting it would make every launch "overlap" by construction.  On a GPU,
+  compute is every kernel that is not NCCL's.
+
+Per rank, :func:`comm_overlap` reports how many collective intervals overlap at least one backward
+interval, and the seconds of communication (union of its intervals) that fell inside the union of
+backward intervals (*hidden*) or outside it (*exposed*).  These are facts about *when* things
+happened, read from the profiler, not timings of a benchmark.
+
+What an overlap does **not** prove on one CPU core: two intervals overlap in wall time when the
+gloo thread was *waiting* (for the peer rank, for the core) while the main thread computed.  Real
+parallel progress needs a spare core per busy thread (or a network card and a GPU doing the work);
+the notebook says which one this run had.
+
+numpy only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..trace import Kind, Trace, TraceError, rank_lanes
+
+__all__ = ["RankComm", "comm_overlap", "intervals_union", "intersection_seconds", "overlap_counts",
+           "is_backward_name"]
+
+
+@dataclass(frozen=True)
+class RankComm:
+    """Communication of one rank and how much of it the backward pass hid.
+
+    Attributes:
+        rank: the rank.
+        collectives: collective intervals (e.g. ``gloo:all_reduce``) on its communication lanes.
+        overlapping: how many of them overlap at least one backward-compute interval.
+        comm_s: seconds covered by communication (union of its intervals).
+        hidden_s: of those, seconds during which backward compute also ran on the rank.
+        backward_s: seconds covered by backward compute.
+    """
+
+    rank: int
+    collectives: int
+    overlapping: int
+    comm_s: float
+    hidden_s: float
+    backward_s: float
+
+    @property
+    def exposed_s(self) -> float:
+        """Communication seconds with no backward compute beside it."""
+        return max(self.comm_s - self.hidden_s, 0.0)
+
+    @property
+    def hidden_fraction(self) -> float:
+        """hidden / communication (0 when there was no communication)."""
+        return self.hidden_s / self.comm_s if self.comm_s > 0 else 0.0
+
+
+def intervals_union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Merge intervals into disjoint sorted ones (touching intervals join)."""
+    start = np.asarray(start, dtype=float)
+    end = np.asarray(end, dtype=float)
+    if not len(start):
+        return np.zeros(0), np.zeros(0)
+    order = np.argsort(start, kind="stable")
+    s, e = start[order], end[order]
+    run_end = np.maximum.accumulate(e)
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = s[1:] > run_end[:-1]
+    idx = np.flatnonzero(new)
+    ends = np.append(run_end[idx[1:] - 1], run_end[-1])
+    return s[idx], ends
+
+
+def intersection_seconds(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> float:
+    """Total length of the intersection of two disjoint sorted interval sets."""
+    (sa, ea), (sb, eb) = a, b
+    total, i, j = 0.0, 0, 0
+    while i < len(sa) and j < len(sb):
+        lo, hi = max(sa[i], sb[j]), min(ea[i], eb[j])
+        if hi > lo:
+            total += hi - lo
+        if ea[i] < eb[j]:
+            i += 1
+        else:
+            j += 1
+    return float(total)
+
+
+def overlap_counts(start: np.ndarray, end: np.ndarray, other: tuple[np.ndarray, np.ndarray]) -> int:
+    """How many intervals ``[start, end)`` intersect (with positive length) the disjoint set ``other``."""
+    os_, oe = other
+    if not len(start) or not len(os_):
+        return 0
+    # the first interval of `other` that ends after each start; it overlaps when it begins before the end
+    k = np.searchsorted(oe, np.asarray(start, dtype=float), side="right")
+    ok = k < len(os_)
+    hit = np.zeros(len(start), dtype=bool)
+    hit[ok] = os_[k[ok]] < np.asarray(end, dtype=float)[ok]
+    return int(hit.sum())
+
+
+def is_backward_name(names: np.ndarray) -> np.ndarray:
+    """True for the autograd nodes that compute gradients (``...Backward0``), not AccumulateGrad."""
+    names = np.asarray(names, dtype=object)
+    return np.fromiter(("Backward" in n and "AccumulateGrad" not in n for n in names.tolist()),
+                       dtype=bool, count=len(names))
+
+
+def comm_overlap(trace: Trace) -> tuple[RankComm, ...]:
+    """Per rank: collectives, how many overlap backward compute, hidden and exposed seconds.
+
+    Args:
+        trace: a merged multi-rank trace (:func:`d2l_async.trace.merge_ranks`,
+            ``Trace.from_trace_dir``), or one rank's trace.
+
+    Raises:
+        TypeError: ``trace`` is not a Trace.
+    """
+    if not isinstance(trace, Trace):
+        raise TypeError(f"comm_overlap expects a Trace, got {type(trace).__name__}")
+    lanes_of = rank_lanes(trace)
+    lane_col, kind, name = trace["lane"], trace["kind"], trace["name"]
+    start, end = trace["start"], trace["end"]
+    out = []
+    for rl in lanes_of:
+        comm = np.isin(lane_col, list(rl.communication)) if rl.communication else np.zeros(len(trace), bool)
+        own = np.isin(lane_col, list(rl.frontend + rl.compute))
+        kernels = own & (kind == Kind.KERNEL.value)
+        if kernels.any():  # a GPU rank: compute is every kernel on its compute streams
+            compute = kernels
+        else:
+            compute = own & (kind == Kind.OP.value) & is_backward_name(name)
+        cu = intervals_union(start[comm], end[comm])
+        bu = intervals_union(start[compute], end[compute])
+        hidden = intersection_seconds(cu, bu)
+        out.append(RankComm(int(rl.rank), int(comm.sum()), overlap_counts(start[comm], end[comm], bu),
+                            float((cu[1] - cu[0]).sum()), hidden, float((bu[1] - bu[0]).sum())))
+    if not out:
+        raise TraceError("the trace has no ranks")
+    return tuple(out)

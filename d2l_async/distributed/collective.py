@@ -1,0 +1,170 @@
+"""Experiment 1: an asynchronous collective — ``all_reduce(async_op=True)`` and ``work.wait()``.
+
+Notebook 3 waited for one variable (``wait_to_read``) instead of everything (``waitall``).  Between
+processes the same idea is a collective issued with ``async_op=True``: the call hands the reduction
+to the communication backend (gloo's worker thread, NCCL's stream) and returns a ``Work`` handle at
+once — the frontend races ahead — and ``work.wait()`` is the barrier for that one tensor::
+
+    frontend  [all_reduce(x, async_op=True)] [ b = a @ a  (independent) ] [work.wait()]  use x
+    gloo                 [=============== all_reduce of x ===============]
+
+:func:`run_collective` measures, on every rank, the blocking call, the async call's return, the
+independent matmul and the wait, and profiles one async round; :func:`checks` turns the result into
+lesson checks (facts read from the trace, timings only where the claim is about time).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import config
+from ..trace import Trace, rank_lanes
+from ._common import Where, check_backend, run_and_load, where
+from .ranks import collective_rank
+
+__all__ = ["CollectiveResult", "run_collective", "checks", "returned_early"]
+
+
+@dataclass(frozen=True)
+class CollectiveResult:
+    """All ranks' view of one ``all_reduce`` of ``numel`` floats.
+
+    Attributes:
+        ranks: how many ranks took part.
+        numel: floats reduced.
+        return_s, done_s, blocking_s, compute_s: per rank, the median seconds of the async call's
+            return, of the call-to-wait-done, of the blocking call, and of the independent matmul.
+        completed_at_return: per rank, how many repeats were already complete when the call returned.
+        repeats: timed repeats per rank.
+        correct: every rank held the right sum afterwards.
+        trace: one profiled async round, all ranks merged (one lane group per rank).
+        where: the machine (see :class:`~d2l_async.distributed.Where`).
+        seconds: wall time of the whole run, process start-up included.
+    """
+
+    ranks: int
+    numel: int
+    return_s: tuple[float, ...]
+    done_s: tuple[float, ...]
+    blocking_s: tuple[float, ...]
+    compute_s: tuple[float, ...]
+    completed_at_return: tuple[int, ...]
+    repeats: int
+    correct: bool
+    trace: Trace
+    where: Where
+    seconds: float
+
+    @property
+    def device(self) -> str:
+        return self.where.device
+
+    @property
+    def virtual(self) -> bool:
+        return False  # real processes, a real process group
+
+
+def run_collective(*, ranks: int = 2, numel: int | None = None, size: int | None = None, repeats: int | None = None,
+                   backend: str = "auto", timeout: float = 120.0) -> CollectiveResult:
+    """``all_reduce`` blocking vs ``async_op=True`` on ``ranks`` local ranks.
+
+    Args:
+        ranks: processes (2-8).
+        numel: floats reduced; default 4M (quick mode 1M).
+        size: side of the independent matmul done while the collective is in flight; default 512
+            (quick mode 256).
+        repeats: timed repeats; default 5 (quick 2).
+        backend: ``"auto"`` (NCCL when every rank has a GPU, else gloo), ``"gloo"`` or ``"nccl"``.
+        timeout: seconds before every rank is ended.
+
+    Raises:
+        ValueError: bad sizes or backend.  RankError / RankTimeout: see :func:`launch`.
+    """
+    ranks = _int("ranks", ranks, 2, 8)
+    numel = _int("numel", numel if numel is not None else config.scale(1 << 22, 1 << 20), 1, 1 << 28)
+    size = _int("size", size if size is not None else config.scale(512, 256), 1, 8192)
+    repeats = _int("repeats", repeats if repeats is not None else config.scale(5, 2), 1, 1000)
+    backend = check_backend(backend, ranks)
+    at = where(backend, ranks)
+    res, traces = run_and_load(collective_rank, ranks, backend=backend, labels=("collective",), timeout=timeout,
+                               options={"numel": numel, "size": size, "repeats": repeats})
+    v = res.values
+    trace = traces["collective"].with_meta(device=at.device, experiment="collective")
+    return CollectiveResult(ranks, numel, tuple(r["return_s"] for r in v), tuple(r["done_s"] for r in v),
+                            tuple(r["blocking_s"] for r in v), tuple(r["compute_s"] for r in v),
+                            tuple(int(r["completed_at_return"]) for r in v), repeats, all(r["correct"] for r in v),
+                            trace, at, res.seconds)
+
+
+def _int(name: str, value: Any, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= value <= hi:
+        raise ValueError(f"{name} must be an integer between {lo} and {hi}, got {value!r}")
+    return int(value)
+
+
+def returned_early(trace: Trace) -> dict[int, dict[str, bool]]:
+    """Per rank, read from the trace: did the frontend's ``c10d::allreduce_`` call end before the
+    collective did (``returned``), and did the independent matmul begin before it ended
+    (``overlapped``: the frontend went on while the reduction was in flight)?"""
+    out: dict[int, dict[str, bool]] = {}
+    lane, name, start, end = trace["lane"], trace["name"], trace["start"], trace["end"]
+    for rl in rank_lanes(trace):
+        front = np.isin(lane, list(rl.frontend))
+        comm = np.isin(lane, list(rl.communication)) if rl.communication else np.zeros(len(trace), bool)
+        call = front & np.array([n.startswith("c10d::allreduce") for n in name.tolist()], dtype=bool)
+        mm = front & np.isin(name, ["aten::mm", "aten::matmul"])
+        if not comm.any() or not call.any():
+            out[rl.rank] = {"returned": False, "overlapped": False}
+            continue
+        returned = bool(end[call].min() < end[comm].max())
+        # the frontend went on with independent work before the reduction was done
+        overlapped = bool(mm.any()) and bool(start[mm].min() < end[comm].max())
+        out[rl.rank] = {"returned": returned, "overlapped": overlapped}
+    return out
+
+
+def checks(r: CollectiveResult) -> list[Any]:
+    """The notebook's lesson checks for this result (not displayed: ``lesson.show`` them)."""
+    from d2l_async import lesson
+
+    facts = returned_early(r.trace)
+    ret_ms, done_ms = 1e3 * max(r.return_s), 1e3 * min(r.done_s)
+    block_ms, comp_ms = 1e3 * np.median(r.blocking_s), 1e3 * np.median(r.compute_s)
+    returned = all(f["returned"] for f in facts.values()) and len(facts) == r.ranks
+    overlapped = all(f["overlapped"] for f in facts.values()) and len(facts) == r.ranks
+    saved = 1e3 * np.median(r.done_s) < 0.9 * (block_ms + comp_ms)
+    why_cpu = r.where.cpu_sentence(r.ranks)
+    return [
+        lesson.check(
+            "all_reduce(async_op=True) returns before the reduction is done",
+            returned,
+            shown=f"in the trace, on {sum(f['returned'] for f in facts.values())} of {r.ranks} ranks the call ended "
+                  f"before the gloo/NCCL interval; timed: returned after {ret_ms:.2f} ms (slowest rank), "
+                  f"done after {done_ms:.2f} ms (fastest rank)",
+            otherwise="the profiler recorded no collective interval on some rank (a torch without c10d's "
+                      "profiling labels?), or the call itself waited; look at the timeline below"),
+        lesson.check(
+            "the result is the same, correct sum on every rank",
+            r.correct, shown=f"{r.numel:,} floats, sum over {r.ranks} ranks checked on each",
+            otherwise="a rank held a wrong sum: a bug, please report it with this notebook's output"),
+        lesson.check(
+            "the frontend started independent work before the reduction was done",
+            overlapped,
+            shown=f"on {sum(f['overlapped'] for f in facts.values())} of {r.ranks} ranks the matmul began before the "
+                  "collective's interval ended",
+            otherwise="on a rank the reduction finished before the matmul began (a very small numel, or the "
+                      "peer was already waiting): raise numel"),
+        lesson.check(
+            "overlapping them saved time: call-to-wait is shorter than blocking call + matmul",
+            bool(saved),
+            shown=f"{1e3 * np.median(r.done_s):.2f} ms vs {block_ms:.2f} + {comp_ms:.2f} ms",
+            otherwise=(f"{why_cpu}: the gloo thread and the matmul took turns on the cores instead of running "
+                       "side by side. Run on a machine with a spare core per busy thread, or on GPUs with NCCL"
+                       if r.where.threads_per_cpu(r.ranks) > 1 else
+                       f"{why_cpu or 'NCCL'}: enough cores, but the reduction ({block_ms:.2f} ms blocking) and the "
+                       f"matmul ({comp_ms:.2f} ms) are too unequal or too short to gain from overlap: raise numel "
+                       "and size together")),
+    ]

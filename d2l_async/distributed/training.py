@@ -1,0 +1,255 @@
+"""Experiments 2 and 3: overlapping gradient all-reduce with the backward pass; a straggler rank.
+
+Data-parallel training all-reduces every gradient on every step.  The book's two-layer MLP (§13.5)
+does it after the whole backward pass; the backward pass, though, produces the last layer's
+gradients first, so their all-reduce could start while earlier layers are still being
+differentiated.  ``DistributedDataParallel`` does exactly that: gradients are grouped into
+*buckets* of ``bucket_cap_mb``; when a bucket's last gradient is ready its all-reduce is launched
+asynchronously and the backward pass goes on::
+
+    after_backward   bwd L4 | bwd L3 | bwd L2 | bwd L1 | ar ar ar ar | step
+    bucketed         bwd L4 | bwd L3 | bwd L2 | bwd L1 |        ar   | step
+                              [ ar L4 ][ ar L3 ][ ar L2 ]   <- on gloo's thread, during backward
+
+* :func:`run_overlap` trains the same MLP both ways in the same processes (steps interleaved) and
+  reads from the traces how many all-reduces overlapped the backward pass on each rank, and how
+  much communication was hidden or exposed.
+* :func:`run_straggler` makes one rank sleep before each step: every other rank then waits for it in
+  the all-reduce, so every step takes as long as the slowest rank's — the barrier cost of synchronous
+  data parallelism.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import config
+from ..trace import Trace
+from ._common import Where, check_backend, run_and_load, where
+from ._overlap import RankComm, comm_overlap
+from .collective import _int
+from .ranks import training_rank
+
+__all__ = ["TrainingResult", "run_overlap", "run_straggler", "overlap_checks", "straggler_checks"]
+
+
+@dataclass(frozen=True)
+class TrainingResult:
+    """Data-parallel training steps of one MLP under several settings, same processes.
+
+    Attributes:
+        ranks: processes.
+        labels: the settings, in order (``"after_backward"``, ``"bucketed"``; ``"even"``, ``"straggler"``).
+        modes: label -> ``"after_backward"`` or ``"bucketed"``.
+        step_s: label -> per timed step, the slowest rank's seconds (a synchronous job waits for it).
+        traces: label -> one profiled step of every rank, merged (one lane group per rank).
+        comm: label -> per rank :class:`~d2l_async.distributed.RankComm` read from that trace.
+        same_params: label -> every rank ended with the same parameters (checksums agree).
+        bucket_cap_mb: DDP's bucket size for the bucketed settings.
+        delay_s: label -> the slow rank's sleep before each step (0: none).
+        slow_rank: the rank that sleeps.
+        model: a one-line description (``"MLP 512x4, batch 64"``).
+        params_mb: megabytes of gradients all-reduced per step.
+        where: the machine; seconds: wall time, process start-up included.
+    """
+
+    ranks: int
+    labels: tuple[str, ...]
+    modes: dict[str, str]
+    step_s: dict[str, tuple[float, ...]]
+    traces: dict[str, Trace]
+    comm: dict[str, tuple[RankComm, ...]]
+    same_params: dict[str, bool]
+    bucket_cap_mb: float
+    delay_s: dict[str, float]
+    slow_rank: int
+    model: str
+    params_mb: float
+    where: Where
+    seconds: float
+
+    @property
+    def device(self) -> str:
+        return self.where.device
+
+    @property
+    def virtual(self) -> bool:
+        return False
+
+    def median_step(self, label: str) -> float:
+        """Median over timed steps of the slowest rank's step time."""
+        return float(statistics.median(self.step_s[label]))
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per (setting, rank): communication, hidden and exposed seconds; for figures."""
+        return [{"setting": label, "rank": c.rank, "collectives": c.collectives, "overlapping": c.overlapping,
+                 "comm_s": c.comm_s, "hidden_s": c.hidden_s, "exposed_s": c.exposed_s,
+                 "step_s": self.median_step(label)} for label in self.labels for c in self.comm[label]]
+
+
+def _workload(width: int | None, depth: int | None, batch: int | None, steps: int | None) -> dict[str, int]:
+    return {"width": _int("width", width if width is not None else config.scale(512, 512), 8, 4096),
+            "depth": _int("depth", depth if depth is not None else config.scale(6, 4), 1, 32),
+            "batch": _int("batch", batch if batch is not None else config.scale(128, 64), 1, 8192),
+            "steps": _int("steps", steps if steps is not None else config.scale(8, 2), 1, 1000)}
+
+
+def _bucket(bucket_cap_mb: Any) -> float:
+    if isinstance(bucket_cap_mb, bool) or not isinstance(bucket_cap_mb, (int, float)) or not 0 < bucket_cap_mb <= 1024:
+        raise ValueError(f"bucket_cap_mb must be a number in (0, 1024], got {bucket_cap_mb!r}")
+    return float(bucket_cap_mb)
+
+
+def _delay(delay_ms: Any) -> float:
+    if isinstance(delay_ms, bool) or not isinstance(delay_ms, (int, float)) or not 0 <= delay_ms <= 10_000:
+        raise ValueError(f"delay_ms must be a number of milliseconds in [0, 10000], got {delay_ms!r}")
+    return float(delay_ms) / 1e3
+
+
+def _train(settings: list[dict[str, Any]], ranks: int, work: dict[str, int], backend: str, timeout: float,
+           trace_dir: Any) -> TrainingResult:
+    ranks = _int("ranks", ranks, 1, 8)
+    backend = check_backend(backend, ranks)
+    at = where(backend, ranks)
+    labels = tuple(s["label"] for s in settings)
+    options = {**work, "settings": settings, "warmup": 1, "profile_steps": 1}
+    res, traces = run_and_load(training_rank, ranks, backend=backend, labels=labels, timeout=timeout,
+                               options=options, trace_dir=trace_dir)
+    step_s, same = {}, {}
+    for label in labels:
+        per_rank = np.array([v[label]["step_s"] for v in res.values])  # ranks x steps
+        step_s[label] = tuple(float(x) for x in per_rank.max(axis=0))
+        sums = [v[label]["checksum"] for v in res.values]
+        same[label] = bool(np.allclose(sums, sums[0], rtol=1e-5, atol=1e-6))
+    traces = {label: t.with_meta(device=at.device, experiment=f"distributed {label}") for label, t in traces.items()}
+    w, d, b = work["width"], work["depth"], work["batch"]
+    params = d * (w * w + w) + w + 1
+    return TrainingResult(ranks, labels, {s["label"]: s["mode"] for s in settings}, step_s, traces,
+                          {label: comm_overlap(t) for label, t in traces.items()}, same,
+                          float(settings[-1].get("bucket_cap_mb", 25.0)),
+                          {s["label"]: float(s.get("delay_s", 0.0)) for s in settings},
+                          int(settings[-1].get("slow_rank", ranks - 1)), f"MLP {w}x{d}, batch {b} per rank",
+                          params * 4 / 2**20, at, res.seconds)
+
+
+def run_overlap(*, ranks: int = 2, bucket_cap_mb: float = 1.0, delay_ms: float = 0.0, width: int | None = None,
+                depth: int | None = None, batch: int | None = None, steps: int | None = None, backend: str = "auto",
+                timeout: float = 180.0, trace_dir: Any = None) -> TrainingResult:
+    """The same MLP step with the all-reduce after backward vs bucketed during it (DDP).
+
+    Args:
+        ranks: processes (1-8).
+        bucket_cap_mb: DDP's bucket size in MB (one 512x512 layer is 1 MB of gradients).
+        delay_ms: the last rank sleeps this long before each step (a straggler; 0: none).
+        width, depth, batch: the MLP (default 512 x 6, batch 128; quick mode 512 x 4, batch 64).
+        steps: timed steps per setting (default 8, quick 2), interleaved across settings.
+        backend: ``"auto"``, ``"gloo"`` or ``"nccl"``.
+        timeout: seconds before every rank is ended.
+        trace_dir: keep the per-rank trace files here (``<trace_dir>/<setting>/rank<r>.json``).
+    """
+    cap, delay = _bucket(bucket_cap_mb), _delay(delay_ms)
+    settings = [{"label": "after_backward", "mode": "after_backward", "delay_s": delay},
+                {"label": "bucketed", "mode": "bucketed", "bucket_cap_mb": cap, "delay_s": delay}]
+    return _train(settings, ranks, _workload(width, depth, batch, steps), backend, timeout, trace_dir)
+
+
+def run_straggler(*, ranks: int = 2, delay_ms: float | None = None, bucket_cap_mb: float = 1.0,
+                  width: int | None = None, depth: int | None = None, batch: int | None = None,
+                  steps: int | None = None, backend: str = "auto", timeout: float = 180.0,
+                  trace_dir: Any = None) -> TrainingResult:
+    """Bucketed training with all ranks even, then with the last rank sleeping ``delay_ms`` per step.
+
+    Args:
+        delay_ms: the straggler's extra time per step; default 50 ms (quick mode 20 ms).
+        Others as in :func:`run_overlap`.
+    """
+    cap = _bucket(bucket_cap_mb)
+    delay = _delay(delay_ms if delay_ms is not None else config.scale(50, 20))
+    if delay <= 0:
+        raise ValueError("delay_ms must be > 0 for a straggler (0 would be two even runs)")
+    settings = [{"label": "even", "mode": "bucketed", "bucket_cap_mb": cap, "delay_s": 0.0},
+                {"label": "straggler", "mode": "bucketed", "bucket_cap_mb": cap, "delay_s": delay}]
+    return _train(settings, ranks, _workload(width, depth, batch, steps), backend, timeout, trace_dir)
+
+
+# ---------------------------------------------------------------------------------------------
+# lesson checks: pure functions of a result
+# ---------------------------------------------------------------------------------------------
+def _per_rank(comm: tuple[RankComm, ...], attr: str) -> str:
+    return ", ".join(f"rank {c.rank}: {getattr(c, attr)}" for c in comm)
+
+
+def overlap_checks(r: TrainingResult) -> list[Any]:
+    """Lesson checks of :func:`run_overlap` (not displayed)."""
+    from d2l_async import lesson
+
+    bucketed, after = r.comm["bucketed"], r.comm["after_backward"]
+    t_after, t_bucket = r.median_step("after_backward"), r.median_step("bucketed")
+    hidden = np.mean([c.hidden_fraction for c in bucketed])
+    out = [
+        lesson.check(
+            "bucketed (DDP): on every rank an all-reduce overlaps the backward pass",
+            all(c.overlapping >= 1 for c in bucketed),
+            shown=f"all-reduces overlapping backward ops — {_per_rank(bucketed, 'overlapping')} "
+                  f"(of {', '.join(str(c.collectives) for c in bucketed)})",
+            otherwise=f"with {r.params_mb:.1f} MB of gradients and buckets of {r.bucket_cap_mb:g} MB there was only "
+                      "one bucket, launched when the backward pass ended: lower bucket_cap_mb"),
+        lesson.check(
+            "after the backward pass: no all-reduce overlaps it",
+            all(c.overlapping == 0 for c in after),
+            shown=f"overlapping — {_per_rank(after, 'overlapping')} (of {', '.join(str(c.collectives) for c in after)})",
+            otherwise="an all-reduce overlapped a backward op although it was issued after backward() returned: "
+                      "a bug in the trace reading, please report it"),
+        lesson.check(
+            "both ways, every rank ends the step with the same parameters",
+            all(r.same_params.values()), shown=", ".join(f"{k}: {'same' if v else 'different'}"
+                                                         for k, v in r.same_params.items()),
+            otherwise="the ranks' parameters differ after the all-reduce: a bug, please report it"),
+    ]
+    faster = t_bucket < t_after
+    threads = r.where.threads_per_cpu(r.ranks)
+    out.append(lesson.check(
+        "overlapping communication with backward shortens the step",
+        faster,
+        shown=f"median step {1e3 * t_bucket:.1f} ms bucketed vs {1e3 * t_after:.1f} ms after backward; "
+              f"{hidden:.0%} of the bucketed communication hidden behind backward",
+        otherwise=(f"{r.where.cpu_sentence(r.ranks)}: a hidden all-reduce was waiting for a core (or for the other "
+                   "rank, which waited for the same core), not progressing beside the backward pass; one core can "
+                   "show *when* things happen, not a speed-up. Run on a machine with a spare core per busy thread "
+                   "(or GPUs with NCCL)" if threads > 1 else
+                   f"{r.where.cpu_sentence(r.ranks) or 'NCCL ranks'}: cores enough, but the gradients "
+                   f"({r.params_mb:.1f} MB) reduce in little time compared with the step; per-bucket launches cost "
+                   "more than they hide. Raise width/depth or lower bucket_cap_mb")))
+    return out
+
+
+def straggler_checks(r: TrainingResult) -> list[Any]:
+    """Lesson checks of :func:`run_straggler` (not displayed)."""
+    from d2l_async import lesson
+
+    delay = r.delay_s["straggler"]
+    extra = r.median_step("straggler") - r.median_step("even")
+    comm = {c.rank: c.comm_s for c in r.comm["straggler"]}
+    slow = comm.get(r.slow_rank, 0.0)
+    others = {k: v - slow for k, v in comm.items() if k != r.slow_rank}
+    waited = bool(others) and min(others.values()) >= 0.5 * delay
+    return [
+        lesson.check(
+            "one slow rank slows every step by about its delay",
+            extra >= 0.5 * delay,
+            shown=f"median step {1e3 * r.median_step('straggler'):.1f} ms with rank {r.slow_rank} sleeping "
+                  f"{1e3 * delay:.0f} ms vs {1e3 * r.median_step('even'):.1f} ms even (+{1e3 * extra:.1f} ms)",
+            otherwise=f"the steps varied more than the delay on this machine ({r.where.cpu_sentence(r.ranks)}): "
+                      "raise delay_ms or steps"),
+        lesson.check(
+            "the other ranks spend that time waiting inside the all-reduce",
+            waited,
+            shown=f"in the trace, communication on the even ranks exceeds the slow rank's by "
+                  + ", ".join(f"{1e3 * v:.1f} ms (rank {k})" for k, v in others.items()),
+            otherwise="the even ranks' waits did not show as collective time in this profiled step (a single "
+                      "rank run, or the wait happened outside the profiler's window): use ranks >= 2"),
+    ]

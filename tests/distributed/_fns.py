@@ -1,0 +1,27 @@
+"""Rank functions only the tests use (a spawned rank imports them by name, so they live in a module)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from d2l_async.distributed import RankContext
+
+
+def rank_info(ctx: RankContext) -> dict:
+    import torch
+    import torch.distributed as dist
+
+    x = torch.tensor([float(ctx.rank)])
+    dist.all_reduce(x)
+    return {"rank": dist.get_rank(), "world": dist.get_world_size(), "sum": float(x), "pid": os.getpid()}
+
+
+def sleeping_rank(ctx: RankContext) -> None:
+    time.sleep(600)  # the parent's deadline or a Ctrl-C must end this
+
+
+def vanishing_rank(ctx: RankContext) -> None:
+    if ctx.rank == 1:
+        os._exit(3)  # dies without a word: a segfault, the OOM killer
+    time.sleep(600)
