@@ -3,8 +3,15 @@ number of workers").
 
 :func:`measure_scheduling_overhead` pushes many tiny ops (``y = x + 1`` on one element, so the
 kernel costs almost nothing) to an engine with 1, 2, 4, ... workers on one device and reports the
-all-in time per op: push, queue, wake-ups, lock traffic and the op itself.  More workers means more
-threads competing for the lock and the GIL, so the per-op cost rises even though no op got slower.
+all-in time per op: push, queue, wake-ups, lock traffic and the op itself.  More workers *can* mean
+more threads competing for the lock and the GIL — whether the per-op cost rises is measured, not
+assumed: on one usable CPU only one thread runs at a time, and the difference may stay inside the
+noise.
+
+Each run is timed twice: wall time per op (what a user waits) and CPU time per op of the whole
+process, frontend and workers (:func:`time.process_time`).  On a shared machine the wall time also
+counts the moments another program had the CPU; the CPU time does not, so it is the steadier
+measure of the bookkeeping itself.  Runs are kept; summaries are medians and quantiles.
 """
 
 from __future__ import annotations
@@ -18,22 +25,57 @@ import torch
 
 from ._engine import ThreadedEngine
 
-__all__ = ["SchedulingOverhead", "measure_scheduling_overhead"]
+__all__ = ["SchedulingOverhead", "measure_scheduling_overhead", "quantiles"]
 
 
 @dataclass(frozen=True)
 class SchedulingOverhead:
-    """Per-op cost of a tiny op with ``workers`` worker threads (median of ``runs``, in µs)."""
+    """Per-op cost of a tiny op with ``workers`` worker threads (median of ``runs``, in µs).
+
+    Attributes:
+        workers: worker threads on the one device.
+        per_op_us: median wall µs per op.
+        ops: ops per run.
+        runs: wall µs per op of each run.
+        cpu_runs: process CPU µs per op of each run (frontend and workers; empty if not measured).
+    """
 
     workers: int
     per_op_us: float
     ops: int
     runs: tuple[float, ...]
+    cpu_runs: tuple[float, ...] = ()
 
     @property
     def spread_us(self) -> float:
         """max - min of the runs (µs per op)."""
         return max(self.runs) - min(self.runs)
+
+    @property
+    def cpu_per_op_us(self) -> float:
+        """Median CPU µs per op (NaN when not measured)."""
+        return statistics.median(self.cpu_runs) if self.cpu_runs else float("nan")
+
+    def quantiles(self, q: tuple[float, float] = (0.25, 0.75), *, cpu: bool = False) -> tuple[float, float]:
+        """Low and high quantiles of the runs (linear interpolation; one run gives it twice)."""
+        return quantiles(self.cpu_runs if cpu else self.runs, q)
+
+
+def quantiles(values: Sequence[float], q: tuple[float, float] = (0.25, 0.75)) -> tuple[float, float]:
+    """``(low, high)`` quantiles of ``values`` by linear interpolation (numpy's default method)."""
+    xs = sorted(float(v) for v in values)
+    if not xs:
+        raise ValueError("quantiles() needs at least one value")
+
+    def at(p: float) -> float:
+        if not 0 <= p <= 1:
+            raise ValueError(f"quantile {p} is outside [0, 1]")
+        pos = p * (len(xs) - 1)
+        lo = int(pos)
+        hi = min(lo + 1, len(xs) - 1)
+        return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+    return at(q[0]), at(q[1])
 
 
 def measure_scheduling_overhead(workers: Sequence[int] = (1, 2, 4, 8, 16), ops: int = 2000,
@@ -58,13 +100,14 @@ def measure_scheduling_overhead(workers: Sequence[int] = (1, 2, 4, 8, 16), ops: 
             for _ in range(min(ops, 200)):  # warm up: caches, thread start
                 y = x + 1
             eng.waitall()
-            runs = []
+            runs, cpu_runs = [], []
             for _ in range(repeats):
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 for _ in range(ops):
                     y = x + 1
                 eng.waitall()
                 runs.append((time.perf_counter() - t0) / ops * 1e6)
+                cpu_runs.append((time.process_time() - c0) / ops * 1e6)
             del y
-        out.append(SchedulingOverhead(w, statistics.median(runs), ops, tuple(runs)))
+        out.append(SchedulingOverhead(w, statistics.median(runs), ops, tuple(runs), tuple(cpu_runs)))
     return out

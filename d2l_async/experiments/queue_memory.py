@@ -9,6 +9,16 @@ op holds the memory of its batch until it runs.  Three fixes, all measured here:
 * **back-pressure** — ``ThreadedEngine(max_pending=N)`` makes ``push`` block at N pending ops;
 * **the hardware does it for you** — a real V100 training step (:func:`sample_queue_summary`):
   the CUDA launch queue sits at its cap (~1022 entries) and ``cudaLaunchKernel`` blocks the CPU.
+
+The book's remedy is a trade: less memory held by pending work, for a frontend that now waits.  What
+the wait costs in total time depends on who is the bottleneck.  When the backend is (it is here: one
+worker thread doing every product), the total is the backend's work either way and the waits mostly
+fill time the frontend would have spent idle at the final barrier; the backend's work itself may even
+take longer with hundreds of minibatches' arrays alive.  Each result therefore keeps the backend's
+busy time beside the wall time, and :func:`queue_checks` says which way this run went, with numbers.
+The advice comes from the MXNet versions of the book: d2l-ai/d2l-en,
+``chapter_computational-performance/async-computation.md``, subsection "Improving Memory Footprint",
+removed by commit 6b4cdca ("async comp done", 14 April 2021; last present at its parent 7815147).
 """
 
 from __future__ import annotations
@@ -24,7 +34,7 @@ from d2l_async import config
 from ._common import engine_label, positive_int
 
 __all__ = ["OPS_PER_BATCH", "QueueMemoryResult", "SampleQueueSummary", "run_queue_memory",
-           "compare_sync_every", "sample_queue_summary"]
+           "compare_sync_every", "sample_queue_summary", "queue_checks", "backpressure_check", "launch_cap_check"]
 
 #: Ops one minibatch issues: load, product, loss, update.
 OPS_PER_BATCH = 4
@@ -45,6 +55,8 @@ class QueueMemoryResult:
         seconds: wall time of the loop including a final ``waitall``.
         trace: the engine's trace.
         device, virtual: where it ran.
+        backend_busy_seconds: the worker's op time summed (from the trace): the backend's work.
+        machine: :func:`d2l_async.devices.machine` when the run started.
     """
 
     sync_every: int | None
@@ -58,6 +70,8 @@ class QueueMemoryResult:
     trace: Any
     device: str
     virtual: bool
+    backend_busy_seconds: float = float("nan")
+    machine: Any = None
 
     @property
     def queue_bound(self) -> int | None:
@@ -97,6 +111,9 @@ def run_queue_memory(
     from d2l_async.analysis import blocked_time, pending_memory_series, queue_length_summary
     from d2l_async.engine import ThreadedEngine
 
+    from d2l_async.devices import machine
+
+    here = machine()
     lr = 1e-3 / batch_size
 
     def update(x: Any, h: Any, loss: Any, w: Any) -> None:
@@ -128,8 +145,12 @@ def run_queue_memory(
     mem = pending_memory_series(trace)
     peak = int(mem["pending_bytes"].max()) if len(mem) else 0
     blocked = float(blocked_time(trace)["total"].sum())
+    from d2l_async.trace import BACKEND_KINDS
+
+    work = trace.where(kind=BACKEND_KINDS)
+    busy = float((work["end"] - work["start"]).sum()) if len(work) else 0.0
     return QueueMemoryResult(sync_every, max_pending, batches, OPS_PER_BATCH, max_queue, peak, blocked, seconds,
-                             trace, label, True)
+                             trace, label, True, busy, here)
 
 
 def compare_sync_every(
@@ -207,3 +228,24 @@ def sample_queue_summary(name: str = "v100_training_step") -> SampleQueueSummary
         float(row["time_weighted_mean"]), float(row["fraction_at_max"]), int(len(launches)),
         float(durs.sum()), float(durs[at_cap].sum()), float(blocked_time(trace)["total"].sum()),
         float(trace.duration), trace)
+
+
+def queue_checks(runs: Any) -> list[Any]:
+    """Lesson checks of :func:`compare_sync_every`'s runs (see :mod:`._queue_lessons`)."""
+    from ._queue_lessons import queue_checks as checks
+
+    return checks(runs)
+
+
+def backpressure_check(result: QueueMemoryResult) -> Any:
+    """Lesson check of a ``max_pending`` run: the queue stayed within the bound."""
+    from ._queue_lessons import backpressure_check as check
+
+    return check(result)
+
+
+def launch_cap_check(summary: SampleQueueSummary) -> Any:
+    """Lesson check of a recorded GPU trace: the launch queue sat at its cap."""
+    from ._queue_lessons import launch_cap_check as check
+
+    return check(summary)

@@ -3,20 +3,32 @@
 Every op the frontend issues is tracked: its dependencies, the queue it waits in, the thread that
 runs it, the notification when it ends.  The book notes that a modern machine has 4 to 256 threads
 to keep busy, which is why frameworks schedule asynchronously and in parallel, in C++.  Here the
-per-op cost of a tiny op is measured as the engine's worker threads grow from 1 to 16: on a small
-machine more threads mean more contention and context switches, not more speed.
+per-op cost of a tiny op is measured as the engine's worker threads grow from 1 to 16, each run
+timed in wall time and in the process's CPU time (:mod:`d2l_async.engine._overhead`).
+
+Whether the cost *grows* with the threads is a measurement, not a promise: extra threads add lock
+traffic, wake-ups and interpreter-lock hand-offs only when they get to run, and on one usable CPU
+they mostly sleep.  :meth:`SchedulingResult.lessons` states the growth only where the quantiles of
+the runs separate, and otherwise says why from the machine (usable CPUs, other work on them).
 """
 
 from __future__ import annotations
 
+import statistics
+import timeit
 from dataclasses import dataclass
 from typing import Any
 
 from d2l_async import config
 
 from ._common import positive_int, positive_ints
+from ._why import cpus_clause, fmt_time
 
-__all__ = ["SchedulingResult", "run_scheduling"]
+__all__ = ["GROWTH", "SchedulingResult", "run_scheduling"]
+
+#: The cost "grows" when the median at the most workers exceeds the one at the fewest by this factor
+#: *and* the quantile bands of the two do not overlap.
+GROWTH = 1.1
 
 
 @dataclass(frozen=True)
@@ -25,11 +37,15 @@ class SchedulingResult:
 
     Attributes:
         workers: worker-thread counts measured.
-        per_op_seconds: median seconds per op (push to completion, amortized) for each count.
+        per_op_seconds: median wall seconds per op (push to completion, amortized) for each count.
         ops: ops per measurement.
-        raw: the engine's rows (:class:`d2l_async.engine.SchedulingOverhead`, raw runs in µs per op).
-        cpu_count: logical CPUs of this machine (the overhead grows once threads exceed it).
+        raw: the engine's rows (:class:`d2l_async.engine.SchedulingOverhead`: runs in µs per op, wall
+            and CPU).
+        cpu_count: usable CPUs, rounded down (affinity and cgroup quota; at least 1).
         device, virtual: where it ran.
+        cpu_per_op_seconds: median process CPU seconds per op for each count.
+        eager_per_op_seconds: the same op run directly by PyTorch (no scheduler), best of 3.
+        machine: :func:`d2l_async.devices.machine` when the run started.
     """
 
     workers: tuple[int, ...]
@@ -39,39 +55,122 @@ class SchedulingResult:
     cpu_count: int
     device: str
     virtual: bool
+    cpu_per_op_seconds: tuple[float, ...] = ()
+    eager_per_op_seconds: float = float("nan")
+    machine: Any = None
 
     @property
     def growth(self) -> float:
-        """Per-op cost at the most threads divided by the cost at the fewest."""
+        """Median wall cost per op at the most threads divided by the cost at the fewest."""
         return self.per_op_seconds[-1] / self.per_op_seconds[0]
+
+    @property
+    def cpu_growth(self) -> float:
+        """The same for the CPU time per op (NaN when not measured)."""
+        c = self.cpu_per_op_seconds
+        return c[-1] / c[0] if len(c) >= 2 and c[0] > 0 else float("nan")
 
     def rows(self) -> tuple[tuple[int, float], ...]:
         return tuple(zip(self.workers, self.per_op_seconds))
 
+    def figure_rows(self) -> list[dict[str, Any]]:
+        """Rows for :func:`d2l_async.viz.plot_scheduling_overhead`: wall and CPU µs per op, each run kept."""
+        out = []
+        for r in self.raw:
+            out.append({"workers": r.workers, "per_op_us": r.per_op_us, "runs": tuple(r.runs),
+                        "label": "wall time per op"})
+            if r.cpu_runs:
+                out.append({"workers": r.workers, "per_op_us": statistics.median(r.cpu_runs),
+                            "runs": tuple(r.cpu_runs), "label": "CPU time per op (all threads)"})
+        return out
 
-def run_scheduling(*, workers: tuple[int, ...] = (1, 2, 4, 8, 16), ops: int | None = None) -> SchedulingResult:
+    def lessons(self) -> list[Any]:
+        """Lesson checks (not displayed): scheduling costs more than the op; whether the cost grew."""
+        return _checks(self)
+
+
+def run_scheduling(*, workers: tuple[int, ...] = (1, 2, 4, 8, 16), ops: int | None = None,
+                   repeats: int | None = None) -> SchedulingResult:
     """Measure the engine's per-op scheduling cost for each worker count.
 
     Args:
         workers: worker-thread counts (each 1..256).
         ops: tiny ops per measurement; default 5000 (quick mode 500).
+        repeats: runs per worker count; default 5 (quick mode 3): quantiles need a few.
 
     Raises:
         ValueError: bad counts.
     """
-    import os
-
     workers = tuple(sorted(set(positive_ints("workers", workers, maximum=256))))
     ops = positive_int("ops", ops if ops is not None else config.scale(5000, 500), maximum=10_000_000)
+    repeats = positive_int("repeats", repeats if repeats is not None else config.scale(5, 3), maximum=100)
+    import torch
+
+    from d2l_async.devices import machine
     from d2l_async.engine import measure_scheduling_overhead
 
-    raw = tuple(measure_scheduling_overhead(workers=workers, ops=ops, repeats=config.scale(3, 1)))
-    per_op = _per_op(raw, workers)
-    return SchedulingResult(workers, per_op, ops, raw, os.cpu_count() or 1,
-                            f"CPU engine, 1 virtual device, {workers[0]}–{workers[-1]} worker threads", True)
+    here = machine()
+    raw = tuple(measure_scheduling_overhead(workers=workers, ops=ops, repeats=repeats))
+    table = {r.workers: r for r in raw}
+    per_op = tuple(table[w].per_op_us * 1e-6 for w in workers)
+    cpu = tuple(table[w].cpu_per_op_us * 1e-6 for w in workers) if all(r.cpu_runs for r in raw) else ()
+    x = torch.ones(1)
+    eager = min(timeit.repeat(lambda: x + 1, number=min(ops, 2000), repeat=3)) / min(ops, 2000)
+    return SchedulingResult(workers, per_op, ops, raw, max(1, int(here.usable_cpus)),
+                            f"CPU engine, 1 virtual device, {workers[0]}–{workers[-1]} worker threads", True,
+                            cpu, eager, here)
 
 
-def _per_op(raw: Any, workers: tuple[int, ...]) -> tuple[float, ...]:
-    """Per-op seconds from the engine's rows (:class:`d2l_async.engine.SchedulingOverhead`, in µs)."""
-    table = {r.workers: r.per_op_us * 1e-6 for r in raw}
-    return tuple(table[w] for w in workers)
+def _checks(r: SchedulingResult) -> list[Any]:
+    from d2l_async import lesson
+
+    first = r.raw[0]
+    costly = lesson.check(
+        "scheduling an op costs more than running it",
+        bool(r.per_op_seconds[0] > r.eager_per_op_seconds),
+        shown=(f"engine with {first.workers} worker: {fmt_time(r.per_op_seconds[0])} per op vs eager PyTorch "
+               f"{fmt_time(r.eager_per_op_seconds)} ({r.per_op_seconds[0] / r.eager_per_op_seconds:.0f}×)"),
+        otherwise=f"the eager op measured slower than the whole engine round trip; {cpus_clause(r.machine)}: rerun",
+    )
+    if len(r.raw) < 2:
+        return [costly, lesson.check("the per-op cost grows with the worker threads", False,
+                                     shown=f"only {first.workers} worker(s) measured",
+                                     otherwise="measure at least two worker counts, e.g. workers=(1, 16)")]
+    return [costly, growth_check(r)]
+
+
+def growth_check(r: SchedulingResult) -> Any:
+    """The cost grew when the quantile bands of the fewest and the most workers separate upwards."""
+    from d2l_async import lesson
+
+    lo, hi = r.raw[0], r.raw[-1]
+    cpu = bool(lo.cpu_runs and hi.cpu_runs)
+    what = "CPU time" if cpu else "wall time"
+    g = r.cpu_growth if cpu else r.growth
+    lo_band, hi_band = lo.quantiles(cpu=cpu), hi.quantiles(cpu=cpu)
+    med_lo = lo.cpu_per_op_us if cpu else lo.per_op_us
+    med_hi = hi.cpu_per_op_us if cpu else hi.per_op_us
+    grew = g >= GROWTH and hi_band[0] > lo_band[1]
+    fell = g <= 1 / GROWTH and hi_band[1] < lo_band[0]
+    shown = (f"{what} per op {med_lo:.3g} µs with {lo.workers} worker (quartiles {lo_band[0]:.3g}–{lo_band[1]:.3g}) → "
+             f"{med_hi:.3g} µs with {hi.workers} ({hi_band[0]:.3g}–{hi_band[1]:.3g}): ×{g:.2f}, "
+             f"{len(lo.runs)} runs of {r.ops:,} ops each; wall time ×{r.growth:.2f}")
+    m = r.machine
+    if fell:
+        trend = f"it fell (×{g:.2f}, outside the quartiles)"
+    else:
+        trend = f"the change (×{g:.2f}) is inside the quartiles of the runs"
+    if m is not None and float(m.usable_cpus) < 2:
+        reason = (f"with {cpus_clause(m)}, one thread runs at a time: the extra workers sleep on the queue "
+                  "instead of contending for its lock, so there is little contention to pay for")
+    elif m is not None and float(m.spare_cpus) < 1:
+        reason = (f"the CPUs were busy with other work ({cpus_clause(m)}): the threads waited for a CPU "
+                  "as much as for each other, and that waiting varies from run to run")
+    else:
+        reason = (f"on {cpus_clause(m)}, one device queue and Python's interpreter lock let about one "
+                  "worker run at a time however many there are")
+    return lesson.check(
+        "the per-op cost grows with the worker threads", bool(grew), shown=shown,
+        otherwise=(f"{trend}; {reason}. More ops per run and more repeats (the sliders) narrow the quartiles; "
+                   "a machine with more free cores lets the threads contend."),
+    )

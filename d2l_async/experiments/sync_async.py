@@ -33,8 +33,16 @@ checked against the measured asynchronous time.  :attr:`CostModel.bottleneck` co
 this ``t2``: when the queue of issued-but-unstarted ops fills up in the trace, the backend's pace is
 the slower one and the bottleneck reads ``"backend"``.
 
-As ops grow (more elements per op), ``t2`` dwarfs ``t1`` and ``t3`` and the ratio falls to 1:
-there is nothing left for asynchrony to hide.  :func:`sweep_sync_async` shows where.
+Both asynchronous models assume that issuing and computing *overlap*.  Whether they did is
+measured, not assumed: every timed loop also records the CPU time of the frontend thread and of the
+engine's workers (:class:`~d2l_async.experiments._cpu.CpuTimes`).  When their CPU times add up to the
+wall time (concurrency ≈ 1) the two took turns — on Python's interpreter lock, or on one usable CPU —
+and the serial model ``n·(t1 + t2) + t3`` is the one that fits.  :meth:`SyncAsyncResult.lessons`
+states which, with the numbers.
+
+As ops grow (more elements per op), ``t2`` takes a growing share of an op's synchronous cost and
+the ratio falls toward 1: less is left for asynchrony to hide.  :func:`sweep_sync_async` measures
+where, and :meth:`SyncAsyncSweep.lessons` says whether this run showed it.
 """
 
 from __future__ import annotations
@@ -47,108 +55,11 @@ from typing import Any, Callable
 from d2l_async import config
 
 from ._common import Setup, make_measurement, positive_int, positive_ints, resolve_backend, time_runs
+from ._cost_model import MIN_BACKLOGGED_PAIRS, CostModel, backend_pace
+from ._cpu import CpuClock, CpuTimes, total
 
-__all__ = ["MIN_BACKLOGGED_PAIRS", "CostModel", "SweepPoint", "SyncAsyncResult", "SyncAsyncSweep", "backend_pace",
-           "run_sync_async", "sweep_sync_async"]
-
-
-@dataclass(frozen=True)
-class CostModel:
-    """The book's three per-op costs, estimated from a run (see the module docstring for how).
-
-    Attributes:
-        n: ops per run.
-        t1: frontend issue time per op (s).
-        t2: backend time per op (s): its pace while backlogged, or the op duration (see ``t2_source``).
-        t3: return/wake-up time per op in the synchronous run (s).
-        t2_source: ``"backend pace"`` (median start-to-start interval while the backend was
-            backlogged) or ``"op duration"`` (the fallback: median op duration, when fewer than
-            :data:`MIN_BACKLOGGED_PAIRS` backlogged pairs were recorded).
-    """
-
-    n: int
-    t1: float
-    t2: float
-    t3: float
-    t2_source: str = "backend pace"
-
-    def __post_init__(self) -> None:
-        if self.t2_source not in _T2_SOURCES:
-            raise ValueError(f"t2_source must be one of {sorted(_T2_SOURCES)}, got {self.t2_source!r}")
-
-    @property
-    def sync(self) -> float:
-        """The book's synchronous model ``n·(t1 + t2 + t3)``."""
-        return self.n * (self.t1 + self.t2 + self.t3)
-
-    @property
-    def async_book(self) -> float:
-        """The book's asynchronous model ``t1 + n·t2 + t3`` (backend-bound)."""
-        return self.t1 + self.n * self.t2 + self.t3
-
-    @property
-    def async_pipeline(self) -> float:
-        """``n·max(t1, t2) + min(t1, t2) + t3``: whichever side is slower sets the pace."""
-        return self.n * max(self.t1, self.t2) + min(self.t1, self.t2) + self.t3
-
-    @property
-    def bottleneck(self) -> str:
-        """``"frontend"`` when issuing an op costs more than the backend's time per op (``t1 > t2``),
-        else ``"backend"`` (the backend falls behind and the queue of issued ops grows)."""
-        return "frontend" if self.t1 > self.t2 else "backend"
-
-    @property
-    def method(self) -> str:
-        """How the three costs were estimated, naming which ``t2`` this model used."""
-        t2 = _T2_SOURCES[self.t2_source]
-        return (f"t2 = {t2}; t1 = async frontend issue time / n; "
-                "t3 = sync time / n - t1 - t2 (so the sync model fits by construction).")
-
-
-#: Fewer backlogged op pairs than this and ``t2`` falls back to the median op duration.
-MIN_BACKLOGGED_PAIRS = 10
-
-_T2_SOURCES = {
-    "backend pace": ("the backend's pace: median interval between consecutive op starts on a backend lane "
-                     "while it was backlogged (next op issued before the previous ended)"),
-    "op duration": (f"median backend op duration (fallback: fewer than {MIN_BACKLOGGED_PAIRS} backlogged op "
-                    "pairs, so the backend's pace was not observable)"),
-}
-
-
-def backend_pace(trace: Any) -> tuple[float, str]:
-    """Estimate ``t2`` from a trace: ``(seconds per op, source)``.
-
-    On each backend lane, ops are taken in start order; a pair of consecutive ops counts when the
-    second was issued before the first ended (the backend was backlogged), and its start-to-start
-    interval is the backend's whole per-op cost, bookkeeping included.  With at least
-    :data:`MIN_BACKLOGGED_PAIRS` such pairs the median interval is returned with source
-    ``"backend pace"``; otherwise the median op duration with ``"op duration"`` (0.0 when the trace
-    has no backend work).
-
-    Raises:
-        TypeError: ``trace`` is not a :class:`~d2l_async.trace.Trace`.
-    """
-    import numpy as np
-
-    from d2l_async.trace import BACKEND_KINDS, Trace
-
-    if not isinstance(trace, Trace):
-        raise TypeError(f"backend_pace() expects a d2l_async.trace.Trace, got {type(trace).__name__}")
-    back = [l.name for l in trace.backend_lanes]
-    work = trace.where(kind=BACKEND_KINDS, lane=back) if back else trace.where(kind=BACKEND_KINDS)
-    if not len(work):
-        return 0.0, "op duration"
-    intervals: list[float] = []
-    for lane in np.unique(work["lane"].astype(str)):
-        on = work["lane"] == lane
-        order = np.argsort(work["start"][on], kind="stable")
-        start, end, issue = work["start"][on][order], work["end"][on][order], work["issue"][on][order]
-        backlogged = issue[1:] < end[:-1]  # NaN issue (unknown) compares False: not counted
-        intervals.extend((start[1:] - start[:-1])[backlogged].tolist())
-    if len(intervals) >= MIN_BACKLOGGED_PAIRS:
-        return float(statistics.median(intervals)), "backend pace"
-    return float(statistics.median((work["end"] - work["start"]).tolist())), "op duration"
+__all__ = ["MIN_BACKLOGGED_PAIRS", "CostModel", "CpuTimes", "SweepPoint", "SyncAsyncResult", "SyncAsyncSweep",
+           "backend_pace", "run_sync_async", "sweep_sync_async"]
 
 
 @dataclass(frozen=True)
@@ -166,6 +77,9 @@ class SyncAsyncResult:
         eager: the same loop in plain eager PyTorch on the CPU (no engine, no barrier): context for
             the engine's per-op cost.  PyTorch runs CPU ops synchronously on the calling thread, so
             this is neither "sync" nor "async" in the book's sense.  ``None`` on the CUDA backend.
+        cpu_sync, cpu_async: CPU time of the frontend and of the workers, and the wall time, summed
+            over the timed runs (``None`` when not measured).
+        machine: :func:`d2l_async.devices.machine` when the run started (usable CPUs, load).
     """
 
     sync: Any
@@ -179,6 +93,9 @@ class SyncAsyncResult:
     device: str
     virtual: bool
     eager: Any = None
+    cpu_sync: CpuTimes | None = None
+    cpu_async: CpuTimes | None = None
+    machine: Any = None
 
     @property
     def ratio(self) -> float:
@@ -189,11 +106,17 @@ class SyncAsyncResult:
     def model_gap(self) -> float:
         """Measured async time minus :attr:`CostModel.async_pipeline` (seconds).
 
-        Positive means per-op work the three costs leave out: the backend's own bookkeeping
-        (dequeue, dependency release, wake-ups) and, in a Python engine, the two threads taking
-        turns on the GIL.
+        Positive means issuing and computing did not overlap as the model assumes; ``cpu_async``
+        measures how much they did (see :meth:`lessons`).
         """
         return self.async_.median - self.model.async_pipeline
+
+    def lessons(self) -> list[Any]:
+        """The run's lesson checks (not displayed): asynchrony wins, and whether the pipeline model
+        predicts the asynchronous time, explained from the measured CPU share when it does not."""
+        from ._sync_async_lessons import run_checks
+
+        return run_checks(self)
 
     @property
     def per_op_async(self) -> float:
@@ -225,14 +148,21 @@ def run_sync_async(
     repeat = positive_int("repeat", repeat if repeat is not None else config.scale(3, 1), maximum=1000)
     trace_ops = positive_int("trace_ops", trace_ops if trace_ops is not None else min(ops, 2000), maximum=ops)
     setup = resolve_backend(backend, n_devices=1)
+    from d2l_async.devices import machine
+
+    here = machine()
     with _Runner(setup, numel) as run:
         run.sync(min(ops, 100))  # warm-up
         run.asynchronous(min(ops, 100))
-        sync_raw, async_raw, issue_raw = [], [], []
+        sync_raw, async_raw, issue_raw, sync_cpu, async_cpu = [], [], [], [], []
         for _ in range(repeat):
-            sync_raw.append(run.sync(ops))
-            total, issue = run.asynchronous(ops)
-            async_raw.append(total)
+            with CpuClock() as c:
+                sync_raw.append(run.sync(ops))
+            sync_cpu.append(c.times)
+            with CpuClock() as c:
+                seconds, issue = run.asynchronous(ops)
+            async_cpu.append(c.times)
+            async_raw.append(seconds)
             issue_raw.append(issue)
         trace_sync = run.traced(run.sync, trace_ops)
         trace_async = run.traced(run.asynchronous, trace_ops)
@@ -256,7 +186,8 @@ def run_sync_async(
         make_measurement("synchronous", sync_raw, device=setup.device),
         make_measurement("asynchronous", async_raw, device=setup.device),
         CostModel(ops, t1, t2, t3, t2_source), trace_sync.with_meta(**meta, mode="sync"),
-        trace_async.with_meta(**meta, mode="async"), ops, numel, setup.backend, setup.device, setup.virtual, eager)
+        trace_async.with_meta(**meta, mode="async"), ops, numel, setup.backend, setup.device, setup.virtual, eager,
+        total(sync_cpu), total(async_cpu), here)
 
 
 class _Runner:
@@ -331,6 +262,7 @@ class SweepPoint:
         numel: elements per op.
         sync_seconds, async_seconds: median times.
         model: the cost model fitted at this point.
+        cpu_sync, cpu_async: CPU and wall seconds of the timed runs (``None`` when not measured).
     """
 
     ops: int
@@ -338,6 +270,8 @@ class SweepPoint:
     sync_seconds: float
     async_seconds: float
     model: CostModel
+    cpu_sync: CpuTimes | None = None
+    cpu_async: CpuTimes | None = None
 
     @property
     def ratio(self) -> float:
@@ -351,12 +285,21 @@ class SyncAsyncSweep:
     Attributes:
         points: one :class:`SweepPoint` per (ops, numel), ops varying fastest.
         backend, device, virtual: where it ran.
+        machine: :func:`d2l_async.devices.machine` when the sweep started.
     """
 
     points: tuple[SweepPoint, ...]
     backend: str
     device: str
     virtual: bool
+    machine: Any = None
+
+    def lessons(self) -> list[Any]:
+        """The sweep's lesson checks (not displayed): does the advantage shrink as ops grow, and does
+        ``t2`` take over an op's cost?  Computed at the largest op count swept."""
+        from ._sync_async_lessons import sweep_checks
+
+        return sweep_checks(self)
 
     def ratios(self, *, numel: int) -> tuple[tuple[int, float], ...]:
         """``(ops, ratio)`` pairs for one tensor size."""
@@ -388,9 +331,12 @@ def sweep_sync_async(
                            ((1, 10**5, 10**6) if quick else (1, 10**4, 10**6)), maximum=1 << 28)
     repeat = positive_int("repeat", repeat, maximum=100)
     setup = resolve_backend(backend, n_devices=1)
+    from d2l_async.devices import machine
+
+    here = machine()
     points = []
     for numel in numels:
         for n in ops:
             r = run_sync_async(ops=n, numel=numel, repeat=repeat, trace_ops=min(n, 200), backend=setup.backend)
-            points.append(SweepPoint(n, numel, r.sync.median, r.async_.median, r.model))
-    return SyncAsyncSweep(tuple(points), setup.backend, setup.device, setup.virtual)
+            points.append(SweepPoint(n, numel, r.sync.median, r.async_.median, r.model, r.cpu_sync, r.cpu_async))
+    return SyncAsyncSweep(tuple(points), setup.backend, setup.device, setup.virtual, here)

@@ -1,0 +1,142 @@
+"""Lesson checks of notebook 05, as pure functions of a frozen result (D2L §13.2.3).
+
+:func:`run_checks` reads a :class:`~d2l_async.experiments.sync_async.SyncAsyncResult`,
+:func:`sweep_checks` a :class:`~d2l_async.experiments.sync_async.SyncAsyncSweep`; both return
+:class:`d2l_async.lesson.Check` objects without displaying them.  When the cost model misses the
+measured asynchronous time, the reason is read from the run's CPU clock: if the frontend's and the
+workers' CPU times add up to the wall time, they took turns, and whether the CPUs or Python's
+interpreter lock made them take turns is read from the machine snapshot.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._why import cpus_clause, few_cpus, fmt_time, overlap_clause
+
+__all__ = ["MODEL_TOLERANCE", "TAKES_TURNS", "run_checks", "sweep_checks"]
+
+#: The model "predicts" the asynchronous time when it is within this relative error.
+MODEL_TOLERANCE = 0.25
+#: Below this concurrency (CPU seconds of both sides per wall second) the two sides took turns.
+TAKES_TURNS = 1.3
+
+
+def _runs(measurement: Any) -> int:
+    return max(1, len(getattr(measurement, "raw", ()) or ()))
+
+
+def run_checks(r: Any) -> list[Any]:
+    """Two checks: asynchrony is faster; the pipeline model predicts the asynchronous time."""
+    from d2l_async import lesson
+
+    m = r.model
+    measured = r.async_.median
+    faster = lesson.check(
+        "asynchronous issue is faster than waiting after every op",
+        bool(r.ratio > 1.0),
+        shown=(f"{r.ops:,} ops: synchronous {fmt_time(r.sync.median)} vs asynchronous {fmt_time(measured)} "
+               f"({r.ratio:.2f}×; the book: 3.4×)"),
+        otherwise=(f"per op t1 {fmt_time(m.t1)}, t2 {fmt_time(m.t2)}, t3 {fmt_time(m.t3)}: asynchrony can save "
+                   f"at most t3 + min(t1, t2) = {fmt_time(m.t3 + min(m.t1, m.t2))} of "
+                   f"{fmt_time(m.t1 + m.t2 + m.t3)} per op; {cpus_clause(r.machine)}. Fewer elements per op "
+                   "(numel) leave t3 a larger share; rerun on a quieter machine."),
+    )
+    gap = (m.async_pipeline - measured) / measured if measured > 0 else 0.0
+    predicted = lesson.check(
+        f"the pipeline model n·max(t1, t2) + min(t1, t2) + t3 predicts the asynchronous time "
+        f"(within {MODEL_TOLERANCE:.0%})",
+        bool(abs(gap) <= MODEL_TOLERANCE),
+        shown=f"model {fmt_time(m.async_pipeline)} vs measured {fmt_time(measured)} ({gap:+.0%})",
+        otherwise=_why_model_missed(r),
+    )
+    return [faster, predicted]
+
+
+def _why_model_missed(r: Any) -> str:
+    m, cpu, measured = r.model, r.cpu_async, r.async_.median
+    if cpu is not None:
+        cpu = cpu.divided(_runs(r.async_))  # one run, like the median it explains
+    if cpu is None:
+        return ("the model assumes issuing and computing overlap; this run did not measure the CPU time "
+                "that would say whether they did. Rerun with run_sync_async().")
+    serial = m.async_serial
+    serial_gap = (serial - measured) / measured if measured > 0 else 0.0
+    if cpu.concurrency < TAKES_TURNS:
+        if few_cpus(r.machine, 2):
+            cause = (f"with {cpus_clause(r.machine)}, there was not a CPU for each thread (and Python's "
+                     "interpreter lock lets only one of them run the engine's Python bookkeeping at a time anyway)")
+        else:
+            cause = (f"the CPUs were there ({cpus_clause(r.machine)}), so what serialized them is Python's "
+                     "interpreter lock: the engine's bookkeeping for each op is Python code, and only one "
+                     "thread runs Python at a time (a tiny op's kernel releases the lock only briefly)")
+        short = " and the process got less than one whole CPU" if cpu.concurrency < 0.9 else ""
+        return (f"the model assumes the frontend issues while the backend computes, but they took turns: "
+                f"{overlap_clause(cpu)}{short}; {cause}. Taking turns, n·(t1 + t2) + t3 = {fmt_time(serial)} "
+                f"({serial_gap:+.0%} of the measurement). Larger ops (numel) spend longer in torch kernels, which "
+                "release the lock; on a GPU the kernels run on the device while Python issues.")
+    per_op = cpu.backend / r.ops
+    return (f"the two sides did overlap ({overlap_clause(cpu)}), but the workers' CPU per op in the "
+            f"asynchronous run was {fmt_time(per_op)} against t2 = {fmt_time(m.t2)} ({m.t2_source}) read from "
+            f"the traced run: the model's t2 is not what the timed runs cost ({cpus_clause(r.machine)}). "
+            "Rerun; more ops per run steady the estimate.")
+
+
+def _largest_ops(sweep: Any) -> list[Any]:
+    most = max(p.ops for p in sweep.points)
+    return sorted((p for p in sweep.points if p.ops == most), key=lambda p: p.numel)
+
+
+def _share(p: Any) -> float:
+    m = p.model
+    whole = m.t1 + m.t2 + m.t3
+    return m.t2 / whole if whole > 0 else 0.0
+
+
+def sweep_checks(sweep: Any) -> list[Any]:
+    """Two checks at the largest op count swept: the ratio falls as ops grow; t2 takes over."""
+    from d2l_async import lesson
+
+    pts = _largest_ops(sweep) if getattr(sweep, "points", ()) else []
+    sizes = sorted({p.numel for p in pts})
+    if len(sizes) < 2:
+        why = "sweep at least two tensor sizes (numels=(1, 10**6)) to see a trend"
+        return [lesson.check("the advantage of asynchrony shrinks as the ops grow", False,
+                             shown=f"only {len(sizes)} size swept", otherwise=why)]
+    first, last = pts[0], pts[-1]
+    ratios = ", ".join(f"{p.numel:,} el. {p.ratio:.2f}×" for p in pts)
+    below = ""
+    if last.ratio < 0.9:
+        below = (f" (below 1 at {last.numel:,} elements: the asynchronous run was the slower one"
+                 + _cpu_compare(last) + ")")
+    shrinks = lesson.check(
+        "the advantage of asynchrony shrinks as the ops grow",
+        bool(last.ratio < first.ratio),
+        shown=f"sync / async at {first.ops:,} ops: {ratios}{below}",
+        otherwise=(f"at {last.numel:,} elements t2 was {fmt_time(last.model.t2)} per op and t1 + t3 "
+                   f"{fmt_time(last.model.t1 + last.model.t3)}{_cpu_compare(last)}; {cpus_clause(sweep.machine)}. "
+                   "Microsecond timings are fragile on a busy machine: rerun, or sweep larger sizes."),
+    )
+    m = last.model
+    takes_over = lesson.check(
+        "t2 (computing) takes most of an op's synchronous cost as the ops grow",
+        bool(_share(last) > _share(first) and _share(last) >= 0.5),
+        shown=(f"t2's share of t1 + t2 + t3: {_share(first):.0%} at {first.numel:,} element(s) → "
+               f"{_share(last):.0%} at {last.numel:,} (t2 {fmt_time(m.t2)} vs t1 + t3 {fmt_time(m.t1 + m.t3)})"),
+        otherwise=(f"t3 — what the synchronous run spent per op beyond t1 + t2 — was {fmt_time(m.t3)} at "
+                   f"{last.numel:,} elements{_cpu_compare(last)}, and every wait adds a thread wake-up; "
+                   f"{cpus_clause(sweep.machine)}. Rerun on a quieter machine, or sweep larger sizes."),
+    )
+    return [shrinks, takes_over]
+
+
+def _cpu_compare(p: Any) -> str:
+    if p.cpu_sync is None or p.cpu_async is None or p.cpu_sync.wall <= 0 or p.cpu_async.wall <= 0:
+        return ""
+    # per op of one run: the CPU clock sums the repeats, the medians are one run each
+    runs_s = max(1, round(p.cpu_sync.wall / p.sync_seconds)) if p.sync_seconds > 0 else 1
+    runs_a = max(1, round(p.cpu_async.wall / p.async_seconds)) if p.async_seconds > 0 else 1
+    sync_op = p.cpu_sync.backend / (p.ops * runs_s)
+    async_op = p.cpu_async.backend / (p.ops * runs_a)
+    return (f"; the workers used {fmt_time(async_op)} of CPU per op asynchronously vs {fmt_time(sync_op)} "
+            "synchronously")

@@ -1,0 +1,47 @@
+"""Measured reasons for a lesson that did not hold: the CPUs this run had, in words.
+
+A ✘ must say why from measured facts (:mod:`d2l_async.lesson`).  On a CPU engine the usual facts are
+the usable CPUs (affinity and cgroup quota), the other work already on them, and how much CPU time
+the frontend and the workers actually got.  These helpers turn a
+:class:`d2l_async.devices.Machine` snapshot and :class:`~d2l_async.experiments._cpu.CpuTimes` into
+short clauses, and are pure (the snapshot is taken when the experiment starts and kept in its result).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["cpus_clause", "few_cpus", "fmt_time", "overlap_clause"]
+
+
+def fmt_time(s: float) -> str:
+    """Seconds with a readable unit (``12.3 ms``, ``4.56 µs``, ``1.20 s``)."""
+    a = abs(s)
+    if a >= 1:
+        return f"{s:.2f} s"
+    if a >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    return f"{s * 1e6:.3g} µs"
+
+
+def few_cpus(machine: Any, need: float = 2.0) -> bool:
+    """True when fewer than ``need`` CPUs were usable, or fewer than ``need`` were spare of other work."""
+    if machine is None:
+        return False
+    return float(machine.usable_cpus) < need or float(machine.spare_cpus) < need - 0.5
+
+
+def cpus_clause(machine: Any) -> str:
+    """``"1 usable CPU, 0.0 spare (other work on it)"`` — or ``"the machine was not recorded"``."""
+    if machine is None:
+        return "the machine was not recorded"
+    usable, spare = float(machine.usable_cpus), float(machine.spare_cpus)
+    plural = "" if usable == 1 else "s"
+    return f"{usable:g} usable CPU{plural}, {spare:.1f} spare of other work (load average {machine.load_avg:.1f})"
+
+
+def overlap_clause(cpu: Any) -> str:
+    """What the CPU clock measured: who used how much CPU in how much wall time."""
+    return (f"the frontend used {fmt_time(cpu.frontend)} of CPU and the workers {fmt_time(cpu.backend)} "
+            f"in {fmt_time(cpu.wall)} of wall time: concurrency {cpu.concurrency:.2f} "
+            "(2 = side by side all along, 1 = one at a time)")

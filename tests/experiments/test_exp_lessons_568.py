@@ -1,0 +1,241 @@
+"""Lesson checks of notebooks 05, 06 and 08 as pure functions of synthetic results (no timing)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from d2l_async._machine import Machine
+from d2l_async.engine._overhead import SchedulingOverhead, quantiles
+from d2l_async.experiments import CostModel, QueueMemoryResult, SchedulingResult
+from d2l_async.experiments._cpu import CpuClock, CpuTimes, total
+from d2l_async.experiments._queue_lessons import backpressure_check, launch_cap_check, queue_checks
+from d2l_async.experiments._sync_async_lessons import run_checks, sweep_checks
+from d2l_async.experiments.sync_async import SweepPoint, SyncAsyncSweep
+
+
+def machine(usable: float = 2.0, busy: float = 0.0) -> Machine:
+    return Machine(usable_cpus=usable, affinity_cpus=int(max(usable, 1)), quota_cpus=None, host_cpus=2,
+                   load_avg=busy, mem_available_bytes=8 << 30, mem_limit_bytes=None, busy_cpus=busy)
+
+
+def assert_explained(checks):
+    for c in checks:
+        assert c.explained, c
+        assert c.shown
+
+
+# -- the CPU clock ------------------------------------------------------------------------------------
+def test_cpu_times_derived_quantities():
+    t = CpuTimes(wall=1.0, frontend=0.4, process=1.2)
+    assert t.backend == pytest.approx(0.8) and t.busy == pytest.approx(1.2)
+    assert t.concurrency == pytest.approx(1.2) and t.overlap == pytest.approx(0.2)
+    assert t.overlap_share == pytest.approx(0.5)  # 0.2 s of the frontend's 0.4 s overlapped
+    assert CpuTimes(1.0, 0.5, 1.0).overlap_share == 0.0  # took turns
+    assert t.divided(4) == CpuTimes(0.25, 0.1, 0.3)
+    assert total([t, t]) == CpuTimes(2.0, 0.8, 2.4)
+    with pytest.raises(ValueError):
+        CpuTimes(-1.0, 0.0, 0.0)
+    with pytest.raises(ValueError):
+        t.divided(0)
+    with pytest.raises(ValueError):
+        total([])
+
+
+def _spin(seconds: float) -> None:
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+def test_cpu_clock_tells_the_frontend_from_other_threads():
+    with CpuClock() as c:
+        _spin(0.05)
+    assert c.times.frontend >= 0.045 and c.times.backend < 0.03
+    worker = threading.Thread(target=_spin, args=(0.05,))
+    with CpuClock() as c:
+        worker.start()
+        worker.join(timeout=10)
+    assert not worker.is_alive()
+    assert c.times.backend >= 0.045 and c.times.frontend < 0.03
+
+
+# -- 05: the cost model against the measurement -----------------------------------------------------
+def sync_async(*, async_s: float, concurrency: float, m: Machine | None, t1=2e-6, t2=6e-6, t3=15e-6, n=1000):
+    model = CostModel(n=n, t1=t1, t2=t2, t3=t3)
+    busy = concurrency * async_s
+    cpu = CpuTimes(wall=async_s, frontend=n * t1, process=busy)  # one run
+    return SimpleNamespace(model=model, ops=n, sync=SimpleNamespace(median=model.sync, raw=(model.sync,)),
+                           async_=SimpleNamespace(median=async_s, raw=(async_s,)),
+                           ratio=model.sync / async_s, cpu_async=cpu, machine=m)
+
+
+def test_model_that_fits_holds():
+    r = sync_async(async_s=1000 * 6e-6 * 1.1, concurrency=1.6, m=machine())
+    faster, predicted = run_checks(r)
+    assert faster.holds and predicted.holds and "%" in predicted.shown
+
+
+def test_model_missed_because_of_the_interpreter_lock():
+    # two free CPUs, but CPU times add up to the wall time: the lock serialized them
+    r = sync_async(async_s=1000 * 9e-6, concurrency=1.0, m=machine(2.0, busy=0.0))
+    _, predicted = run_checks(r)
+    assert not predicted.holds and predicted.explained
+    assert "interpreter lock" in predicted.otherwise and "concurrency 1.00" in predicted.otherwise
+    # the serial model, with its error: 1000 × 8 µs + 15 µs = 8.02 ms against 9 ms measured
+    assert "n·(t1 + t2) + t3 = 8.0" in predicted.otherwise and "(-11% of the measurement)" in predicted.otherwise
+
+
+def test_model_missed_on_one_cpu_names_the_cpus():
+    r = sync_async(async_s=1000 * 16e-6, concurrency=0.5, m=machine(1.0, busy=1.0))
+    _, predicted = run_checks(r)
+    assert not predicted.holds and "1 usable CPU" in predicted.otherwise
+    assert "less than one whole CPU" in predicted.otherwise
+
+
+def test_model_missed_although_they_overlapped():
+    r = sync_async(async_s=1000 * 12e-6, concurrency=1.8, m=machine())
+    _, predicted = run_checks(r)
+    assert not predicted.holds and "did overlap" in predicted.otherwise
+
+
+def test_async_slower_is_explained():
+    r = sync_async(async_s=1.0, concurrency=1.0, m=machine())
+    faster, _ = run_checks(r)
+    assert not faster.holds and faster.explained and "t3" in faster.otherwise
+
+
+def point(numel: int, ratio: float, *, t1: float, t2: float, t3: float, ops: int = 100) -> SweepPoint:
+    model = CostModel(n=ops, t1=t1, t2=t2, t3=t3)
+    sync_s = model.sync
+    cpu = CpuTimes(sync_s, ops * t1, sync_s)
+    return SweepPoint(ops, numel, sync_s, sync_s / ratio, model, cpu, CpuTimes(sync_s / ratio, ops * t1, sync_s / ratio))
+
+
+def test_sweep_shrinking_advantage_and_t2_taking_over():
+    sw = SyncAsyncSweep((point(1, 2.5, t1=2e-6, t2=6e-6, t3=15e-6),
+                         point(10**6, 1.2, t1=3e-6, t2=300e-6, t3=40e-6)), "engine", "cpu", True, machine())
+    shrinks, takes_over = sw.lessons()
+    assert shrinks.holds and "2.50×" in shrinks.shown and "1.20×" in shrinks.shown
+    assert takes_over.holds and "26%" in takes_over.shown  # 6 / 23 at 1 element
+
+
+def test_sweep_that_did_not_show_it_says_why():
+    sw = SyncAsyncSweep((point(1, 2.0, t1=2e-6, t2=6e-6, t3=15e-6),
+                         point(10**6, 2.2, t1=3e-6, t2=100e-6, t3=200e-6)), "engine", "cpu", True, machine(1.0, 1.0))
+    shrinks, takes_over = sweep_checks(sw)
+    assert not shrinks.holds and not takes_over.holds
+    assert_explained([shrinks, takes_over])
+    assert "t3" in takes_over.otherwise and "1 usable CPU" in takes_over.otherwise
+
+
+def test_sweep_below_one_is_said():
+    sw = SyncAsyncSweep((point(1, 2.0, t1=2e-6, t2=6e-6, t3=15e-6),
+                         point(10**6, 0.6, t1=3e-6, t2=600e-6, t3=10e-6)), "engine", "cpu", True, machine())
+    shrinks, _ = sweep_checks(sw)
+    assert shrinks.holds and "below 1" in shrinks.shown
+
+
+def test_sweep_of_one_size_cannot_show_a_trend():
+    sw = SyncAsyncSweep((point(1, 2.0, t1=2e-6, t2=6e-6, t3=15e-6),), "engine", "cpu", True, machine())
+    (only,) = sweep_checks(sw)
+    assert not only.holds and only.explained
+
+
+# -- 06: sync every k ----------------------------------------------------------------------------------
+def queue_run(k, *, max_queue, peak, seconds, busy, blocked=0.01, max_pending=None, m=None) -> QueueMemoryResult:
+    return QueueMemoryResult(k, max_pending, 200, 4, max_queue, peak, blocked, seconds, None, "engine", True,
+                             busy, m or machine())
+
+
+def test_queue_checks_when_syncing_costs_time():
+    runs = (queue_run(None, max_queue=800, peak=100 << 20, seconds=0.20, busy=0.19),
+            queue_run(1, max_queue=4, peak=1 << 19, seconds=0.30, busy=0.2))
+    bound, memory, cost = queue_checks(runs)
+    assert bound.holds and "k=1: 4 ≤ 4" in bound.shown
+    assert memory.holds and "200×" in memory.shown
+    assert cost.holds and "200 ms" in cost.shown
+
+
+def test_never_syncing_slowest_is_explained_by_the_backend():
+    runs = (queue_run(None, max_queue=800, peak=100 << 20, seconds=0.30, busy=0.29),
+            queue_run(1, max_queue=4, peak=1 << 19, seconds=0.20, busy=0.19))
+    _, _, cost = queue_checks(runs)
+    assert not cost.holds and cost.explained
+    assert "backend was the bottleneck" in cost.otherwise and "longer (1.53×)" in cost.otherwise
+
+
+def test_noise_is_called_noise():
+    runs = (queue_run(None, max_queue=800, peak=100 << 20, seconds=0.30, busy=0.1),
+            queue_run(1, max_queue=4, peak=1 << 19, seconds=0.29, busy=0.1))
+    _, _, cost = queue_checks(runs)
+    assert not cost.holds and "busy only 33%" in cost.otherwise
+
+
+def test_exceeded_bound_and_missing_runs():
+    runs = (queue_run(None, max_queue=800, peak=100, seconds=0.3, busy=0.3),
+            queue_run(4, max_queue=20, peak=10, seconds=0.3, busy=0.3))
+    bound, _, _ = queue_checks(runs)
+    assert not bound.holds and "k=4 reached 20 > 16" in bound.otherwise
+    (only,) = queue_checks(runs[1:])
+    assert not only.holds and "never synchronizes" in only.otherwise
+    with pytest.raises(ValueError):
+        queue_checks([])
+    with pytest.raises(TypeError):
+        queue_checks("runs")
+
+
+def test_backpressure_and_launch_cap():
+    bp = queue_run(None, max_queue=8, peak=1 << 20, seconds=0.3, busy=0.3, max_pending=8)
+    assert backpressure_check(bp).holds
+    no = queue_run(None, max_queue=8, peak=1, seconds=0.3, busy=0.3)
+    assert not backpressure_check(no).holds and backpressure_check(no).explained
+    cap = SimpleNamespace(gpu="V100", name="v100", max_queue=1022, launch_seconds=0.266, launch_seconds_at_cap=0.25)
+    assert launch_cap_check(cap).holds and "94%" in launch_cap_check(cap).shown
+    low = SimpleNamespace(gpu="A100", name="a100", max_queue=40, launch_seconds=0.1, launch_seconds_at_cap=0.0)
+    assert not launch_cap_check(low).holds and launch_cap_check(low).explained
+
+
+# -- 08: per-op cost against worker threads -------------------------------------------------------
+def sched(cpu_lo, cpu_hi, m=None) -> SchedulingResult:
+    raw = (SchedulingOverhead(1, 10.0, 1000, (10.0,) * len(cpu_lo), tuple(cpu_lo)),
+           SchedulingOverhead(16, 12.0, 1000, (12.0,) * len(cpu_hi), tuple(cpu_hi)))
+    med = lambda xs: sorted(xs)[len(xs) // 2] * 1e-6  # noqa: E731
+    return SchedulingResult((1, 16), (10e-6, 12e-6), 1000, raw, 2, "engine", True,
+                            (med(cpu_lo), med(cpu_hi)), 3e-6, m or machine())
+
+
+def test_quantiles_interpolate_like_numpy():
+    assert quantiles([1, 2, 3, 4, 5]) == (2.0, 4.0)
+    assert quantiles([7.0]) == (7.0, 7.0)
+    assert quantiles([1, 2], (0.0, 1.0)) == (1.0, 2.0)
+    with pytest.raises(ValueError):
+        quantiles([])
+    with pytest.raises(ValueError):
+        quantiles([1], (0.5, 2.0))
+
+
+def test_growth_holds_only_when_the_quartiles_separate():
+    costly, grew = sched([6, 6.1, 6.2, 6.3, 6.4], [9, 9.2, 9.4, 9.6, 9.8]).lessons()
+    assert costly.holds and "3 µs" in costly.shown.replace("3.00 µs", "3 µs")
+    assert grew.holds and "×1.52" in grew.shown and "quartiles" in grew.shown
+
+
+def test_flat_growth_on_one_cpu_is_explained_by_the_cpus():
+    _, grew = sched([6, 7, 8, 9, 10], [7, 8, 9, 10, 11], m=machine(1.0, busy=1.0)).lessons()
+    assert not grew.holds and grew.explained
+    assert "inside the quartiles" in grew.otherwise and "1 usable CPU" in grew.otherwise
+
+
+def test_fall_is_said_as_a_fall():
+    _, grew = sched([10, 10.1, 10.2], [5, 5.1, 5.2], m=machine(2.0, busy=0.0)).lessons()
+    assert not grew.holds and "it fell" in grew.otherwise and "interpreter lock" in grew.otherwise
+
+
+def test_figure_rows_keep_every_run_for_quantile_bars():
+    rows = sched([6, 7, 8], [9, 10, 11]).figure_rows()
+    assert {r["label"] for r in rows} == {"wall time per op", "CPU time per op (all threads)"}
+    assert all(len(r["runs"]) == 3 for r in rows)
