@@ -162,8 +162,8 @@ def plot_scheduling_overhead(rows: Any, *, title: str | None = None) -> go.Figur
     Args:
         rows: :class:`d2l_async.engine.SchedulingOverhead` objects, a DataFrame or mappings with
             ``workers`` and ``per_op_us`` (the median), and optionally ``label`` (one line per
-            label), ``runs`` (µs per op of each repeat: drawn as points, min–max as the error bar)
-            or ``spread_us`` (a symmetric error bar).
+            label), ``runs`` (µs per op of each repeat: drawn as points, the quartiles as the error
+            bar) or ``spread_us`` (an error bar cut at 0).
         title: figure title.
     """
     df = _overhead_rows(rows)
@@ -182,17 +182,20 @@ def plot_scheduling_overhead(rows: Any, *, title: str | None = None) -> go.Figur
         color = style.series_color(i)
         err = None
         if "runs" in grp.columns and grp["runs"].notna().all():
-            lo = np.array([min(r) for r in grp["runs"]])
-            hi = np.array([max(r) for r in grp["runs"]])
+            # quartiles of the runs around the median: never below the fastest run, so never below 0
             med = grp["per_op_us"].to_numpy(float)
+            lo = np.minimum(np.array([np.percentile(r, 25) for r in grp["runs"]]), med)
+            hi = np.maximum(np.array([np.percentile(r, 75) for r in grp["runs"]]), med)
             err = {"type": "data", "symmetric": False, "array": hi - med, "arrayminus": med - lo, "visible": True}
             xs = [w for w, r in zip(grp["workers"], grp["runs"]) for _ in r]
             ys = [v for r in grp["runs"] for v in r]
             fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name="each run" if label == "median per op" else f"{label}: each run", legendgroup=str(label),
                                      marker={"color": color, "size": 5, "opacity": 0.5},
                                      hovertemplate="%{x} workers: %{y:.3g} µs per op<extra>run</extra>"))
-        elif "spread_us" in grp.columns:
-            err = {"type": "data", "array": grp["spread_us"].to_numpy(float), "visible": True}
+        elif "spread_us" in grp.columns:  # a spread with no runs: the bar stops at 0, never below
+            spread, med = grp["spread_us"].to_numpy(float), grp["per_op_us"].to_numpy(float)
+            err = {"type": "data", "symmetric": False, "array": spread, "arrayminus": np.minimum(spread, med),
+                   "visible": True}
         fig.add_trace(go.Scatter(x=grp["workers"], y=grp["per_op_us"], error_y=err, mode="lines+markers",
                                  name=str(label), legendgroup=str(label), line={"color": color},
                                  hovertemplate="%{x} workers: %{y:.3g} µs per op<extra>" + str(label) + "</extra>"))

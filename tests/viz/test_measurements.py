@@ -82,4 +82,14 @@ def test_scheduling_overhead_accepts_engine_results_and_shows_each_run():
     runs, median = fig.data
     assert sorted(runs.y) == [7.0, 8.0, 9.0, 11.0, 12.0, 15.0]
     assert list(median.x) == [1, 2] and list(median.y) == [8.0, 12.0]
-    assert list(median.error_y.array) == [1.0, 3.0] and list(median.error_y.arrayminus) == [1.0, 1.0]
+    # the error bar spans the quartiles of the runs (issue 10: never ±(max − min))
+    assert list(median.error_y.array) == [0.5, 1.5] and list(median.error_y.arrayminus) == [0.5, 0.5]
+
+
+def test_scheduling_overhead_error_bars_never_go_below_zero():
+    fig = plot_scheduling_overhead([FakeOverhead(1, 20.0, (5.0, 20.0, 300.0))])
+    _, median = fig.data
+    assert median.y[0] - median.error_y.arrayminus[0] >= 5.0  # not below the fastest run
+    spread = plot_scheduling_overhead([{"workers": 1, "per_op_us": 10.0, "spread_us": 130.0}])
+    bar = spread.data[0].error_y
+    assert list(bar.array) == [130.0] and list(bar.arrayminus) == [10.0]  # stops at 0
