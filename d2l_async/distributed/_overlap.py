@@ -9,16 +9,18 @@ A rank's trace (``torch.profiler``, CPU activity) holds two kinds of intervals t
 * **communication**: the collectives' own intervals, ``gloo:all_reduce`` on gloo's worker threads
   (``nccl:`` / NCCL kernels on a GPU), found on the rank's communication lanes
   (:func:`d2l_async.trace.rank_lanes`);
-* **backward compute**: the autograd nodes that compute gradients, ``autograd::engine::
-  evaluate_function: AddmmBackward0`` and the ops inside them — every op whose name contains
-  ``Backward``.  ``AccumulateGrad`` is left out on purpose: it is the node whose hook *launches*
-  DDP's all-reduce, so counting it would make every launch "overlap" by construction.  On a GPU,
-  compute is every kernel that is not NCCL's.
+* **the backward pass**: the autograd nodes the frontend runs, ``autograd::engine::
+  evaluate_function: AddmmBackward0``, ``...: torch::autograd::AccumulateGrad`` and the ops inside
+  them.  ``AccumulateGrad`` is the node whose hook hands a full bucket to DDP, which launches its
+  all-reduce there;
+* **gradient compute**: the same nodes without ``AccumulateGrad`` — the work that can hide
+  communication.  On a GPU both are every kernel that is not NCCL's.
 
-Per rank, :func:`comm_overlap` reports how many collective intervals overlap at least one backward
-interval, and the seconds of communication (union of its intervals) that fell inside the union of
-backward intervals (*hidden*) or outside it (*exposed*).  These are facts about *when* things
-happened, read from the profiler, not timings of a benchmark.
+Per rank, :func:`comm_overlap` reports how many collective intervals overlap the backward pass
+(*the all-reduce ran while the frontend was still differentiating*), and the seconds of
+communication (union of its intervals) that fell inside gradient compute (*hidden*) or outside it
+(*exposed*).  These are facts about *when* things happened, read from the profiler, not timings of
+a benchmark.
 
 What an overlap does **not** prove on one CPU core: two intervals overlap in wall time when the
 gloo thread was *waiting* (for the peer rank, for the core) while the main thread computed.  Real
@@ -47,10 +49,10 @@ class RankComm:
     Attributes:
         rank: the rank.
         collectives: collective intervals (e.g. ``gloo:all_reduce``) on its communication lanes.
-        overlapping: how many of them overlap at least one backward-compute interval.
+        overlapping: how many of them overlap at least one interval of the backward pass.
         comm_s: seconds covered by communication (union of its intervals).
-        hidden_s: of those, seconds during which backward compute also ran on the rank.
-        backward_s: seconds covered by backward compute.
+        hidden_s: of those, seconds during which gradient compute also ran on the rank.
+        backward_s: seconds covered by gradient compute.
     """
 
     rank: int
@@ -115,11 +117,12 @@ def overlap_counts(start: np.ndarray, end: np.ndarray, other: tuple[np.ndarray, 
     return int(hit.sum())
 
 
-def is_backward_name(names: np.ndarray) -> np.ndarray:
-    """True for the autograd nodes that compute gradients (``...Backward0``), not AccumulateGrad."""
+def is_backward_name(names: np.ndarray, *, accumulate: bool = False) -> np.ndarray:
+    """True for the autograd nodes that compute gradients (``...Backward0``); with ``accumulate``
+    also for ``AccumulateGrad`` (the node whose hook launches DDP's all-reduce)."""
     names = np.asarray(names, dtype=object)
-    return np.fromiter(("Backward" in n and "AccumulateGrad" not in n for n in names.tolist()),
-                       dtype=bool, count=len(names))
+    return np.fromiter((("Backward" in n and "AccumulateGrad" not in n) or (accumulate and "AccumulateGrad" in n)
+                        for n in names.tolist()), dtype=bool, count=len(names))
 
 
 def comm_overlap(trace: Trace) -> tuple[RankComm, ...]:
@@ -143,13 +146,16 @@ def comm_overlap(trace: Trace) -> tuple[RankComm, ...]:
         own = np.isin(lane_col, list(rl.frontend + rl.compute))
         kernels = own & (kind == Kind.KERNEL.value)
         if kernels.any():  # a GPU rank: compute is every kernel on its compute streams
-            compute = kernels
+            compute = passes = kernels
         else:
-            compute = own & (kind == Kind.OP.value) & is_backward_name(name)
+            ops = own & (kind == Kind.OP.value)
+            compute = ops & is_backward_name(name)
+            passes = ops & is_backward_name(name, accumulate=True)
         cu = intervals_union(start[comm], end[comm])
         bu = intervals_union(start[compute], end[compute])
+        pu = intervals_union(start[passes], end[passes])
         hidden = intersection_seconds(cu, bu)
-        out.append(RankComm(int(rl.rank), int(comm.sum()), overlap_counts(start[comm], end[comm], bu),
+        out.append(RankComm(int(rl.rank), int(comm.sum()), overlap_counts(start[comm], end[comm], pu),
                             float((cu[1] - cu[0]).sum()), hidden, float((bu[1] - bu[0]).sum())))
     if not out:
         raise TraceError("the trace has no ranks")

@@ -1,0 +1,102 @@
+"""The three experiments on real gloo ranks (quick mode), facts read from their traces; their
+lesson checks on synthetic results (every ✘ carries its reason)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from d2l_async.distributed import (RankComm, Where, collective_checks, overlap_checks, run_collective, run_overlap,
+                                   run_straggler, straggler_checks)
+from d2l_async.distributed.collective import returned_early
+from d2l_async.trace import rank_lanes
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module", params=[2, 3], ids=["2 ranks", "3 ranks"])
+def overlap(request):
+    return run_overlap(ranks=request.param, backend="gloo")
+
+
+def test_merged_trace_has_one_lane_group_per_rank(overlap):
+    for label in ("after_backward", "bucketed"):
+        t = overlap.traces[label]
+        assert t.ranks == tuple(range(overlap.ranks))
+        groups = {lane.group for lane in t.lanes}
+        assert groups == {f"rank {r}" for r in range(overlap.ranks)}
+        for rl in rank_lanes(t):
+            assert rl.frontend and rl.communication, f"{label} rank {rl.rank}: {rl}"
+
+
+def test_bucketed_all_reduce_overlaps_backward_on_every_rank(overlap):
+    comm = overlap.comm["bucketed"]
+    assert [c.rank for c in comm] == list(range(overlap.ranks))
+    assert all(c.collectives >= 2 for c in comm), comm  # several buckets
+    assert all(c.overlapping >= 1 for c in comm), comm
+
+
+def test_after_backward_no_all_reduce_overlaps_backward(overlap):
+    comm = overlap.comm["after_backward"]
+    assert all(c.collectives >= 1 for c in comm), comm
+    assert all(c.overlapping == 0 and c.hidden_s == 0 for c in comm), comm
+
+
+def test_ranks_agree_and_steps_were_timed(overlap):
+    assert overlap.same_params == {"after_backward": True, "bucketed": True}
+    assert set(overlap.step_s) == {"after_backward", "bucketed"} and all(len(v) >= 1 for v in overlap.step_s.values())
+    assert overlap.where.backend == "gloo" and "gloo ranks" in overlap.device and not overlap.virtual
+    checks = overlap_checks(overlap)
+    assert len(checks) == 4 and all(c.explained for c in checks)
+    assert checks[0].holds and checks[1].holds and checks[2].holds  # facts, not timings
+
+
+def test_async_collective_returns_before_it_is_done():
+    r = run_collective(ranks=2, backend="gloo")
+    facts = returned_early(r.trace)
+    assert set(facts) == {0, 1}
+    assert all(f["returned"] and f["overlapped"] for f in facts.values()), facts
+    assert r.correct and len(r.return_s) == 2
+    checks = collective_checks(r)
+    assert all(c.explained for c in checks) and checks[0].holds and checks[1].holds and checks[2].holds
+
+
+def test_straggler_makes_the_others_wait_in_the_collective():
+    r = run_straggler(ranks=2, delay_ms=40, backend="gloo")
+    comm = {c.rank: c.comm_s for c in r.comm["straggler"]}
+    assert r.slow_rank == 1
+    assert comm[0] - comm[1] >= 0.5 * 0.040, comm  # rank 0 waited in gloo:all_reduce for the sleeper
+    checks = straggler_checks(r)
+    assert all(c.explained for c in checks) and checks[1].holds
+
+
+# -- lesson checks on synthetic results: pure functions, both outcomes --------------------------------
+ONE_CORE = Where("2 gloo ranks on 1 usable CPU", "gloo", 1.0, 0.0, 1.0, ())
+MANY = Where("2 gloo ranks on 16 usable CPUs", "gloo", 16.0, 15.0, 0.5, ())
+
+
+def _synthetic(overlap_result, *, bucketed_overlaps: int, t_bucket: float, t_after: float, where: Where):
+    comm = {"after_backward": tuple(RankComm(r, 4, 0, 0.01, 0.0, 0.02) for r in range(2)),
+            "bucketed": tuple(RankComm(r, 3, bucketed_overlaps, 0.01, 0.004 * bool(bucketed_overlaps), 0.02)
+                              for r in range(2))}
+    return dataclasses.replace(overlap_result, ranks=2, comm=comm, where=where,
+                               step_s={"after_backward": (t_after,), "bucketed": (t_bucket,)},
+                               same_params={"after_backward": True, "bucketed": True})
+
+
+def test_overlap_checks_explain_a_slower_bucketed_step_on_one_core(overlap):
+    r = _synthetic(overlap, bucketed_overlaps=2, t_bucket=0.030, t_after=0.025, where=ONE_CORE)
+    faster = overlap_checks(r)[3]
+    assert not faster.holds and faster.explained
+    assert "4 busy threads on 1 usable CPU" in faster.otherwise and "not a speed-up" in faster.otherwise
+    r = _synthetic(overlap, bucketed_overlaps=2, t_bucket=0.030, t_after=0.025, where=MANY)
+    assert "cores enough" in overlap_checks(r)[3].otherwise
+    r = _synthetic(overlap, bucketed_overlaps=2, t_bucket=0.020, t_after=0.025, where=ONE_CORE)
+    assert overlap_checks(r)[3].holds
+
+
+def test_overlap_checks_explain_a_single_bucket(overlap):
+    r = _synthetic(overlap, bucketed_overlaps=0, t_bucket=0.02, t_after=0.02, where=MANY)
+    first = overlap_checks(r)[0]
+    assert not first.holds and "lower bucket_cap_mb" in first.otherwise
