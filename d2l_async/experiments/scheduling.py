@@ -154,7 +154,8 @@ def growth_check(r: SchedulingResult) -> Any:
     fell = g <= 1 / GROWTH and hi_band[1] < lo_band[0]
     shown = (f"{what} per op {med_lo:.3g} µs with {lo.workers} worker (quartiles {lo_band[0]:.3g}–{lo_band[1]:.3g}) → "
              f"{med_hi:.3g} µs with {hi.workers} ({hi_band[0]:.3g}–{hi_band[1]:.3g}): ×{g:.2f}, "
-             f"{len(lo.runs)} runs of {r.ops:,} ops each; wall time ×{r.growth:.2f}")
+             f"{len(lo.runs)} runs of {r.ops:,} ops each; wall time ×{r.growth:.2f} (the wall clock also counts "
+             "waits for a CPU and for a wake-up)")
     m = r.machine
     if fell:
         trend = f"it fell (×{g:.2f}, outside the quartiles)"

@@ -46,7 +46,8 @@ def render_html(*, title: str, banner: str, rows: Sequence[Row], sections: Seque
         title: page title.
         banner: what the numbers ran on (shown at the top).
         rows: the results table.
-        sections: dicts with ``title``, ``figures`` (``(caption, go.Figure)`` pairs) and ``notes``.
+        sections: dicts with ``title``, ``figures`` (``(caption, go.Figure)`` pairs), ``notes`` and
+            ``checks`` (:class:`d2l_async.lesson.Check`, rendered with their marks and reasons).
         book: :class:`~d2l_async.experiments.BookNumber` records, listed with their sources.
     """
     from plotly.offline import get_plotlyjs
@@ -64,6 +65,8 @@ def render_html(*, title: str, banner: str, rows: Sequence[Row], sections: Seque
             parts.append(f"<figure><figcaption>{html.escape(caption)}</figcaption>{div}</figure>")
         for note in sec.get("notes", ()):
             parts.append(f"<p class='note'>{html.escape(note)}</p>")
+        for check in sec.get("checks", ()):  # lesson.Check: ✔/✘, the claim, this run's numbers, why
+            parts.append(check._repr_html_())
     parts.append("</body></html>")
     return "\n".join(parts)
 

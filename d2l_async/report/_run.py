@@ -120,7 +120,8 @@ def run_report(
     rows = tuple(r for _, out, _ in outputs for r in out.rows)
     banner = (f"Ran on: {machine}. --device {device}{', quick mode' if is_quick else ''}; "
               f"{seconds:.1f} s on {_dt.datetime.now().isoformat(timespec='seconds')}.")
-    sections = [{"title": s.title, "figures": out.figures, "notes": out.notes} for s, out, _ in outputs]
+    sections = [{"title": s.title, "figures": out.figures, "notes": out.notes, "checks": out.checks}
+                for s, out, _ in outputs]
     from d2l_async.experiments import BOOK
 
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -132,10 +133,17 @@ def run_report(
     write_json(json_path, {
         "machine": machine, "device": device, "quick": is_quick, "seconds": seconds,
         "book": {k: {"value": n.value, "unit": n.unit, "what": n.what, "source": n.source} for k, n in BOOK.items()},
-        "experiments": {s.key: {**out.numbers, "step_seconds": dt} for s, out, dt in outputs},
+        "experiments": {s.key: {**out.numbers, "step_seconds": dt,
+                                **({"lessons": [c.to_dict() for c in out.checks]} if out.checks else {})}
+                        for s, out, dt in outputs},
         "table": [dict(zip(("experiment", "book", "ours", "device"), r.cells())) for r in rows],
     })
     print(format_table(rows), file=stream)
+    checks = [(s.key, c) for s, out, _ in outputs for c in out.checks]
+    if checks:
+        print(f"\nLesson checks ({sum(c.holds for _, c in checks)} of {len(checks)} held on this run):", file=stream)
+        for key, c in checks:
+            print(f"  [{key}] {c.text}", file=stream)
     print(f"\nwrote {output} and {json_path} ({seconds:.1f} s)", file=stream)
     return ReportResult(rows, output, json_path, seconds, device, is_quick, machine)
 

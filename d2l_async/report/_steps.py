@@ -53,12 +53,15 @@ class StepOutput:
         figures: ``(caption, plotly figure)`` pairs.
         numbers: plain numbers for the JSON file (seconds unless the key says otherwise).
         notes: sentences printed under the step's figures.
+        checks: the step's lesson checks (:class:`d2l_async.lesson.Check`): each claim with the
+            numbers of this run, ✔ or ✘ with its reason; printed after the table and in the HTML.
     """
 
     rows: tuple[Row, ...]
     figures: tuple[tuple[str, Any], ...]
     numbers: dict[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    checks: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -237,23 +240,31 @@ def sync_async(b: Backends) -> StepOutput:
             "model_async_pipeline": m.async_pipeline, "model_gap": r.model_gap,
             "sweep": [{"ops": p.ops, "numel": p.numel, "sync": p.sync_seconds, "async": p.async_seconds,
                        "ratio": p.ratio} for p in sw.points]}
+    cpu = r.cpu_async.divided(len(r.async_.raw)) if r.cpu_async is not None else None
+    if cpu is not None:
+        nums["cpu_async"] = {"wall": cpu.wall, "frontend": cpu.frontend, "workers": cpu.backend,
+                             "concurrency": cpu.concurrency}
+    nums["model_async_serial"] = m.async_serial
     notes = (f"How t1, t2, t3 were estimated: {m.method}",
              f"Book's async model t1 + n·t2 + t3 = {fmt_seconds(m.async_book)}; pipeline model "
-             f"n·max(t1, t2) + min(t1, t2) + t3 = {fmt_seconds(m.async_pipeline)}; measured "
-             f"{fmt_seconds(r.async_.median)}.")
-    return StepOutput(rows, figs, nums, notes)
+             f"n·max(t1, t2) + min(t1, t2) + t3 = {fmt_seconds(m.async_pipeline)}; taking turns "
+             f"n·(t1 + t2) + t3 = {fmt_seconds(m.async_serial)}; measured {fmt_seconds(r.async_.median)}.")
+    return StepOutput(rows, figs, nums, notes, tuple(r.lessons()) + tuple(sw.lessons()))
 
 
 def queue_memory(b: Backends) -> StepOutput:
     from d2l_async import viz
     from d2l_async.experiments import compare_sync_every, run_queue_memory, sample_queue_summary
+    from d2l_async.experiments.queue_memory import backpressure_check, launch_cap_check, queue_checks
 
+    run_queue_memory(batches=2)  # warm-up: the engine's first ops pay a one-time start-up cost
     runs = compare_sync_every(ks=(None, 1, 4))
     bp = run_queue_memory(max_pending=8)
     s = sample_queue_summary("v100_training_step")
     rows = [Row(f"queue: {r.batches} minibatches, " + ("never synced" if r.sync_every is None else
                                                          f"sync every {r.sync_every}"), "—",
-                f"max queue {r.max_queue} ops, peak pending {r.peak_pending_bytes / 2**20:.2f} MiB", r.device)
+                f"max queue {r.max_queue} ops, peak pending {r.peak_pending_bytes / 2**20:.2f} MiB, "
+                f"total {fmt_seconds(r.seconds)} (backend busy {fmt_seconds(r.backend_busy_seconds)})", r.device)
             for r in runs]
     rows.append(Row(f"queue: max_pending={bp.max_pending} back-pressure", "—",
                     f"max queue {bp.max_queue}, frontend blocked {fmt_seconds(bp.blocked_seconds)}", bp.device))
@@ -268,11 +279,13 @@ def queue_memory(b: Backends) -> StepOutput:
              viz.plot_queue_length(k4.trace, memory=True)),
             ("The V100 trace: the launch queue sits at the CUDA cap", viz.plot_queue_length(s.trace)))
     nums = {"runs": [{"sync_every": r.sync_every, "max_queue": r.max_queue, "bound": r.queue_bound,
-                      "peak_pending_bytes": r.peak_pending_bytes, "seconds": r.seconds} for r in runs],
+                      "peak_pending_bytes": r.peak_pending_bytes, "seconds": r.seconds,
+                      "backend_busy": r.backend_busy_seconds, "blocked": r.blocked_seconds} for r in runs],
             "max_pending": {"bound": bp.max_pending, "max_queue": bp.max_queue, "blocked": bp.blocked_seconds},
             "v100": {"max_queue": s.max_queue, "fraction_at_max": s.fraction_at_max,
                      "launch_seconds": s.launch_seconds, "launch_seconds_at_cap": s.launch_seconds_at_cap}}
-    return StepOutput(tuple(rows), figs, nums)
+    checks = (*queue_checks(runs), backpressure_check(bp), launch_cap_check(s))
+    return StepOutput(tuple(rows), figs, nums, checks=checks)
 
 
 def parallelism(b: Backends) -> StepOutput:
@@ -303,13 +316,20 @@ def scheduling(b: Backends) -> StepOutput:
     from d2l_async import viz
     from d2l_async.experiments import run_scheduling
 
+    run_scheduling(workers=(1,), ops=100, repeats=1)  # warm-up: the engine's one-time start-up cost
     r = run_scheduling()
-    rows = (Row("scheduling: per-op cost of a tiny op, 1 → 16 worker threads",
+    cpu = dict(zip(r.workers, r.cpu_per_op_seconds))
+    rows = (Row("scheduling: per-op cost of a tiny op, 1 → 16 worker threads (wall; CPU)",
                 "laptops: 4+ threads; servers: over 256 (text, no timing)",
-                ", ".join(f"{w}: {fmt_seconds(s)}" for w, s in r.rows()), f"{r.device}; {r.cpu_count} CPUs"),)
-    figs = (("Scheduling overhead as worker threads grow", viz.plot_scheduling_overhead(
-        [{"workers": w, "per_op_us": s * 1e6} for w, s in r.rows()])),)
-    return StepOutput(rows, figs, {"per_op": {str(w): s for w, s in r.rows()}, "cpu_count": r.cpu_count})
+                ", ".join(f"{w}: {fmt_seconds(s)}" + (f"; {fmt_seconds(cpu[w])}" if w in cpu else "")
+                          for w, s in r.rows()), f"{r.device}; {r.cpu_count} usable CPUs"),)
+    figs = (("Scheduling overhead as worker threads grow (error bars: quartiles of the runs)",
+             viz.plot_scheduling_overhead(r.figure_rows())),)
+    nums = {"per_op": {str(w): s for w, s in r.rows()}, "cpu_per_op": {str(w): s for w, s in cpu.items()},
+            "eager_per_op": r.eager_per_op_seconds, "cpu_count": r.cpu_count,
+            "runs_us": {str(o.workers): list(o.runs) for o in r.raw},
+            "cpu_runs_us": {str(o.workers): list(o.cpu_runs) for o in r.raw}}
+    return StepOutput(rows, figs, nums, checks=tuple(r.lessons()))
 
 
 def profiling(b: Backends) -> StepOutput:
