@@ -19,6 +19,7 @@ plot_measurements          naive vs synchronized timings with their spread, book
 plot_scheduling_overhead   the engine's per-op cost against its number of workers
 plot_blocked_time          where the frontend waited, per cause
 plot_sweep                 sync/async time ratio against op count, a line per tensor size
+plot_comm_overlap          communication per rank: hidden behind backward, or exposed
 =========================  ==============================================================
 """
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 from . import style
 from ._animate import animate_timeline, queue_at
 from ._blocked import plot_blocked_time
+from ._comm import comm_table, plot_comm_overlap
 from ._graph import DependencyGraph, dependency_graph, expression_graph, frontend_status, node_states
 from ._graph_figure import plot_dependency_graph
 from ._measurements import measurement_table, plot_measurements, plot_scheduling_overhead
@@ -35,8 +37,9 @@ from ._sweep import plot_sweep, sweep_table
 from ._timeline import TimelineData, plot_timeline, timeline_data
 
 __all__ = [
-    "CUDA_QUEUE_CAP", "DependencyGraph", "QueueData", "TimelineData", "animate_timeline", "dependency_graph",
+    "CUDA_QUEUE_CAP", "DependencyGraph", "QueueData", "TimelineData", "animate_timeline", "comm_table",
+    "dependency_graph",
     "expression_graph", "frontend_status", "measurement_table", "node_states", "plot_blocked_time",
-    "plot_dependency_graph", "plot_measurements", "plot_queue_length", "plot_scheduling_overhead", "plot_sweep",
+    "plot_comm_overlap", "plot_dependency_graph", "plot_measurements", "plot_queue_length", "plot_scheduling_overhead", "plot_sweep",
     "plot_timeline", "plot_trace", "queue_at", "queue_data", "style", "sweep_table", "timeline_data",
 ]
