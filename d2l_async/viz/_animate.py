@@ -8,6 +8,8 @@ exported HTML stays small.  Frames are at most ``max_frames`` evenly spaced time
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -70,12 +72,16 @@ def animate_timeline(trace: Trace, *, max_frames: int = 150, max_events: int = 2
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.05, row_heights=[0.65, 0.35])
     # no block labels: annotations sit above the curtain and would give the future away
     draw_timeline(fig, tl, row=1, col=1, max_labels=0)
+    for tr in fig.data:  # pushes are a few µs apart: their names would print over each other (hover keeps them)
+        if tr.type == "bar" and tr.name == "launch":
+            tr.text = None
     if q.queued:
         # SVG traces only: a WebGL layer would sit above the curtain and show through it
         draw_queue(fig, q, row=2, col=1, webgl=False)
     nrows = len(tl.lanes)
     qmax = max([max(v.max(), 1.0) for _, v in q.queued.values()] or [1.0]) * 1.15
-    fig.update_yaxes(range=[0, qmax], row=2, col=1)
+    # a queue holds whole ops: integer ticks only
+    fig.update_yaxes(range=[0, qmax], tick0=0, dtick=max(1, math.ceil(qmax / 5)), tickformat="d", row=2, col=1)
     if not q.queued:
         fig.update_yaxes(range=[0, 1], title_text="queue length (nothing queued)", row=2, col=1)
 

@@ -22,7 +22,10 @@ animation follows a *schematic* schedule (one time step per op, on one worker), 
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,7 +36,7 @@ from . import style
 from ._common import check_positive_int, check_trace
 
 __all__ = ["DependencyGraph", "dependency_graph", "expression_graph", "node_states", "frontend_status",
-           "frame_times", "OP_STATES", "ARRAY_STATES"]
+           "frame_times", "user_names", "OP_STATES", "ARRAY_STATES"]
 
 OP_STATES = ("not issued", "queued", "ready", "running", "done")
 ARRAY_STATES = ("not issued", "pending", "done")
@@ -160,6 +163,61 @@ def _ready_times(nodes: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:
     return nodes.assign(ready=ready)
 
 
+_CODE = re.compile(r"(?:line\s+\d+|:\d+)\s*:\s*(?P<code>.+)$")  # "In[4]:3: z = x * y + 2", "line 3: ..."
+_AUTO = re.compile(r"a\d+\Z")  # the engine's automatic array names
+
+
+@lru_cache(maxsize=1)
+def _package_files() -> frozenset[str]:
+    """Base names of this package's modules: a push from one of them is the library's, not the reader's."""
+    root = Path(__file__).resolve().parents[1]
+    return frozenset(p.name for p in root.rglob("*.py"))
+
+
+def _code(source: str) -> str:
+    m = _CODE.search(str(source or ""))
+    return m.group("code").strip() if m else ""
+
+
+def _library(source: str) -> bool:
+    head = str(source or "").split(":", 1)[0]
+    return head in _package_files()
+
+
+def _assigned(code: str) -> str | None:
+    """``z`` for ``z = x * y + 2`` (one plain name on the left), else None."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    if len(tree.body) == 1 and isinstance(tree.body[0], ast.Assign) and len(tree.body[0].targets) == 1 \
+            and isinstance(tree.body[0].targets[0], ast.Name):
+        return tree.body[0].targets[0].id
+    return None
+
+
+def user_names(trace: Trace, rows: np.ndarray) -> dict[str, str]:
+    """Automatic array names (``a6``) -> the reader's variable (``z``), where the source says it.
+
+    The last op pushed from a line ``z = x * y + 2`` makes the array assigned to ``z``; an array
+    named by the reader, or by an experiment's ``name=``, keeps its name.
+    """
+    last: dict[str, int] = {}
+    for i in rows:
+        src = str(trace["source"][i])
+        if src and not _library(src):
+            last[src] = int(i)
+    names: dict[str, str] = {}
+    taken = {str(a) for i in rows for a in (*trace["reads"][i], *trace["writes"][i]) if not _AUTO.match(str(a))}
+    for src, i in last.items():
+        target = _assigned(_code(src))
+        writes = [str(a) for a in trace["writes"][i]]
+        if target and len(writes) == 1 and _AUTO.match(writes[0]) and target not in names.values() \
+                and target not in taken:
+            names[writes[0]] = target
+    return names
+
+
 def _frontend_rows(trace: Trace) -> pd.DataFrame:
     fe = [l.name for l in trace.frontend_lanes]
     mask = np.isin(trace["lane"], fe) & np.isfinite(trace["start"])
@@ -171,8 +229,8 @@ def _frontend_rows(trace: Trace) -> pd.DataFrame:
         if kind == "block":
             texts.append("blocked: " + style.block_label(str(trace["reason"][i]), src))
             blocked.append(True)
-        else:
-            texts.append(src or name)
+        else:  # a push inside this package (an experiment) is named by its op, not by our source line
+            texts.append(name if (not src or _library(src)) else src)
             blocked.append(False)
     return pd.DataFrame({"start": trace["start"][idx], "end": trace["end"][idx], "text": texts,
                          "blocked": np.asarray(blocked, dtype=bool)})
@@ -199,10 +257,11 @@ def dependency_graph(trace: Trace, *, max_ops: int = 16) -> DependencyGraph:
     has_arrays = any(len(trace["reads"][i]) or len(trace["writes"][i]) for i in idx)
     has_deps = any(len(trace["deps"][i]) for i in idx)
     last_on_lane: dict[str, str] = {}
+    rename = user_names(trace, idx)
     for i in idx:
         ev_id = int(trace["id"][i])
         issue, start, end = (float(trace[c][i]) for c in ("issue", "start", "end"))
-        reads = [b.array_for_read(str(a)) for a in trace["reads"][i]]
+        reads = [b.array_for_read(rename.get(str(a), str(a))) for a in trace["reads"][i]]
         key = b.op(f"op:{ev_id}", str(trace["name"][i]), int(i), str(trace["lane"][i]), (issue, start, end))
         op_key_of_id[ev_id] = key
         for a in reads:
@@ -218,7 +277,7 @@ def dependency_graph(trace: Trace, *, max_ops: int = 16) -> DependencyGraph:
                 b.edges.append((prev, key))
             last_on_lane[str(trace["lane"][i])] = key
         for a in trace["writes"][i]:
-            writer_of[b.array_written(str(a), key, issue, end)] = key
+            writer_of[b.array_written(rename.get(str(a), str(a)), key, issue, end)] = key
     nodes, edges = b.frame()
     nodes = _ready_times(_layout(nodes, edges), edges)
     return DependencyGraph(nodes, edges, _frontend_rows(trace), schematic=False, n_ops_total=n_total,

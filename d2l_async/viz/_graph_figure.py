@@ -28,6 +28,20 @@ def _short(label: str, n: int) -> str:
     return label if len(label) <= n else label[: n - 1] + "…"
 
 
+def _wrap(label: str, n: int, lines: int = 2) -> str:
+    """``label`` on at most ``lines`` lines of about ``n`` characters, broken at spaces (an op's name
+    such as "backward W2" or "make minibatch" reads whole instead of "backwa…")."""
+    out: list[str] = []
+    for word in str(label).split():
+        if out and len(out[-1]) + 1 + len(word) <= n:
+            out[-1] += " " + word
+        else:
+            out.append(word)
+    if len(out) > lines:
+        out = out[: lines - 1] + [_short(" ".join(out[lines - 1:]), n)]
+    return "<br>".join(_short(line, max(n, 10)) for line in out)
+
+
 def _node_colors(states: np.ndarray) -> list[str]:
     return [style.STATE_COLORS.get(s, "#FFFFFF") for s in states]
 
@@ -105,9 +119,9 @@ def plot_dependency_graph(source: Trace | str | DependencyGraph, *, max_ops: int
     col_px = 1000 / (float(nodes["depth"].max() - nodes["depth"].min()) + 1)
     op_size = float(np.clip(col_px * 0.55, 10, 40))
     arr_size = float(np.clip(col_px * 0.3, 7, 22))
-    labels = [_short(lbl, 14 if col_px >= 90 else 8) for lbl in nodes["label"]]
-    text = [lbl if (t == "op" and op_size >= 30) or (t != "op" and col_px >= 45) else ""
-            for lbl, t in zip(labels, typ)]
+    width = 14 if col_px >= 90 else 10
+    labels = [_wrap(lbl, width) if t == "op" else _short(lbl, width + 4) for lbl, t in zip(nodes["label"], typ)]
+    text = [lbl if col_px >= 45 else "" for lbl in labels]
     hover = []
     for r in nodes.itertuples(index=False):
         if r.type == "op":
@@ -118,7 +132,8 @@ def plot_dependency_graph(source: Trace | str | DependencyGraph, *, max_ops: int
     node_index = len(fig.data)
     fig.add_trace(go.Scatter(
         x=nodes["depth"], y=nodes["y"], mode="markers+text", text=text, showlegend=False,
-        textposition=["middle center" if t == "op" else "bottom center" for t in typ],
+        # ops' names above their circle, arrays' below their square: whole words, never inside a node
+        textposition=["top center" if t == "op" else "bottom center" for t in typ],
         textfont={"size": 11}, customdata=states0, hovertext=hover,
         hovertemplate="%{hovertext}<br>state: %{customdata}<extra></extra>",
         marker={"symbol": [_SYMBOL[t] for t in typ], "size": [op_size if t == "op" else arr_size for t in typ],
