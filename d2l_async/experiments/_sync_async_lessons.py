@@ -62,6 +62,14 @@ def _why_model_missed(r: Any) -> str:
                 "that would say whether they did. Rerun with run_sync_async().")
     serial = m.async_serial
     serial_gap = (serial - measured) / measured if measured > 0 else 0.0
+    per_op = cpu.backend / r.ops
+    if m.async_pipeline > measured:
+        # over-predicted: the timed runs were cheaper per op than the traced run the model's t2 came from
+        return (f"the model over-predicts: its t2 = {fmt_time(m.t2)} ({m.t2_source}) comes from the traced run, "
+                f"where the engine also records every op, while the timed runs cost the workers only "
+                f"{fmt_time(per_op)} of CPU per op ({overlap_clause(cpu)}; {cpus_clause(r.machine)}). With that t2 "
+                f"the pipeline model gives {fmt_time(m.n * max(m.t1, per_op) + min(m.t1, per_op) + m.t3)}. "
+                "More ops per run (trace_ops) steady the estimate.")
     if cpu.concurrency < TAKES_TURNS:
         if few_cpus(r.machine, 2):
             cause = (f"with {cpus_clause(r.machine)}, there was not a CPU for each thread (and Python's "
@@ -75,7 +83,6 @@ def _why_model_missed(r: Any) -> str:
                 f"{overlap_clause(cpu)}{short}; {cause}. Taking turns, n·(t1 + t2) + t3 = {fmt_time(serial)} "
                 f"({serial_gap:+.0%} of the measurement). Larger ops (numel) spend longer in torch kernels, which "
                 "release the lock; on a GPU the kernels run on the device while Python issues.")
-    per_op = cpu.backend / r.ops
     return (f"the two sides did overlap ({overlap_clause(cpu)}), but the workers' CPU per op in the "
             f"asynchronous run was {fmt_time(per_op)} against t2 = {fmt_time(m.t2)} ({m.t2_source}) read from "
             f"the traced run: the model's t2 is not what the timed runs cost ({cpus_clause(r.machine)}). "

@@ -102,6 +102,15 @@ def test_model_missed_although_they_overlapped():
     assert not predicted.holds and "did overlap" in predicted.otherwise
 
 
+def test_model_over_predicting_blames_the_traced_t2_not_the_lock():
+    # measured faster than the model: the workers' CPU per op (4 µs) is below t2 (6 µs)
+    r = sync_async(async_s=1000 * 4.5e-6, concurrency=1.0, m=machine())
+    r.cpu_async = CpuTimes(wall=4.5e-3, frontend=0.5e-3, process=4.5e-3)
+    _, predicted = run_checks(r)
+    assert not predicted.holds and "over-predicts" in predicted.otherwise
+    assert "4 µs of CPU per op" in predicted.otherwise and "took turns" not in predicted.otherwise
+
+
 def test_async_slower_is_explained():
     r = sync_async(async_s=1.0, concurrency=1.0, m=machine())
     faster, _ = run_checks(r)
