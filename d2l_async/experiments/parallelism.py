@@ -59,7 +59,7 @@ def device_setup(backend: str, model: Any, *, n_devices: int, min_gpus: int = 2)
     model = DeviceModel() if model is None else model
     if not isinstance(model, DeviceModel):
         raise ValueError(f"model={model!r}: pass a d2l_async.engine.DeviceModel")
-    label = (f"CPU engine, {n_devices} modelled devices ({LABEL}; {model.flops_per_s / 1e9:g} GFLOP/s, "
+    label = (f"CPU engine, {n_devices} modelled virtual devices ({LABEL}; {model.flops_per_s / 1e9:g} GFLOP/s, "
              f"{model.bytes_per_s / 1e9:g} GB/s, link {model.link_bytes_per_s / 1e9:g} GB/s)")
     return Setup("modelled", label, True), model
 
