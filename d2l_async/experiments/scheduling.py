@@ -133,7 +133,7 @@ def _checks(r: SchedulingResult) -> list[Any]:
         otherwise=f"the eager op measured slower than the whole engine round trip; {cpus_clause(r.machine)}: rerun",
     )
     if len(r.raw) < 2:
-        return [costly, lesson.check("the per-op cost grows with the worker threads", False,
+        return [costly, lesson.check("the per-op cost grows with more worker threads", False,
                                      shown=f"only {first.workers} worker(s) measured",
                                      otherwise="measure at least two worker counts, e.g. workers=(1, 16)")]
     return [costly, growth_check(r)]
@@ -170,8 +170,10 @@ def growth_check(r: SchedulingResult) -> Any:
     else:
         reason = (f"on {cpus_clause(m)}, one device queue and Python's interpreter lock let about one "
                   "worker run at a time however many there are")
+    meds = r.cpu_per_op_seconds if cpu else r.per_op_seconds
+    shown += "; medians by count: " + ", ".join(f"{w}: {s * 1e6:.3g}" for w, s in zip(r.workers, meds)) + " µs"
     return lesson.check(
-        "the per-op cost grows with the worker threads", bool(grew), shown=shown,
+        f"the per-op cost grows from {lo.workers} to {hi.workers} worker threads", bool(grew), shown=shown,
         otherwise=(f"{trend}; {reason}. More ops per run and more repeats (the sliders) narrow the quartiles; "
                    "a machine with more free cores lets the threads contend."),
     )
