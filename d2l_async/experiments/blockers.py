@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping
 
 from d2l_async import config
 
-from ._common import Setup, make_measurement, positive_int, resolve_backend, time_runs
+from ._common import Setup, checkpoint, make_measurement, positive_int, resolve_backend, time_runs
 
 __all__ = ["BLOCKERS", "BLOCKER_DEMO", "BlockEvent", "BlockersResult", "run_blockers"]
 
@@ -160,6 +160,7 @@ def _measure_all(make: Callable[..., Any], barrier: Callable[[], None], calls: M
                 b = b + 1
                 if blocker is not None:
                     blocker(b)
+                checkpoint()
             barrier()
         return run
 
@@ -186,10 +187,14 @@ def _measure_all(make: Callable[..., Any], barrier: Callable[[], None], calls: M
         losses = []
         for _ in range(n_loop):
             losses.append(float((x @ w).sum()))  # a blocker per step
+            checkpoint()
         barrier()
 
     def once_at_end() -> None:
-        losses = [(x @ w).sum() for _ in range(n_loop)]
+        losses = []
+        for _ in range(n_loop):
+            losses.append((x @ w).sum())
+            checkpoint()
         [float(l) for l in losses]  # one wait, then cheap reads
         barrier()
 

@@ -19,6 +19,11 @@ Readers learn this chapter by moving a slider and watching the queue change (iss
 * A :data:`~d2l_async.widgets._guards.Guard` may refuse values before anything runs: the message
   appears in the status line, the controls return to the last values that ran and the previous
   figures stay.
+* Every run has a time limit (``time_limit_s``, default :data:`DEFAULT_TIME_LIMIT_S`): the
+  experiments' loops call :func:`~d2l_async.experiments._common.checkpoint` between pushes, and a
+  run that passes the limit — or whose first steps show it would — is stopped while it runs
+  (:class:`~d2l_async.experiments._common.RunStopped`).  The status says so, the controls return to
+  the last values that ran and the previous figures stay.
 * An exception in the experiment or a figure function appears in the status line as
   ``Type: message``; it is never raised into the kernel's event loop, and the next change works.
 * ``view_controls`` change only how a result is drawn (which blocker, which lanes, what time window):
@@ -37,11 +42,16 @@ from typing import Any, Callable, Mapping
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
+from d2l_async.experiments._common import RunStopped, deadline
+
 from ._guards import Guard
 from ._live import Live, LiveFigure, LiveRun, Poller
 from ._views import FigureView, OutputView, make_view, resolve_mode
 
-__all__ = ["Dashboard", "FigureSpec"]
+__all__ = ["Dashboard", "FigureSpec", "DEFAULT_TIME_LIMIT_S"]
+
+#: Longest a slider's run may take before it is stopped (seconds).
+DEFAULT_TIME_LIMIT_S = 30.0
 
 #: How figures come from a result: ``{name: result -> go.Figure}``, one ``result -> figures``
 #: callable (a ``go.Figure``, a mapping name -> figure, or a sequence), or ``None`` for ``result.figures()``.
@@ -89,12 +99,14 @@ class Dashboard:
         describe: ``result -> str`` appended to the status after a run (e.g. where it ran:
             ``"CPU engine, 1 virtual device (threads)"``).
         autorun: run once with the controls' initial values now.
+        time_limit_s: stop a run that passes this many seconds (``None``: no limit).
 
     Attributes:
         result: the last result that ran (``None`` before the first successful run).
         runs: how many times the experiment has been called.
         redraws: how many times a view control redrew the last result.
         errors: how many runs (or drawings) raised.
+        stops: how many runs were stopped at their time limit.
         status: the ``HTML`` line that reports the last run, refusal or error.
         progress: the ``IntProgress`` bar (shown for Run-button and live dashboards).
         views: figure name -> view (:class:`FigureView` or :class:`OutputView`).
@@ -120,6 +132,7 @@ class Dashboard:
         title: str | None = None,
         describe: Callable[[Any], str] | None = None,
         autorun: bool = True,
+        time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
     ) -> None:
         if not callable(experiment):
             raise TypeError(f"experiment must be callable, got {type(experiment).__name__}")
@@ -146,6 +159,9 @@ class Dashboard:
             raise TypeError("live must be a d2l_async.widgets.Live(...) or None")
         if guard is not None and not callable(guard):
             raise TypeError("guard must be a callable values -> message | None")
+        if time_limit_s is not None and (isinstance(time_limit_s, bool) or not isinstance(time_limit_s, (int, float))
+                                         or not time_limit_s > 0):
+            raise ValueError(f"time_limit_s must be a positive number of seconds or None, got {time_limit_s!r}")
 
         self.experiment = experiment
         self.controls = controls
@@ -156,11 +172,13 @@ class Dashboard:
         self.run_button = bool(run_button)
         self.live = live
         self.guard = guard
+        self.time_limit_s = time_limit_s
         self.mode = resolve_mode(mode)
         self.result: Any = None
         self.runs = 0
         self.redraws = 0
         self.errors = 0
+        self.stops = 0
         self.timings: dict[str, float] = {}
         self.last_error: BaseException | None = None
         self.poller: Poller | None = None
@@ -285,7 +303,14 @@ class Dashboard:
             self._say("info", "Running\u2026")
             try:
                 self.runs += 1
-                result = self._run(values)
+                with deadline(self.time_limit_s, what="This run"):
+                    result = self._run(values)
+            except RunStopped as exc:  # past its time limit: stopped, the last good run stays
+                self.stops += 1
+                self.last_error = exc
+                self._revert()
+                self._say("refused", f"Stopped: {exc}")
+                return False
             except (Exception, KeyboardInterrupt) as exc:  # shown, never raised into the kernel loop
                 return self._fail("the experiment", exc)
             t1 = time.perf_counter()

@@ -13,18 +13,25 @@ check them with exact numbers:
   that (:func:`tensor_bytes`, :func:`workload_bytes`);
 * every engine op leaves a record (the op, its trace row, Python objects) of about
   :data:`BYTES_PER_OP` bytes (:func:`ops_bytes`);
-* a workload may use at most ``fraction`` of the memory that is free now
-  (:func:`available_memory`, from ``psutil`` or ``/proc/meminfo``);
-* ``k`` products of ``n x n`` matrices cost ``2 k n**3`` floating-point operations; this machine's
-  rate is measured once with one numpy product (:func:`cpu_flops`), so a slider cannot start a run
-  predicted to take minutes (:func:`time_guard`).
+* a workload may use at most ``fraction`` of the memory that is free now *to this process*
+  (:func:`available_memory`: the container's cgroup limit minus its usage where there is one, as
+  :func:`d2l_async.devices.machine` reads it; a Binder pod's 2 GB, not the host's 200);
+* ``k`` products of ``n x n`` matrices cost ``2 k n**3`` floating-point operations; the rate is that
+  of the same kernel (a torch float32 product) at the requested size, measured now
+  (:func:`matmul_rate`; sizes above :data:`CALIBRATION_MAX` are timed at that size and scaled by
+  ``n**3``), so a slider cannot start a run predicted to take minutes (:func:`time_guard`).
+
+An estimate up front can only be a first filter: load changes while a run goes.  The dashboard
+therefore also gives every run a deadline that stops it *while it runs*
+(:func:`d2l_async.experiments._common.checkpoint`, issue 10).
 
 This module imports neither ipywidgets nor plotly.
 """
 
 from __future__ import annotations
 
-import functools
+import statistics
+import threading
 import time
 from typing import Any, Callable, Mapping
 
@@ -43,7 +50,10 @@ __all__ = [
     "format_bytes",
     "matmul_flops",
     "cpu_flops",
+    "matmul_rate",
+    "matmul_seconds",
     "time_guard",
+    "CALIBRATION_MAX",
 ]
 
 #: Guard type: control values -> refusal message, or ``None`` to allow the run.
@@ -56,24 +66,23 @@ DEFAULT_FRACTION = 0.5
 
 
 def available_memory() -> int | None:
-    """Bytes of memory available now (``psutil``, else ``/proc/meminfo`` ``MemAvailable``).
+    """Bytes of memory this process can still get: the container's limit minus its usage where
+    there is one, else ``MemAvailable`` (:func:`d2l_async._machine.mem_available`).
 
-    Returns ``None`` where neither is readable; guards then allow the run.
+    Returns ``None`` where nothing is readable (not Linux); guards then allow the run.
     """
-    try:
-        import psutil
+    from d2l_async._machine import mem_available
 
-        return int(psutil.virtual_memory().available)
-    except Exception:  # psutil missing or unsupported here: fall back to the kernel's own number
-        pass
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024  # the file counts kB
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+    free, _ = mem_available("/")
+    return free or None
+
+
+def _memory_words(available: int) -> str:
+    from d2l_async._machine import mem_available
+
+    _, limit = mem_available("/")
+    where = f" (container limit {format_bytes(limit)})" if limit else ""
+    return f"{format_bytes(available)} of memory free now{where}"
 
 
 def _positive_int(name: str, value: Any) -> int:
@@ -128,7 +137,7 @@ def check_bytes(
     if need > budget:
         return (
             f"{what} needs about {format_bytes(need)}, more than {fraction:.0%} of the "
-            f"{format_bytes(available)} of memory free now; choose a smaller value."
+            f"{_memory_words(available)}; choose a smaller value."
         )
     return None
 
@@ -206,20 +215,50 @@ def matmul_flops(size: int, count: int = 1) -> int:
     return 2 * size**3 * _positive_int("count", count)
 
 
-@functools.lru_cache(maxsize=1)
-def cpu_flops() -> float:
-    """This machine's float32 matrix-product rate (FLOP/s), measured once with numpy (~10 ms)."""
-    import numpy as np
+#: Largest matrix side timed by :func:`matmul_rate`; larger sizes are scaled from it by ``n**3``.
+CALIBRATION_MAX = 512
+#: How long a measured rate is reused (seconds): the load on the machine changes.
+CALIBRATION_TTL_S = 20.0
+_rates: dict[int, tuple[float, float]] = {}
+_rates_lock = threading.Lock()
 
-    n = 256
-    a = np.ones((n, n), dtype=np.float32)
-    a @ a  # warm-up: BLAS threads start
-    best = float("inf")
-    for _ in range(3):
+
+def matmul_rate(size: int = 256, *, repeat: int = 3) -> float:
+    """FLOP/s of the kernel the experiments run — a torch float32 ``size x size`` product, on this
+    machine under its current load — timed now at ``min(size, CALIBRATION_MAX)`` (median of
+    ``repeat`` after a warm-up) and reused for :data:`CALIBRATION_TTL_S` seconds.
+    """
+    n = max(8, min(_positive_int("size", size), CALIBRATION_MAX))
+    with _rates_lock:
+        hit = _rates.get(n)
+        if hit is not None and time.monotonic() - hit[1] < CALIBRATION_TTL_S:
+            return hit[0]
+    import torch
+
+    a = torch.rand(n, n)
+    a @ a  # warm-up: allocator, BLAS threads
+    times = []
+    for _ in range(max(1, repeat)):
         t0 = time.perf_counter()
         a @ a
-        best = min(best, time.perf_counter() - t0)
-    return matmul_flops(n) / max(best, 1e-9)
+        times.append(time.perf_counter() - t0)
+    rate = matmul_flops(n) / max(statistics.median(times), 1e-9)
+    with _rates_lock:
+        hit = _rates.get(n)
+        if hit is not None and time.monotonic() - hit[1] < CALIBRATION_TTL_S:
+            return hit[0]  # another caller measured meanwhile: one answer per window
+        _rates[n] = (rate, time.monotonic())
+    return rate
+
+
+def matmul_seconds(size: int, count: int = 1) -> float:
+    """Predicted seconds of ``count`` torch float32 products of ``size x size`` here, now."""
+    return matmul_flops(size, count) / matmul_rate(size)
+
+
+def cpu_flops() -> float:
+    """This machine's float32 matrix-product rate (FLOP/s) at 256 x 256 (:func:`matmul_rate`)."""
+    return matmul_rate(256)
 
 
 def time_guard(estimate: Callable[[Mapping[str, Any]], float], *, limit_s: float = 30.0) -> Guard:
