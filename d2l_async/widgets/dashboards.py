@@ -37,7 +37,7 @@ import numpy as np
 
 from ._controls import backend_dropdown, blocker_dropdown, dropdown, expression_dropdown, int_slider, log_slider
 from ._dashboard import Dashboard
-from ._guards import all_guards, check_bytes, cpu_flops, matmul_flops, ops_guard, time_guard, workload_bytes
+from ._guards import all_guards, check_bytes, matmul_seconds, ops_guard, time_guard, workload_bytes
 from ._live import Live
 
 __all__ = [
@@ -80,12 +80,13 @@ _PROGRESS = Live(figure=False)
 def _products_guard(size: str, products: Any) -> Any:
     """Refuse runs whose ``products(values)`` matrix products of ``values[size]`` would take too long.
 
-    The rate is this CPU's (:func:`cpu_flops`); a ``backend="cuda"`` run is not judged by it.
+    The rate is the same kernel's at the requested size, measured now (:func:`matmul_seconds`); a
+    ``backend="cuda"`` run is not judged by it.  The dashboard's deadline stops what slips through.
     """
     def seconds(v: Mapping[str, Any]) -> float:
         if v.get("backend") == "cuda":
             return 0.0
-        return matmul_flops(int(v[size]), max(int(products(v)), 1)) / cpu_flops()
+        return matmul_seconds(int(v[size]), max(int(products(v)), 1))
 
     return time_guard(seconds, limit_s=LIMIT_S)
 
