@@ -55,6 +55,8 @@ class _ArrayAPI(Scheduler):
             raise TypeError(f"name={name!r}: pass a str label")
         if isinstance(data, EngineArray):
             raise TypeError("data is already an EngineArray; use x.to(device) to copy it")
+        if dtype is not None and not isinstance(dtype, torch.dtype):  # a str reached torch as a device
+            raise TypeError(f"dtype={dtype!r}: pass a torch dtype, e.g. dtype=torch.float32")
         t = data.detach().clone() if isinstance(data, torch.Tensor) else torch.as_tensor(data).clone()
         if dtype is not None:
             t = t.to(dtype)

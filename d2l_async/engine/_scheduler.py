@@ -634,11 +634,16 @@ class Scheduler:
         so does a Ctrl-C while waiting, which is then raised.  Errors of failed ops are not raised
         here (``waitall`` and the ``with`` block raise them).
 
+        Called again, it joins the workers an exception left finishing their op.
+
         Raises:
             EngineError: a worker did not stop within ``timeout`` seconds (an op still running), or
                 ``wait=True`` from inside an op of this engine.
         """
-        if self.closed:
+        if self.closed:  # again: join the workers an exception left finishing an op (__exit__)
+            me, end = threading.current_thread(), _perf() + timeout
+            for t in [t for d in self._devices.values() for t in d.threads if t is not me and t.is_alive()]:
+                t.join(max(0.0, end - _perf()))
             return
         deadline = _perf() + timeout
         if wait:
