@@ -7,6 +7,13 @@ timer (``Benchmark`` with ``waitall()`` / ``torch.cuda.synchronize(device)``) me
 
 On CPU the framework side runs on the dependency engine (one virtual device); on a GPU it runs on the
 default CUDA stream and the trace comes from ``torch.profiler`` (:mod:`d2l_async.capture`).
+
+Every timed loop does only what it names: the inputs are made *before* the timer starts, so the
+naive timer times the pushes (issue 10: a loop that also made a fresh 4 MB input per product had its
+naive timer measure the copies).  Whether the lesson held on this run is :func:`checks`, a pure
+function of the result: on one busy CPU the worker thread may take the frontend's core while it is
+still pushing, and then the naive timer does see part of the work — the check says so, with the
+share of the work that ran before the last push.
 """
 
 from __future__ import annotations
@@ -14,11 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from d2l_async import config
+from d2l_async import config, lesson
 
-from ._common import Setup, make_measurement, positive_int, resolve_backend, time_runs
+from ._common import Setup, checkpoint, make_measurement, positive_int, resolve_backend, time_runs
 
-__all__ = ["AsynchronyResult", "run_asynchrony"]
+__all__ = ["AsynchronyResult", "Ahead", "run_asynchrony", "checks", "issue_and_finish", "ran_ahead_check",
+           "machine_words"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,7 @@ class AsynchronyResult:
         backend: ``"engine"`` or ``"cuda"``.
         device: where the framework side ran, in words.
         virtual: True for the CPU engine's virtual device.
+        machine: :class:`d2l_async.devices.Machine` read just before the run (``None``: unknown).
     """
 
     numpy: Any
@@ -46,6 +55,7 @@ class AsynchronyResult:
     backend: str
     device: str
     virtual: bool
+    machine: Any = None
 
     @property
     def measurements(self) -> Mapping[str, Any]:
@@ -79,17 +89,21 @@ def run_asynchrony(
 
     import numpy as np
 
-    rng = np.random.default_rng(0)
+    from d2l_async.devices import machine
 
-    def numpy_run() -> None:
+    here = machine(sample_s=0.05)
+    a = np.random.default_rng(0).standard_normal((size, size), dtype=np.float32)  # float32 like torch
+
+    def numpy_run() -> None:  # the input is made once, above: the loop times the products only
         for _ in range(matmuls):
-            a = rng.standard_normal((size, size), dtype=np.float32)  # float32 like torch
             a @ a
+            checkpoint()
 
     numpy_m = make_measurement("numpy", time_runs(numpy_run, warmup=1, repeat=repeat), device="CPU (NumPy)")
     runner = _cuda if setup.backend == "cuda" else _engine
     naive, synced, trace = runner(size, matmuls, repeat, setup)
-    return AsynchronyResult(numpy_m, naive, synced, trace, size, matmuls, setup.backend, setup.device, setup.virtual)
+    return AsynchronyResult(numpy_m, naive, synced, trace, size, matmuls, setup.backend, setup.device, setup.virtual,
+                            here)
 
 
 def _engine(size: int, matmuls: int, repeat: int, setup: Setup):
@@ -98,12 +112,12 @@ def _engine(size: int, matmuls: int, repeat: int, setup: Setup):
     from d2l_async.engine import ThreadedEngine
 
     with ThreadedEngine(workers=1, devices=("cpu:0",)) as eng:
+        a = eng.array(torch.randn(size, size, generator=torch.Generator().manual_seed(0)), name="a")
 
-        def queue_work() -> None:
+        def queue_work() -> None:  # pushes only: the input exists before the timer starts
             for _ in range(matmuls):
-                a = eng.array(torch.empty(size, size), name="a")
-                eng.push(lambda t: t.normal_(), writes=(a,), name="normal")  # random init is an op too
                 a @ a
+                checkpoint()
 
         def naive() -> None:  # the book's Benchmark without a barrier: the queue is drained untimed
             queue_work()
@@ -131,11 +145,12 @@ def _cuda(size: int, matmuls: int, repeat: int, setup: Setup):
     from d2l_async.capture import capture
 
     dev = torch.device("cuda:0")
+    a = torch.randn(size, size, device=dev)  # made before the timer, as on the engine
 
     def queue_work() -> None:
         for _ in range(matmuls):
-            a = torch.randn(size, size, device=dev)
             a @ a
+            checkpoint()
 
     def synced() -> None:
         queue_work()
@@ -151,3 +166,85 @@ def _cuda(size: int, matmuls: int, repeat: int, setup: Setup):
     return (make_measurement("framework, naive timer (no barrier)", naive_raw[1:], device=setup.device,
                              synchronized=False),
             make_measurement("framework, synchronized", synced_raw, device=setup.device), trace)
+
+
+# ---------------------------------------------------------------- did the lesson hold on this run?
+@dataclass(frozen=True)
+class Ahead:
+    """How far the frontend ran ahead in a trace (seconds from its first event).
+
+    Attributes:
+        issued: when the frontend's last push ended.
+        finished: when the backend's last op ended.
+        busy: seconds the backend lanes spent on ops.
+        busy_before: of those, the seconds before the last push.
+    """
+
+    issued: float
+    finished: float
+    busy: float
+    busy_before: float
+
+    @property
+    def share_before(self) -> float:
+        """Share of the backend's work done while the frontend was still pushing (0..1)."""
+        return self.busy_before / self.busy if self.busy > 0 else 0.0
+
+
+def issue_and_finish(trace: Any) -> Ahead:
+    """:class:`Ahead` read from a trace (pushes are ``launch`` events; work is on backend lanes).
+
+    Raises:
+        ValueError: the trace has no pushes or no backend work.
+    """
+    import numpy as np
+
+    from d2l_async.trace import BACKEND_KINDS
+
+    front = trace.where(kind="launch")
+    work = trace.where(kind=BACKEND_KINDS, lane=[lane.name for lane in trace.backend_lanes])
+    if not len(front) or not len(work):
+        raise ValueError("the trace needs pushes (launch events) and backend work to compare them")
+    t0 = min(float(front["start"].min()), float(work["start"].min()))
+    last_push = float(front["end"].max())
+    busy = float(np.sum(np.clip(work["end"] - work["start"], 0, None)))
+    before = float(np.sum(np.clip(np.minimum(work["end"], last_push) - work["start"], 0, None)))
+    return Ahead(last_push - t0, float(work["end"].max()) - t0, busy, before)
+
+
+def machine_words(m: Any) -> str:
+    """The machine facts a ✘ explanation needs, in words."""
+    if m is None:
+        return "the machine was not recorded"
+    return (f"{m.usable_cpus:g} usable CPU{'s' if m.usable_cpus != 1 else ''}, "
+            f"{m.spare_cpus:.1f} of them spare")
+
+
+def ran_ahead_check(trace: Any, machine: Any = None, *, share: float = 0.5) -> lesson.Check:
+    """Check that the frontend finished issuing before ``share`` of the backend's time had passed."""
+    a = issue_and_finish(trace)
+    shown = (f"last push at {a.issued * 1e3:.2f} ms, backend finished at {a.finished * 1e3:.2f} ms "
+             f"({a.issued / a.finished:.0%} of the way)") if a.finished > 0 else "the backend took no time"
+    return lesson.check(
+        "the frontend is done issuing long before the backend is done",
+        a.finished > 0 and a.issued < share * a.finished,
+        shown=shown,
+        otherwise=(f"the backend had already done {a.share_before:.0%} of its work when the frontend pushed its "
+                   f"last op ({machine_words(machine)}): the worker thread and the frontend took turns on one "
+                   "CPU, so pushing waited for computing. Make each op larger (the size slider) or run where a "
+                   "core is spare (or on a GPU)."))
+
+
+def checks(r: AsynchronyResult) -> list[lesson.Check]:
+    """Whether the notebook's lessons held on this run, from its numbers only."""
+    naive, synced = r.naive.median, r.synced.median
+    a = issue_and_finish(r.trace)
+    missed = lesson.check(
+        "the naive timer misses most of the work",
+        r.hidden_fraction >= 0.5,
+        shown=f"naive {naive * 1e3:.2f} ms vs synchronized {synced * 1e3:.2f} ms: it missed {r.hidden_fraction:.0%}",
+        otherwise=(f"the frontend's pushes were slowed by the work itself: in the traced run the backend did "
+                   f"{a.share_before:.0%} of its work before the last push ({machine_words(r.machine)}). With one "
+                   "CPU for the frontend and the worker, a push waits for the core; use larger matrices (fewer, "
+                   "longer ops), or a machine with a spare core, or a GPU."))
+    return [missed, ran_ahead_check(r.trace, r.machine)]

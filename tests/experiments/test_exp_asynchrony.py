@@ -22,7 +22,9 @@ def test_one_backend_op_per_push(result):
     t = result.trace
     launches = t.where(kind="launch")
     work = t.where(kind=BACKEND_KINDS)
-    assert len(launches) == len(work) == 2 * result.matmuls  # normal_ + matmul per product
+    # one push per product: the input is made before the timed loop (issue 10), not in it
+    assert len(launches) == len(work) == result.matmuls
+    assert set(work["name"]) == {"matmul"} or len(set(work["name"])) == 1
     # every op started after the frontend issued it
     assert np.all(work["start"] >= work["issue"])
 
@@ -51,3 +53,53 @@ def test_bad_arguments(kwargs):
 def test_keyword_only():
     with pytest.raises(TypeError):
         run_asynchrony(100)  # noqa
+
+
+# ---------------------------------------------------------------- lesson checks on synthetic results
+from d2l_async._machine import Machine  # noqa: E402
+from d2l_async.experiments import asynchrony as A  # noqa: E402
+from d2l_async.experiments._common import make_measurement  # noqa: E402
+from d2l_async.trace import Event, Lane, LaneRole, Trace  # noqa: E402
+
+ONE_BUSY_CPU = Machine(1.0, 1, None, 2, 2.0, 2**30, None, (), busy_cpus=1.0)
+
+
+def pushes_then_work(push_ends, work):
+    """A trace: pushes ending at ``push_ends`` (s) on the frontend, ops ``(start, end)`` on cpu:0."""
+    lanes = [Lane("frontend", LaneRole.FRONTEND), Lane("cpu:0 worker 0", LaneRole.BACKEND, "cpu:0", True, 0)]
+    events = [Event("frontend", "launch", "push", e - 1e-6, e) for e in push_ends]
+    events += [Event("cpu:0 worker 0", "op", "matmul", s, e, issue=0.0, device="cpu:0") for s, e in work]
+    return Trace.from_events(events, lanes)
+
+
+def fake_result(naive_s, synced_s, trace):
+    m = lambda label, t, sync=True: make_measurement(label, [t, t], synchronized=sync)  # noqa: E731
+    return A.AsynchronyResult(m("numpy", 0.1), m("naive", naive_s, False), m("synced", synced_s), trace, 100, 3,
+                              "engine", "CPU engine", True, ONE_BUSY_CPU)
+
+
+def test_issue_and_finish_reads_the_trace():
+    t = pushes_then_work([0.001, 0.002, 0.003], [(0.0, 0.010), (0.010, 0.020), (0.020, 0.030)])
+    a = A.issue_and_finish(t)
+    assert (a.issued, a.finished) == pytest.approx((0.003, 0.030))
+    assert a.busy == pytest.approx(0.030) and a.busy_before == pytest.approx(0.003)
+    assert a.share_before == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="pushes"):
+        A.issue_and_finish(pushes_then_work([], [(0, 1)]))
+
+
+def test_checks_hold_when_the_frontend_runs_ahead():
+    t = pushes_then_work([0.001, 0.002, 0.003], [(0.0, 0.010), (0.010, 0.020), (0.020, 0.030)])
+    c = A.checks(fake_result(0.003, 0.030, t))
+    assert [x.holds for x in c] == [True, True]
+    assert "missed 90%" in c[0].shown and "10% of the way" in c[1].shown
+
+
+def test_checks_explain_a_frontend_that_took_turns_with_the_worker():
+    # each push waited for the previous op: the naive timer saw nearly everything
+    t = pushes_then_work([0.010, 0.020, 0.029], [(0.0, 0.010), (0.010, 0.020), (0.020, 0.030)])
+    missed, ahead = A.checks(fake_result(0.029, 0.030, t))
+    assert not missed.holds and not ahead.holds
+    assert missed.explained and ahead.explained
+    assert "1 usable CPU, 0.0 of them spare" in missed.otherwise
+    assert "97%" in ahead.otherwise  # 29 of the 30 ms of work were done before the last push

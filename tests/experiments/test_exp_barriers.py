@@ -68,3 +68,57 @@ def test_labels(result):
 def test_bad_arguments(kwargs):
     with pytest.raises(ValueError):
         run_barriers(**kwargs)
+
+
+# ---------------------------------------------------------------- lesson checks
+from d2l_async._machine import Machine  # noqa: E402
+from d2l_async.experiments import barriers as B  # noqa: E402
+from d2l_async.trace import Event, Lane, LaneRole, Trace  # noqa: E402
+
+
+def test_the_run_measures_the_time_to_the_next_statement(result):
+    assert result.wait_to_read_next >= result.wait_to_read_wait
+    assert result.waitall_next >= result.waitall_wait
+    assert result.machine is not None and result.machine.usable_cpus > 0
+    assert all(c.explained for c in B.checks(result))
+
+
+def barrier_trace(chain, z, follow, wait_end):
+    """chain ops on cpu:1, z on cpu:0 (issued at 0), a wait ending at ``wait_end``, follow-up ops
+    on cpu:0 issued at ``wait_end``."""
+    lanes = [Lane("frontend", LaneRole.FRONTEND), Lane("cpu:0 worker 0", LaneRole.BACKEND, "cpu:0", True, 0),
+             Lane("cpu:1 worker 0", LaneRole.BACKEND, "cpu:1", True, 0)]
+    ev = [Event("frontend", "block", "wait", 0.001, wait_end, reason="wait_to_read")]
+    ev += [Event("cpu:1 worker 0", "op", "matmul", s, e, issue=0.0) for s, e in chain]
+    ev += [Event("cpu:0 worker 0", "op", "mul", s, e, issue=0.0) for s, e in z]
+    ev += [Event("cpu:0 worker 0", "op", "matmul", s, e, issue=wait_end) for s, e in follow]
+    return Trace.from_events(ev, lanes)
+
+
+def fake(next_all, next_one, trace):
+    m = Machine(1.0, 1, None, 2, 2.0, 2**30, None, (), busy_cpus=1.0)
+    return B.BarrierResult(next_all, next_one, 1.0, 1.0, trace, trace, 6, 400, 6, "engine", "CPU engine", True,
+                           ("waitall()", "z.wait_to_read()"), next_all, next_one, m)
+
+
+def test_overlap_reads_the_follow_up_work_before_the_chain_ended():
+    t = barrier_trace([(0.0, 0.1), (0.1, 0.2)], [(0.0, 0.001)], [(0.01, 0.05), (0.15, 0.25)], wait_end=0.002)
+    assert B.overlap_seconds(t) == pytest.approx((0.04 + 0.05, 0.04 + 0.1))
+    no_wait = Trace.from_events([e for e in t.events() if e.kind != "block"], t.lanes)
+    assert np.isnan(B.overlap_seconds(no_wait)[0])
+
+
+def test_checks_hold_when_the_narrow_wait_returns_at_once():
+    t = barrier_trace([(0.0, 0.1), (0.1, 0.2)], [(0.0, 0.001)], [(0.01, 0.05)], wait_end=0.002)
+    sooner, beside = B.checks(fake(0.2, 0.002, t))
+    assert sooner.holds and beside.holds
+    assert "2.00 ms with z.wait_to_read() vs 200.00 ms with waitall()" in sooner.shown
+
+
+def test_checks_explain_a_narrow_wait_that_bought_nothing():
+    # z waited behind the chain for a CPU; the follow-up began after the chain had ended
+    t = barrier_trace([(0.0, 0.1), (0.1, 0.2)], [(0.19, 0.2)], [(0.21, 0.3)], wait_end=0.2)
+    sooner, beside = B.checks(fake(0.2, 0.2, t))
+    assert not sooner.holds and not beside.holds
+    assert sooner.explained and beside.explained
+    assert "0.0 of them spare" in sooner.otherwise and "Queue more unrelated work" in beside.otherwise
