@@ -1,0 +1,91 @@
+"""Run the chapter's rank functions under ``torchrun``, on one machine or many.
+
+On each machine (here two machines with two GPUs each; ``HOST`` is the first machine's address)::
+
+    torchrun --nnodes 2 --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint HOST:29500 \\
+        -m d2l_async.distributed overlap --trace-dir traces/
+
+``torchrun`` starts the processes and sets ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``,
+``MASTER_ADDR`` and ``MASTER_PORT``; this entry point reads them, joins the process group (NCCL when
+the machine has a GPU for every local rank, else gloo), runs the same function the notebook's
+:func:`~d2l_async.distributed.launch` runs, and writes each profiled section to
+``<trace-dir>/<section>/rank<R>.json``.  Copy the folders of all machines into one and load it::
+
+    Trace.from_trace_dir("traces/bucketed")   # one lane group per rank
+
+Every rank prints one JSON line with what its function returned.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from ._launch import RankContext, run_rank
+from .ranks import collective_rank, training_rank
+
+__all__ = ["main", "options_for"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m d2l_async.distributed",
+                                description="Run one of the chapter's distributed workloads on this rank "
+                                            "(start it with torchrun; see the module docstring).")
+    p.add_argument("experiment", choices=("collective", "overlap", "straggler"))
+    p.add_argument("--trace-dir", default="d2l_async_traces", help="where each rank writes <section>/rank<R>.json")
+    p.add_argument("--no-profile", action="store_true", help="write no traces")
+    p.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto")
+    p.add_argument("--bucket-cap-mb", type=float, default=1.0)
+    p.add_argument("--delay-ms", type=float, default=50.0, help="straggler: the last rank's sleep per step")
+    p.add_argument("--width", type=int, default=512)
+    p.add_argument("--depth", type=int, default=6)
+    p.add_argument("--batch", type=int, default=128)
+    p.add_argument("--steps", type=int, default=8)
+    p.add_argument("--numel", type=int, default=1 << 22, help="collective: floats all-reduced")
+    return p
+
+
+def options_for(args: argparse.Namespace, world_size: int) -> tuple[Any, dict[str, Any]]:
+    """The rank function and its options for the parsed command line."""
+    if args.experiment == "collective":
+        return collective_rank, {"numel": args.numel, "size": 512, "repeats": args.steps}
+    work = {"width": args.width, "depth": args.depth, "batch": args.batch, "steps": args.steps, "warmup": 1,
+            "profile_steps": 1}
+    cap = args.bucket_cap_mb
+    if args.experiment == "overlap":
+        settings = [{"label": "after_backward", "mode": "after_backward"},
+                    {"label": "bucketed", "mode": "bucketed", "bucket_cap_mb": cap}]
+    else:
+        slow = {"delay_s": args.delay_ms / 1e3, "slow_rank": world_size - 1}
+        settings = [{"label": "even", "mode": "bucketed", "bucket_cap_mb": cap},
+                    {"label": "straggler", "mode": "bucketed", "bucket_cap_mb": cap, **slow}]
+    return training_rank, {**work, "settings": settings}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        rank, world, local = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ["LOCAL_RANK"])
+        os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"]  # noqa: B018 - torchrun sets both
+    except KeyError as exc:
+        print(f"{exc.args[0]} is not set: start this with torchrun, e.g. torchrun --nproc-per-node 2 -m "
+              "d2l_async.distributed overlap (or use d2l_async.distributed.launch from Python)", file=sys.stderr)
+        return 2
+    import torch
+
+    backend = args.backend
+    if backend == "auto":
+        backend = "nccl" if torch.cuda.is_available() and torch.cuda.device_count() > local else "gloo"
+    fn, options = options_for(args, world)
+    ctx = RankContext(rank, world, backend, f"cuda:{local}" if backend == "nccl" else "cpu",
+                      None if args.no_profile else args.trace_dir, options)
+    value = run_rank(fn, ctx)
+    print(json.dumps({"rank": rank, "world_size": world, "backend": backend, "result": value}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,46 @@
+"""The same rank functions under torchrun (what the README shows for several machines)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from d2l_async.distributed.__main__ import _parser, main, options_for
+from d2l_async.trace import Trace
+
+pytestmark = pytest.mark.timeout(200)
+
+
+def test_options_follow_the_command_line():
+    fn, opts = options_for(_parser().parse_args(["straggler", "--delay-ms", "30"]), world_size=4)
+    assert fn.__name__ == "training_rank"
+    assert [s["label"] for s in opts["settings"]] == ["even", "straggler"]
+    assert opts["settings"][1]["delay_s"] == pytest.approx(0.03) and opts["settings"][1]["slow_rank"] == 3
+    fn, opts = options_for(_parser().parse_args(["collective", "--numel", "1000"]), world_size=2)
+    assert fn.__name__ == "collective_rank" and opts["numel"] == 1000
+
+
+def test_without_torchrun_it_says_how_to_start(monkeypatch, capsys):
+    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        monkeypatch.delenv(var, raising=False)
+    assert main(["overlap"]) == 2
+    assert "start this with torchrun" in capsys.readouterr().err
+
+
+def test_torchrun_two_ranks_write_a_trace_dir(tmp_path):
+    torchrun = Path(sys.executable).with_name("torchrun")
+    if not torchrun.exists():
+        pytest.skip("torchrun is not installed beside this Python")
+    out = subprocess.run(
+        [str(torchrun), "--standalone", "--nproc-per-node", "2", "-m", "d2l_async.distributed", "collective",
+         "--numel", "4096", "--steps", "1", "--backend", "gloo", "--trace-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]
+    assert sorted(l["rank"] for l in lines) == [0, 1] and all(l["result"]["correct"] for l in lines)
+    merged = Trace.from_trace_dir(tmp_path / "collective")
+    assert merged.ranks == (0, 1)
