@@ -229,8 +229,8 @@ def _mlp_engine(batches: int, batch_size: int, hidden: int, features: int, lr: f
     else:
         label = f"CPU engine: host cpu:0 (threads, measured) and {setup.device.replace('CPU engine, 2', '2')}"
         kind = "modelled"
-    roles = {host: "host: makes minibatches (virtual device: threads, measured)", devs[0]: f"device 1 ({kind})",
-             devs[1]: f"device 2 ({kind})"}
+    roles = {host: "host: makes minibatches (virtual device)" if model is None else
+             "host: makes minibatches (threads, measured)", devs[0]: f"device 1 ({kind})", devs[1]: f"device 2 ({kind})"}
     modelled = trace.meta.get("modelled")
     trace = trace.with_meta(device=label, virtual=True, experiment="mlp_parallel")
     return MLPResult(losses, seconds, compute_comm_overlap(trace), trace, roles, batches, batch_size, hidden,

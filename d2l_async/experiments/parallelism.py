@@ -19,9 +19,8 @@ devices whose ops compute real values but hold the device for a modelled duratio
 :func:`d2l_async.experiments.parallel_lessons.plan_devices`'s call; what the runs must show is
 checked there too.
 
-Device names are the real ones (``cpu:1``/``cpu:2`` for the engine's virtual devices, ``cuda:0``/
-``cuda:1`` for GPUs); the book's figure labels them inconsistently (gpu0/gpu1) and skips a batch
-index — the trace here is what actually ran.
+Device names are the real ones (``cpu:0``/``cpu:1`` for the engine's virtual devices, ``cuda:0``/
+``cuda:1`` for GPUs): the trace is what actually ran.
 """
 
 from __future__ import annotations
