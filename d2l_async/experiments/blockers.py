@@ -20,11 +20,11 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from d2l_async import config
+from d2l_async import config, lesson
 
 from ._common import Setup, checkpoint, make_measurement, positive_int, resolve_backend, time_runs
 
-__all__ = ["BLOCKERS", "BLOCKER_DEMO", "BlockEvent", "BlockersResult", "run_blockers"]
+__all__ = ["BLOCKERS", "BLOCKER_DEMO", "BlockEvent", "BlockersResult", "run_blockers", "checks"]
 
 #: The blockers measured, in display order.
 BLOCKERS = ("print", "item", "asnumpy", "numpy", "float", "bool")
@@ -80,6 +80,7 @@ class BlockersResult:
         steps: loop length used for per-call costs.
         size: matrix side of the book-style run.
         backend, device, virtual: where it ran.
+        machine: :class:`d2l_async.devices.Machine` read just before the run (``None``: unknown).
     """
 
     per_call: Mapping[str, Any]
@@ -94,6 +95,7 @@ class BlockersResult:
     backend: str
     device: str
     virtual: bool
+    machine: Any = None
 
     def cost(self, blocker: str) -> float:
         """Median seconds one call of ``blocker`` adds to a step (per-step time minus baseline)."""
@@ -144,9 +146,13 @@ def run_blockers(
     size = positive_int("size", size if size is not None else config.scale(1000, 300), maximum=8192)
     repeat = positive_int("repeat", repeat if repeat is not None else config.scale(5, 2), maximum=1000)
     setup = resolve_backend(backend, n_devices=1)
-    if setup.backend == "cuda":
-        return _cuda(steps, size, repeat, setup)
-    return _engine(steps, size, repeat, setup)
+    import dataclasses
+
+    from d2l_async.devices import machine
+
+    here = machine(sample_s=0.05)
+    r = _cuda(steps, size, repeat, setup) if setup.backend == "cuda" else _engine(steps, size, repeat, setup)
+    return dataclasses.replace(r, machine=here)
 
 
 def _measure_all(make: Callable[..., Any], barrier: Callable[[], None], calls: Mapping[str, Callable[[Any], Any]],
@@ -283,3 +289,46 @@ def _cuda(steps: int, size: int, repeat: int, setup: Setup) -> BlockersResult:
     trace = capture(one_of_each, device="cuda").with_meta(device=setup.device, virtual=False, experiment="blockers")
     return BlockersResult(per_call, baseline, book, every, once, tuple(report), trace, steps, size, "cuda",
                           setup.device, False)
+
+
+# ---------------------------------------------------------------- did the lesson hold on this run?
+def _us(s: float) -> str:
+    return f"{s * 1e6:.0f} µs"
+
+
+def checks(r: BlockersResult) -> list[lesson.Check]:
+    """Whether the notebook's lessons held on this run, from its numbers only."""
+    from .asynchrony import machine_words
+
+    out = []
+    a, i = r.book_style["asnumpy"].median, r.book_style["item"].median
+    conv = max(r.cost("asnumpy"), r.cost("item"))
+    out.append(lesson.check(
+        "in the book's experiment the product dominates: the conversion adds little",
+        conv < 0.2 * min(a, i),
+        shown=f"product + conversion {a * 1e3:.2f} ms (asnumpy) and {i * 1e3:.2f} ms (item); a conversion "
+              f"alone adds {_us(conv)}",
+        otherwise=(f"the {r.size}x{r.size} product took only ~{min(a, i) * 1e3:.2f} ms here, so the conversion's "
+                   f"{_us(conv)} is not small beside it ({machine_words(r.machine)}). Use a larger matrix "
+                   "(quick mode shrinks it).")))
+    ratio = i / a if a > 0 else float("inf")
+    spread = max(r.book_style["asnumpy"].iqr / a if a else 0, r.book_style["item"].iqr / i if i else 0)
+    out.append(lesson.check(
+        "item and asnumpy cost about the same: both wait for the same product",
+        0.8 <= ratio <= 1.25,
+        shown=f"item / asnumpy = {ratio:.2f} (the book's 0.0445 s / 0.0340 s = 1.31, one run each)",
+        otherwise=(f"the two runs differ by {abs(ratio - 1):.0%}, while each varied by up to {spread:.0%} "
+                   f"between repeats ({machine_words(r.machine)}): other work on the CPU moved the timings. "
+                   "Rerun, or raise repeat.")))
+    n_loop = max(1, r.steps // 4)
+    every, once = r.every_step.median, r.once_at_end.median
+    out.append(lesson.check(
+        "converting the loss every step is slower than converting once at the end",
+        every >= 1.1 * once,
+        shown=f"every step {every * 1e3:.2f} ms vs once at the end {once * 1e3:.2f} ms "
+              f"({every / once:.2f}x, {n_loop} steps)",
+        otherwise=(f"each step's 64x64 product takes only ~{_us(once / n_loop)} with the queue full, so the "
+                   f"backend is idle most of the time anyway and a wait per step costs little "
+                   f"({machine_words(r.machine)}). On a GPU a wait is also a device round trip; with longer "
+                   "steps (larger matrices) the queue has more to hide.")))
+    return out

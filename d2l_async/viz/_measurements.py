@@ -1,7 +1,9 @@
 """Timings side by side: the chapter's "illusion" (naive timing) next to the honest number.
 
 :func:`plot_measurements` draws every raw run of each measurement as a box with its points, so the
-spread is visible, and the book's published numbers as reference marks labelled "book".
+spread is visible, and the book's published numbers as reference marks labelled "book", each in a
+category of its own right after the measurement it compares with (issue 10: a mark drawn inside a
+measured box read as if it were one of our runs).
 :func:`plot_scheduling_overhead` draws the engine's per-op cost against its number of workers.
 """
 
@@ -17,7 +19,7 @@ import plotly.graph_objects as go
 from . import style
 from ._common import empty_figure, fit_title
 
-__all__ = ["plot_measurements", "plot_scheduling_overhead", "measurement_table"]
+__all__ = ["plot_measurements", "plot_scheduling_overhead", "measurement_table", "book_column"]
 
 _NAIVE = style.OKABE_ITO["vermillion"]
 _SYNCED = style.OKABE_ITO["blue"]
@@ -87,8 +89,8 @@ def plot_measurements(measurements: Any, *, book: Mapping[str, float] | None = N
     Args:
         measurements: mapping label -> seconds per run (or Measurement objects), or a sequence of
             Measurement objects.  Naive (unsynchronized) timings are vermillion, synchronized blue.
-        book: label -> seconds the book printed, drawn as a black bar labelled "book" (labels not
-            among the measurements get their own column).
+        book: label -> seconds the book printed, drawn as a black bar labelled "book" in its own
+            column ``"the book: <label>"``, placed right after the measured column of that label.
         title: figure title.
     """
     table = measurement_table(measurements)
@@ -116,11 +118,16 @@ def plot_measurements(measurements: Any, *, book: Mapping[str, float] | None = N
         ))
         fig.add_annotation(x=label, y=np.log10(max(med, 1e-300)) if log else med, text=f"median {med:.3g} {unit}",
                            showarrow=False, xshift=95, xanchor="left", font={"size": 11, "color": _colour(label, synced, i)})
+    order = list(dict.fromkeys(table["label"]))
     if book:
         labels = list(book)
         ys = [book[k] * factor for k in labels]
+        columns = [book_column(k) for k in labels]
+        for k in labels:  # the book's column follows the measured one it compares with
+            col = book_column(k)
+            order.insert(order.index(k) + 1 if k in order else len(order), col)
         fig.add_trace(go.Scatter(
-            x=labels, y=ys, mode="markers+text", name="book (published)", text=["book"] * len(labels),
+            x=columns, y=ys, mode="markers+text", name="book (published)", text=["book"] * len(labels),
             textposition="middle left",
             marker={"symbol": "line-ew-open", "size": 44, "color": "#000000", "line": {"width": 3}},
             hovertemplate=f"book: %{{y:.4g}} {unit}<extra></extra>",
@@ -129,8 +136,13 @@ def plot_measurements(measurements: Any, *, book: Mapping[str, float] | None = N
     fit_title(fig)
     fig.update_yaxes(title_text=f"time per run ({unit}{', log scale' if log else ''})",
                      type="log" if log else "linear", rangemode="tozero")
-    fig.update_xaxes(title_text="")
+    fig.update_xaxes(title_text="", categoryorder="array", categoryarray=order)
     return fig
+
+
+def book_column(label: str) -> str:
+    """The x category the book's number for ``label`` is drawn in."""
+    return f"the book: {label}"
 
 
 def _overhead_rows(rows: Any) -> pd.DataFrame:

@@ -47,3 +47,43 @@ def test_bad_arguments():
         with pytest.raises(ValueError):
             run_blockers(**kwargs)
     assert BLOCKER_DEMO is DEMO
+
+
+# ---------------------------------------------------------------- lesson checks on synthetic results
+def _fake(book_a, book_i, every, once, per_call_us=10.0):
+    from d2l_async._machine import Machine
+    from d2l_async.experiments import blockers as B
+    from d2l_async.experiments._common import make_measurement as mm
+
+    base = mm("no blocker", [20e-6, 20e-6])
+    per = {k: mm(k, [20e-6 + per_call_us * 1e-6] * 2) for k in B.BLOCKERS}
+    m = Machine(1.0, 1, None, 2, 2.0, 2**30, None, (), busy_cpus=1.0)
+    return B.BlockersResult(per, base, {"asnumpy": mm("a", [book_a] * 3), "item": mm("i", [book_i] * 3)},
+                            mm("every", [every] * 2), mm("once", [once] * 2), (), None, 200, 300, "engine",
+                            "CPU engine", True, m)
+
+
+def test_checks_hold_on_the_books_shape():
+    from d2l_async.experiments import blockers as B
+
+    c = B.checks(_fake(0.030, 0.031, 0.050, 0.020))
+    assert [x.holds for x in c] == [True, True, True]
+    assert "item / asnumpy = 1.03" in c[1].shown and "2.50x, 50 steps" in c[2].shown
+
+
+def test_checks_explain_what_did_not_hold():
+    from d2l_async.experiments import blockers as B
+
+    c = B.checks(_fake(0.0001, 0.0003, 0.021, 0.020, per_call_us=50))
+    assert [x.holds for x in c] == [False, False, False]
+    assert all(x.explained for x in c)
+    assert "Use a larger matrix" in c[0].otherwise and "differ by 200%" in c[1].otherwise
+    assert "400 µs" in c[2].otherwise  # 20 ms over 50 steps
+
+
+def test_run_result_carries_the_machine():
+    from d2l_async.experiments import blockers as B
+
+    r = run_blockers(steps=20, size=64, repeat=1, backend="engine")
+    assert r.machine is not None and r.machine.usable_cpus > 0
+    assert all(x.explained for x in B.checks(r))

@@ -29,8 +29,11 @@ def test_boxes_hold_every_raw_run_side_by_side():
 def test_book_numbers_are_reference_marks_labelled_book():
     fig = plot_measurements({"synchronized": [1.0, 1.1]}, book={"synchronized": 1.05, "numpy": 0.5})
     book = next(t for t in fig.data if t.name and "book" in t.name)
-    assert list(book.x) == ["synchronized", "numpy"] and list(book.y) == [1.05, 0.5]
+    # each book number in a column of its own, right after the measured column it compares with
+    assert list(book.x) == ["the book: synchronized", "the book: numpy"] and list(book.y) == [1.05, 0.5]
     assert set(book.text) == {"book"}
+    assert not set(book.x) & {x for t in fig.data if t is not book for x in t.x}
+    assert list(fig.layout.xaxis.categoryarray) == ["synchronized", "the book: synchronized", "the book: numpy"]
 
 
 def test_accepts_measurement_objects_and_uses_log_scale_for_wide_ranges():
