@@ -78,7 +78,9 @@ def _why_model_missed(r: Any) -> str:
             cause = (f"the CPUs were there ({cpus_clause(r.machine)}), so what serialized them is Python's "
                      "interpreter lock: the engine's bookkeeping for each op is Python code, and only one "
                      "thread runs Python at a time (a tiny op's kernel releases the lock only briefly)")
-        short = " and the process got less than one whole CPU" if cpu.concurrency < 0.9 else ""
+        short = (f", and the process ran only {cpu.concurrency:.0%} of the wall time: the rest of the "
+                 f"{fmt_time(cpu.wall)} it waited for a CPU it shares with other work"
+                 if cpu.concurrency < 0.9 else "")
         return (f"the model assumes the frontend issues while the backend computes, but they took turns: "
                 f"{overlap_clause(cpu)}{short}; {cause}. Taking turns, n·(t1 + t2) + t3 = {fmt_time(serial)} "
                 f"({serial_gap:+.0%} of the measurement). Larger ops (numel) spend longer in torch kernels, which "
@@ -131,7 +133,7 @@ def sweep_checks(sweep: Any) -> list[Any]:
         shown=(f"t2's share of t1 + t2 + t3: {_share(first):.0%} at {first.numel:,} element(s) → "
                f"{_share(last):.0%} at {last.numel:,} (t2 {fmt_time(m.t2)} vs t1 + t3 {fmt_time(m.t1 + m.t3)})"),
         otherwise=(f"t3 — what the synchronous run spent per op beyond t1 + t2 — was {fmt_time(m.t3)} at "
-                   f"{last.numel:,} elements{_cpu_compare(last)}, and every wait adds a thread wake-up; "
+                   f"{last.numel:,} elements{_cpu_compare(last)}{_sync_waiting(last)}; "
                    f"{cpus_clause(sweep.machine)}. Rerun on a quieter machine, or sweep larger sizes."),
     )
     return [shrinks, takes_over]
@@ -147,3 +149,14 @@ def _cpu_compare(p: Any) -> str:
     async_op = p.cpu_async.backend / (p.ops * runs_a)
     return (f"; the workers used {fmt_time(async_op)} of CPU per op asynchronously vs {fmt_time(sync_op)} "
             "synchronously")
+
+
+def _sync_waiting(p: Any) -> str:
+    """How much of the synchronous run's wall time no thread of ours was running (waits, wake-ups)."""
+    c = p.cpu_sync
+    idle = max(0.0, 1.0 - c.concurrency) if c is not None and c.wall > 0 else 0.0
+    if idle < 0.1:
+        return ", and every wait adds a thread wake-up"
+    return (f"; the synchronous run used {fmt_time(c.busy)} of CPU in {fmt_time(c.wall)} of wall time, so for "
+            f"{idle:.0%} of it no thread of ours ran: each wait hands the CPU over and waits for a wake-up")
+

@@ -93,7 +93,7 @@ def test_model_missed_on_one_cpu_names_the_cpus():
     r = sync_async(async_s=1000 * 16e-6, concurrency=0.5, m=machine(1.0, busy=1.0))
     _, predicted = run_checks(r)
     assert not predicted.holds and "1 usable CPU" in predicted.otherwise
-    assert "less than one whole CPU" in predicted.otherwise
+    assert "ran only 50% of the wall time" in predicted.otherwise
 
 
 def test_model_missed_although_they_overlapped():
@@ -133,12 +133,15 @@ def test_sweep_shrinking_advantage_and_t2_taking_over():
 
 
 def test_sweep_that_did_not_show_it_says_why():
-    sw = SyncAsyncSweep((point(1, 2.0, t1=2e-6, t2=6e-6, t3=15e-6),
-                         point(10**6, 2.2, t1=3e-6, t2=100e-6, t3=200e-6)), "engine", "cpu", True, machine(1.0, 1.0))
+    last = point(10**6, 2.2, t1=3e-6, t2=100e-6, t3=200e-6)
+    last = SweepPoint(last.ops, last.numel, last.sync_seconds, last.async_seconds, last.model,
+                      CpuTimes(last.sync_seconds, 0.1 * last.sync_seconds, 0.4 * last.sync_seconds), last.cpu_async)
+    sw = SyncAsyncSweep((point(1, 2.0, t1=2e-6, t2=6e-6, t3=15e-6), last), "engine", "cpu", True, machine(1.0, 1.0))
     shrinks, takes_over = sweep_checks(sw)
     assert not shrinks.holds and not takes_over.holds
     assert_explained([shrinks, takes_over])
     assert "t3" in takes_over.otherwise and "1 usable CPU" in takes_over.otherwise
+    assert "for 60% of it no thread of ours ran" in takes_over.otherwise
 
 
 def test_sweep_below_one_is_said():
