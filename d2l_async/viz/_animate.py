@@ -16,7 +16,7 @@ from plotly.subplots import make_subplots
 
 from ..trace import Trace
 from . import style
-from ._common import check_positive_int, check_trace, empty_figure
+from ._common import check_positive_int, check_trace, empty_figure, modelled_note
 from ._controls import animation_controls
 from ._queue import draw_queue, queue_data
 from ._series import queue_length_series
@@ -58,7 +58,7 @@ def animate_timeline(trace: Trace, *, max_frames: int = 150, max_events: int = 2
     """
     trace = check_trace(trace, "animate_timeline")
     max_frames = check_positive_int(max_frames, "max_frames", minimum=2)
-    title = title if title is not None else default_title(trace, "Timeline, animated")
+    title = modelled_note(title if title is not None else default_title(trace, "Timeline, animated"), trace.meta)
     if not len(trace):
         return empty_figure(title)
     tl = timeline_data(trace, max_events=max_events, max_connectors=min(max_events, 600))

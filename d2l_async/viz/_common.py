@@ -36,6 +36,17 @@ def two_line_title(head: str, details: str = "") -> str:
     return f"{head}<br><sup>{details}</sup>" if details else head
 
 
+def modelled_note(title: str, meta: Any) -> str:
+    """``title`` with the modelled-device label of a trace whose durations come from a cost model
+    (``meta["modelled_label"]``, set by the engine; see ``d2l_async.engine._modelled``), said once."""
+    label = str((meta or {}).get("modelled_label", "") or "")
+    if not label or "not measured" in title:
+        return title
+    if title.endswith("</sup>"):
+        return f"{title[:-len('</sup>')]}; {label}</sup>"
+    return two_line_title(title, label)
+
+
 def fit_title(fig: go.Figure, top: int = 90) -> go.Figure:
     """Give a title with a second line (``<br>`` or a subtitle) room in the top margin."""
     title = fig.layout.title

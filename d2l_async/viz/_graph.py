@@ -281,7 +281,8 @@ def dependency_graph(trace: Trace, *, max_ops: int = 16) -> DependencyGraph:
     nodes, edges = b.frame()
     nodes = _ready_times(_layout(nodes, edges), edges)
     return DependencyGraph(nodes, edges, _frontend_rows(trace), schematic=False, n_ops_total=n_total,
-                           meta={"virtual": trace.is_virtual, "source": trace.meta.get("source", "")})
+                           meta={"virtual": trace.is_virtual, "source": trace.meta.get("source", ""),
+                                 "modelled_label": trace.meta.get("modelled_label", "")})
 
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.MatMult: "matmul",

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 
 from ..trace import Trace
 from . import style
-from ._common import check_positive_int, empty_figure, two_line_title
+from ._common import check_positive_int, empty_figure, modelled_note, two_line_title
 from ._controls import animation_controls
 from ._graph import OP_STATES, DependencyGraph, dependency_graph, expression_graph, frame_times, frontend_status, node_states
 
@@ -84,6 +84,8 @@ def plot_dependency_graph(source: Trace | str | DependencyGraph, *, max_ops: int
             title = two_line_title(f"Dependency graph of {graph.title}", "schematic schedule, not measured")
         elif graph is not None and graph.meta.get("virtual"):
             title = two_line_title(title, "engine on virtual devices (threads, not hardware)")
+    if graph is not None:
+        title = modelled_note(title, graph.meta)  # modelled devices say so on every figure
     if graph is None or not len(graph.nodes):
         return empty_figure(title, "no events in this trace" if graph is None else "no ops to draw")
     nodes, edges = graph.nodes, graph.edges

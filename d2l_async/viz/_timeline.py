@@ -30,7 +30,7 @@ import plotly.graph_objects as go
 
 from ..trace import BACKEND_KINDS, Lane, Trace
 from . import style
-from ._common import check_positive_int, check_trace, empty_figure, time_span, two_line_title
+from ._common import check_positive_int, check_trace, empty_figure, modelled_note, time_span, two_line_title
 
 __all__ = ["TimelineData", "timeline_data", "plot_timeline"]
 
@@ -348,6 +348,7 @@ def plot_timeline(trace: Trace, *, max_events: int = 4000, max_connectors: int =
     """
     trace = check_trace(trace, "plot_timeline")
     title = title if title is not None else default_title(trace, "Frontend and backend timeline")
+    title = modelled_note(title, trace.meta)  # modelled devices say so on every figure
     if not len(trace):
         return empty_figure(title)
     data = timeline_data(trace, max_events=max_events, max_connectors=max_connectors)

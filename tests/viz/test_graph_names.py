@@ -66,3 +66,19 @@ def test_animated_timeline_has_no_push_labels_and_whole_queue_ticks():
     assert launches and all(tr.text is None for tr in launches)
     axis = fig.layout.yaxis2
     assert axis.dtick >= 1 and float(axis.dtick).is_integer() and axis.tick0 == 0
+
+
+def test_every_figure_of_a_modelled_run_says_so():
+    from d2l_async.engine import DeviceModel
+
+    with ThreadedEngine(devices=("cpu:0", "cpu:1"), model=DeviceModel(flops_per_s=1e12)) as eng:
+        x = eng.array(torch.ones(8, 8), name="x")
+        z = x @ x
+        z.wait_to_read(timeout=30)
+        trace = eng.trace()
+    label = "modelled device: durations from a cost model, not measured"
+    for fig in (viz.plot_timeline(trace), viz.plot_timeline(trace, title="mine"),
+                viz.plot_timeline(trace, title="mine<br><sup>details</sup>"),
+                viz.animate_timeline(trace, title="mine"), viz.plot_dependency_graph(trace, title="mine")):
+        assert label in fig.layout.title.text and fig.layout.title.text.count(label) == 1
+    assert label not in viz.plot_timeline(_z_trace(), title="mine").layout.title.text
