@@ -20,6 +20,7 @@ import tempfile
 from typing import Any, Callable
 
 from ..trace import Kind, Trace, read_chrome_trace
+from ._quiet import quiet_kineto
 
 __all__ = ["CAPTURE_SYNC_SOURCE", "Capture", "capture", "label_final_sync"]
 
@@ -76,7 +77,8 @@ class Capture:
             activities.append(ProfilerActivity.CUDA)
             torch.cuda.synchronize()  # earlier work must not spill into the capture
         self._prof = profile(activities=activities, record_shapes=self.record_shapes)
-        self._prof.__enter__()
+        with quiet_kineto():  # kineto's "profiler_start" line is not the reader's business
+            self._prof.__enter__()
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -87,7 +89,8 @@ class Capture:
             if self.device.startswith("cuda"):
                 torch.cuda.synchronize()  # let every launched kernel finish, so it is recorded
         finally:
-            prof.__exit__(exc_type, exc, tb)
+            with quiet_kineto():
+                prof.__exit__(exc_type, exc, tb)
         if exc_type is not None:
             return None  # the body's exception propagates; there is no trace
         self._trace = _to_trace(prof, self.device)
