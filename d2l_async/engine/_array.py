@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
 
+import numpy as np
 import torch
 
 from ._op import Device, EngineOp, EngineVar
@@ -24,6 +25,20 @@ __all__ = ["EngineArray"]
 
 _T = torch.Tensor
 _SCALARS = (int, float, bool, complex)
+#: NumPy scalars are scalars, as in torch (``x + np.float64(2)``); not numpy's str, bytes, dates
+_NP_SCALARS = (np.number, np.bool_)
+
+
+def _scalar(other: Any) -> bool:
+    return other.__class__ in _SCALARS or isinstance(other, _NP_SCALARS)
+
+
+def _negative(s: Any) -> bool:
+    """``s < 0`` for the cache key of ``pow`` (``int ** -1`` is an error in torch); complex: False."""
+    try:
+        return bool(s < 0)
+    except TypeError:  # a complex number has no order (issue 11: `x ** 1j` failed on this)
+        return False
 
 
 class _Info(NamedTuple):
@@ -34,6 +49,8 @@ class _Info(NamedTuple):
 
 #: (fn, shapes, dtypes or scalar types) -> what the op makes.  Filled on first use.
 _INFER: dict[tuple, _Info] = {}
+#: What ``_INFER`` holds for an op torch declines (its dunder returned NotImplemented).
+_DECLINED = _Info(torch.Size(), torch.float32, -1)
 
 
 def _infer(key: tuple, fn: Callable, *args: Any, inplace: bool = False) -> _Info:
@@ -53,6 +70,9 @@ def _infer(key: tuple, fn: Callable, *args: Any, inplace: bool = False) -> _Info
                 a = torch.zeros((), dtype=a._dtype).expand(a._shape)
         stand_ins.append(a)
     out = fn(*stand_ins)
+    if out is NotImplemented:  # torch declines (``x @ 2``): so do we, and Python raises its TypeError
+        _INFER[key] = _DECLINED
+        return _DECLINED
     info = _Info(out.shape, out.dtype, out.numel() * out.element_size())
     _INFER[key] = info
     return info
@@ -168,12 +188,16 @@ class EngineArray(EngineVar):
             self._other(other)
             key = (fn, self._shape, self._dtype, other._shape, other._dtype)
             info = _INFER.get(key) or _infer(key, fn, self, other)
+            if info is _DECLINED:
+                return NotImplemented
             out = EngineArray(self._engine, None, info.shape, info.dtype, self._dev, None)
             op = EngineOp(name, "op", _run_aa, fn, other, (self, other) if other is not self else
                           (self._alone or self._one()), (), self._dev, info.nbytes, out)
-        elif other.__class__ in _SCALARS:
-            key = (fn, self._shape, self._dtype, other.__class__, name == "pow" and other < 0)
+        elif other.__class__ in _SCALARS or isinstance(other, _NP_SCALARS):
+            key = (fn, self._shape, self._dtype, other.__class__, name == "pow" and _negative(other))
             info = _INFER.get(key) or _infer(key, fn, self, other)
+            if info is _DECLINED:
+                return NotImplemented
             out = EngineArray(self._engine, None, info.shape, info.dtype, self._dev, None)
             op = EngineOp(name, "op", _run_as, fn, other, self._alone or self._one(), (), self._dev, info.nbytes,
                           out)
@@ -186,13 +210,15 @@ class EngineArray(EngineVar):
         if other.__class__ is EngineArray:
             self._other(other)
             key = (fn, self._shape, self._dtype, other._shape, other._dtype)
-            _INFER.get(key) or _infer(key, fn, self, other, inplace=True)
+            if (_INFER.get(key) or _infer(key, fn, self, other, inplace=True)) is _DECLINED:
+                return NotImplemented
             op = EngineOp(name, "op", _run_inplace_a, fn, other,
                           (other._alone or other._one()) if other is not self else (),
                           self._alone or self._one(), self._dev, 0)
-        elif other.__class__ in _SCALARS:
-            key = (fn, self._shape, self._dtype, other.__class__, name == "pow_" and other < 0)
-            _INFER.get(key) or _infer(key, fn, self, other, inplace=True)
+        elif other.__class__ in _SCALARS or isinstance(other, _NP_SCALARS):
+            key = (fn, self._shape, self._dtype, other.__class__, name == "pow_" and _negative(other))
+            if (_INFER.get(key) or _infer(key, fn, self, other, inplace=True)) is _DECLINED:
+                return NotImplemented
             op = EngineOp(name, "op", _run_inplace_s, fn, other, (), self._alone or self._one(), self._dev, 0)
         else:
             return _unsupported(self, other, name)
@@ -225,6 +251,17 @@ class EngineArray(EngineVar):
     def __itruediv__(self, o): return self._inplace(o, "div_", _T.__itruediv__)
     def __ipow__(self, o): return self._inplace(o, "pow_", _T.__ipow__)
     def __neg__(self): return self._unary("neg", _T.__neg__)
+    # comparisons are elementwise ops, as in torch (issue 11: ``x == y`` compared identity)
+    def __eq__(self, o): return self._binary(o, "eq", _T.__eq__)  # type: ignore[override]
+    def __ne__(self, o): return self._binary(o, "ne", _T.__ne__)  # type: ignore[override]
+    def __lt__(self, o): return self._binary(o, "lt", _T.__lt__)
+    def __le__(self, o): return self._binary(o, "le", _T.__le__)
+    def __gt__(self, o): return self._binary(o, "gt", _T.__gt__)
+    def __ge__(self, o): return self._binary(o, "ge", _T.__ge__)
+    __hash__ = EngineVar.__hash__  # by identity, like a tensor (defining __eq__ would drop it)
+    #: NumPy defers to our reflected ops (``np.float64(2) + x`` is ``x.__radd__``), as it does for
+    #: torch: without this, numpy converted ``x`` through ``__array__``, a hidden blocker.
+    __array_ufunc__ = None
 
     def sum(self) -> "EngineArray":
         """Sum of all elements (a 0-d array)."""
@@ -304,7 +341,7 @@ class EngineArray(EngineVar):
 
     def __format__(self, spec: str) -> str:
         self._engine._wait_var(self, "print")
-        return format(self._data.item() if spec and not self._shape else self._data, spec) if spec else str(self._data)
+        return format(self._data, spec)  # torch's rule: a 0-d tensor formats as its number
 
 
 def _unsupported(a: EngineArray, other: Any, name: str) -> Any:

@@ -1,7 +1,9 @@
 """Random programs give bitwise the same values on the engine as in eager torch.
 
 Each program makes arrays on 1-3 virtual devices, applies binary, scalar, unary and in-place ops,
-copies between devices and reads values in the middle; it runs once eagerly and once on an engine
+copies between devices and reads values in the middle, compares (``==``, ``<``, ... elementwise),
+mixes in NumPy and complex scalars on either side, formats values (``f"{z}"``), and pushes custom
+ops that push again from inside (re-entrant pushes, issue 11); it runs once eagerly and once on an engine
 (threaded with 1-4 workers per device, or naive).  Errors must match too: an op eager torch rejects
 must be rejected at the same push, with the same exception type.
 
@@ -30,12 +32,19 @@ DTYPES = [torch.float32, torch.float64, torch.int64]
 BINARY = ["add", "sub", "mul", "div", "matmul", "pow"]
 INPLACE = ["add", "sub", "mul", "div"]
 UNARY = ["neg", "sum", "mean", "exp", "relu"]
-SCALARS = st.one_of(st.integers(-3, 3), st.sampled_from([0.5, -1.5, 2.0, 0.0]))
+COMPARE = ["eq", "ne", "lt", "le", "gt", "ge"]
+SCALARS = st.one_of(st.integers(-3, 3), st.sampled_from([0.5, -1.5, 2.0, 0.0]),
+                    # issue 11: NumPy scalars are scalars in torch, complex ones too
+                    st.sampled_from([np.float64(2.0), np.float32(-0.5), np.int64(3), np.bool_(True), 1j]))
 
 _FN = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
        "div": lambda a, b: a / b, "matmul": lambda a, b: a @ b, "pow": lambda a, b: a ** b}
 _RFN = {"add": lambda a, s: s + a, "sub": lambda a, s: s - a, "mul": lambda a, s: s * a,
-        "div": lambda a, s: s / a, "pow": lambda a, s: s ** a}
+        "div": lambda a, s: s / a, "pow": lambda a, s: s ** a, "matmul": lambda a, s: s @ a}
+_CMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
+        "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
+_RCMP = {"eq": lambda a, s: s == a, "ne": lambda a, s: s != a, "lt": lambda a, s: s < a,
+         "le": lambda a, s: s <= a, "gt": lambda a, s: s > a, "ge": lambda a, s: s >= a}
 
 
 def _inplace(name, a, b):
@@ -56,7 +65,11 @@ _UFN = {"neg": lambda a: -a, "sum": lambda a: a.sum(), "mean": lambda a: a.mean(
 step = st.one_of(
     st.tuples(st.just("new"), st.integers(0, 2), st.integers(0, 2), st.integers(0, 2), st.integers(0, 2**16)),
     st.tuples(st.just("bin"), st.sampled_from(BINARY), st.integers(0, 99), st.integers(0, 99)),
-    st.tuples(st.just("scalar"), st.sampled_from(BINARY[:4] + ["pow"]), st.integers(0, 99), SCALARS, st.booleans()),
+    st.tuples(st.just("scalar"), st.sampled_from(BINARY), st.integers(0, 99), SCALARS, st.booleans()),
+    st.tuples(st.just("cmp"), st.sampled_from(COMPARE), st.integers(0, 99), st.integers(0, 99)),
+    st.tuples(st.just("cmpscalar"), st.sampled_from(COMPARE), st.integers(0, 99), SCALARS, st.booleans()),
+    st.tuples(st.just("format"), st.integers(0, 99), st.sampled_from(["", ".2f"])),
+    st.tuples(st.just("reentrant"), st.integers(0, 99)),
     st.tuples(st.just("inplace"), st.sampled_from(INPLACE), st.integers(0, 99), st.one_of(st.none(), SCALARS),
               st.integers(0, 99)),
     st.tuples(st.just("unary"), st.sampled_from(UNARY), st.integers(0, 99)),
@@ -122,6 +135,35 @@ def run(program, ndev, eng=None):
                 a, _ = value(i)
                 dev %= ndev
                 pool.append((a.clone() if eng is None else a.to(f"cpu:{dev}"), dev))
+            elif kind == "cmp":
+                _, name, i, j = s
+                a, dev = value(i)
+                same = [v for v, d in pool if d == dev]
+                pool.append((_CMP[name](a, same[j % len(same)]), dev))
+            elif kind == "cmpscalar":
+                _, name, i, c, reflected = s
+                a, dev = value(i)
+                pool.append(((_RCMP[name](a, c) if reflected else _CMP[name](a, c)), dev))
+            elif kind == "format":
+                _, i, spec = s
+                log.append((k, "format", format(value(i)[0], spec)))
+            elif kind == "reentrant":  # a custom op that pushes a second op on the array it writes
+                a, dev = value(s[1])
+                if a.dtype == torch.bool:
+                    continue
+                if eng is None:
+                    a.add_(1)
+                    a.mul_(2)
+                else:
+                    def outer(t, a=a):
+                        eng.push(lambda t: t.mul_(2), writes=(a,))  # runs after outer returns
+                        t.add_(1)
+
+                    eng.push(outer, writes=(a,))
+                    # the inner push is ordered at its own push time, after frontend pushes made while
+                    # outer waited: read here (outer, then the op it pushed) so later steps are ordered
+                    a.wait_to_read(timeout=WAIT)
+                log.append((k, "read", _bytes(read(a))))
             elif kind == "read":
                 log.append((k, "read", _bytes(read(value(s[1])[0]))))
         except Exception as exc:  # noqa: BLE001 - the error itself is what we compare
