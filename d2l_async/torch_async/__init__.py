@@ -1,0 +1,40 @@
+"""Plain PyTorch, asynchronous on a CPU: ``with d2l_async.asynchronous():`` (issue 14).
+
+On a CPU, PyTorch runs every op before it returns, which is why D2L's PyTorch version of the
+section on asynchronous computation (§13.2) stops after two cells.  Inside this block the same
+unmodified torch code runs the way it does on CUDA: ops are queued and return at once,
+``.item()``/``print``/``.numpy()``/``bool()`` block, errors surface at the next blocking point,
+and :func:`synchronize` is the barrier::
+
+    import torch, d2l_async
+    with d2l_async.asynchronous() as rt:
+        x = torch.randn(1000, 1000)
+        for _ in range(20):
+            y = x @ x                    # returns in microseconds; a worker thread multiplies
+        d2l_async.synchronize()          # ... and this waits for it
+    rt.trace()                           # the run, for every figure of d2l_async.viz
+
+How it works, module by module (read in this order):
+
+* :mod:`._tensor` -- ``AsyncTensor``: metadata now, data later (a storage-less wrapper subclass);
+* :mod:`._schema` -- what each aten op's schema says: writes, randomness, blocking;
+* :mod:`._meta` -- output metadata from meta kernels, cached per op and input metadata;
+* :mod:`._runtime` -- the dispatch: each op becomes an op of the engine's scheduler, with one
+  dependency variable per storage and one for the RNG; what runs synchronously and why;
+* :mod:`._context` -- the ``TorchDispatchMode`` and the ``with`` block;
+* :mod:`._module` -- :func:`make_async` for an ``nn.Module``'s parameters.
+
+It uses private torch APIs (checked by :mod:`._compat`): tested with torch 2.13; an older or
+changed torch fails at the first block with :class:`UnsupportedTorchError`.
+"""
+
+from __future__ import annotations
+
+from ._compat import TESTED_VERSIONS, UnsupportedTorchError, check_torch
+from ._context import asynchronous, current_runtime, synchronize
+from ._module import make_async
+from ._runtime import AsyncRuntime
+from ._tensor import AsyncTensor
+
+__all__ = ["AsyncRuntime", "AsyncTensor", "TESTED_VERSIONS", "UnsupportedTorchError", "asynchronous",
+           "check_torch", "current_runtime", "make_async", "synchronize"]

@@ -1,0 +1,198 @@
+"""``with d2l_async.asynchronous():`` -- plain torch code, asynchronous on a CPU.
+
+::
+
+    with d2l_async.asynchronous() as rt:      # one worker thread: eager torch's order exactly
+        x = torch.ones(1000, 1000)             # queued, returns at once
+        y = x @ x                              # queued
+        print(y.sum().item())                  # a blocker: waits for y, then for sum
+        d2l_async.synchronize()                # the barrier (torch.cuda.synchronize's twin)
+    fig = d2l_async.viz.plot_timeline(rt.trace())
+
+It pushes a ``TorchDispatchMode`` that sends every op of this thread to the block's
+:class:`~._runtime.AsyncRuntime`.  The end of the block waits for every queued op and raises the
+first error none of them raised yet (as the engine's ``with`` block does); tensors made inside
+stay usable after it, as ordinary tensors whose ops run at once.
+
+While a block is open, torch's global RNG functions (``torch.manual_seed``, ``seed``,
+``get_rng_state``, ``set_rng_state``, and their ``torch.random`` twins) first wait for the random
+ops already queued -- their state is shared with the workers -- and ``torch.compile`` raises
+:class:`UnsupportedTorchError` (it cannot trace storage-less tensors).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from typing import Any, Callable, Iterator
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from ..engine._source import add_internal_dir
+from ._compat import UnsupportedTorchError, check_torch
+from ._runtime import AsyncRuntime, live_runtimes
+
+__all__ = ["asynchronous", "synchronize", "current_runtime"]
+
+add_internal_dir(__import__("os").path.dirname(__file__))
+add_internal_dir(__import__("os").path.dirname(torch.__file__))
+
+_local = threading.local()  # .stack: this thread's open runtimes, innermost last
+
+
+class _AsyncMode(TorchDispatchMode):
+    """Every op of this thread goes to ``rt.dispatch``."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:  # torch wraps handlers in a dynamo guard: 9 us per op
+        return False
+
+    def __init__(self, rt: AsyncRuntime) -> None:
+        super().__init__()
+        self.rt = rt
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return self.rt.dispatch(func, args, kwargs or {})
+
+
+# -- the RNG functions and torch.compile, while a block is open ---------------------------------
+_RNG_FUNCS = ("manual_seed", "seed", "get_rng_state", "set_rng_state")
+_patch_lock = threading.Lock()
+_patched: dict[tuple[Any, str], Callable] = {}
+_open_blocks = [0]
+
+
+def _rng_guard(fn: Callable) -> Callable:
+    @functools.wraps(fn)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        for rt in live_runtimes():
+            rt.wait_rng(f"RNG state ({fn.__name__})")
+        return fn(*args, **kwargs)
+    guarded.__wrapped_by_d2l_async__ = True
+    return guarded
+
+
+def _no_compile(*args: Any, **kwargs: Any) -> Any:
+    raise UnsupportedTorchError(
+        "torch.compile is not supported inside `with d2l_async.asynchronous():` (its tensors have no "
+        "storage to trace); compile outside the block, or leave the block for the compiled part")
+
+
+def _patch() -> None:
+    with _patch_lock:
+        _open_blocks[0] += 1
+        if _open_blocks[0] > 1:
+            return
+        for mod in (torch, torch.random):
+            for name in _RNG_FUNCS:
+                fn = getattr(mod, name, None)
+                if fn is not None and not getattr(fn, "__wrapped_by_d2l_async__", False):
+                    _patched[(mod, name)] = fn
+                    setattr(mod, name, _rng_guard(fn))
+        _patched[(torch, "compile")] = torch.compile
+        torch.compile = _no_compile
+
+
+def _unpatch() -> None:
+    with _patch_lock:
+        _open_blocks[0] -= 1
+        if _open_blocks[0] > 0:
+            return
+        for (mod, name), fn in _patched.items():
+            setattr(mod, name, fn)
+        _patched.clear()
+
+
+# -- the public functions --------------------------------------------------------------------
+def current_runtime() -> AsyncRuntime | None:
+    """The innermost open ``asynchronous()`` block of this thread (None outside one)."""
+    stack = getattr(_local, "stack", None)
+    return stack[-1] if stack else None
+
+
+@contextlib.contextmanager
+def _block(workers: int, record: bool, torch_threads: int | None) -> Iterator[AsyncRuntime]:
+    check_torch()
+    rt = AsyncRuntime(workers=workers, record=record, torch_threads=torch_threads)
+    mode = _AsyncMode(rt)
+    stack = _local.__dict__.setdefault("stack", [])
+    stack.append(rt)
+    _patch()
+    ok = False
+    try:
+        with mode:
+            yield rt
+        ok = True
+    finally:
+        try:
+            try:
+                if ok:
+                    rt.synchronize()  # the end of the block is a barrier; raises deferred errors
+            finally:
+                rt.shutdown(wait=ok, timeout=30.0)
+        finally:
+            _unpatch()
+            stack.remove(rt)
+
+
+class asynchronous(contextlib.ContextDecorator):  # noqa: N801 - reads as a statement: `with asynchronous():`
+    """Run plain torch code asynchronously on this CPU: ops are queued and return at once.
+
+    A context manager (``with d2l_async.asynchronous() as rt:``) and a decorator
+    (``@d2l_async.asynchronous()``).  ``rt`` is the block's runtime: ``rt.trace()`` (after or
+    during the block) is the run as a :class:`~d2l_async.trace.Trace`, ``rt.statistics()`` the
+    engine's counters.
+
+    Args:
+        workers: worker threads.  1 (default): ops run in program order, eager torch's semantics
+            exactly (one CUDA stream's).  More: ops run as soon as their inputs are ready, under
+            the engine's dependency rules per storage and one RNG variable.
+        record: record a trace (push / start / end of every op, every block with its line).
+        torch_threads: torch intra-op threads in each worker (default: the frontend's, so
+            results are bitwise eager's).
+
+    Blocking points (the frontend waits, recorded with your line): ``print``, ``.item()``,
+    ``float()``/``bool()``/``if t:``, ``.numpy()``, ``.tolist()``, data-dependent shapes
+    (``nonzero``, masks), writes into tensors made outside the block, RNG state functions, and
+    :func:`synchronize`.  Errors of queued ops surface at the next blocking point, like CUDA's.
+    """
+
+    def __init__(self, workers: int = 1, *, record: bool = True, torch_threads: int | None = None) -> None:
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ValueError(f"workers={workers!r}: pass a positive int (worker threads)")
+        if not isinstance(record, bool):
+            raise TypeError(f"record={record!r}: pass True or False")
+        self.workers = workers
+        self.record = record
+        self.torch_threads = torch_threads
+        self._cms: list = []
+
+    def __enter__(self) -> AsyncRuntime:
+        cm = _block(self.workers, self.record, self.torch_threads)
+        rt = cm.__enter__()
+        self._cms.append(cm)
+        return rt
+
+    def __exit__(self, *exc: Any) -> bool:
+        return bool(self._cms.pop().__exit__(*exc))
+
+    def _recreate_cm(self) -> "asynchronous":  # a decorator: each call gets its own block
+        return asynchronous(self.workers, record=self.record, torch_threads=self.torch_threads)
+
+
+def synchronize(*, timeout: float | None = None) -> None:
+    """The barrier: wait until every op queued by an open ``asynchronous()`` block has run.
+
+    Raises the first error of those ops not raised yet (``torch.cuda.synchronize`` reports a
+    device-side error the same way).  Outside any block it waits for every open block (of any
+    thread), and does nothing when there is none.
+
+    Args:
+        timeout: seconds before :class:`TimeoutError` (for tests).
+    """
+    rt = current_runtime()
+    runtimes = [rt] if rt is not None else live_runtimes()
+    for r in runtimes:
+        r.synchronize(timeout=timeout)

@@ -1,0 +1,124 @@
+"""Output metadata without running the op: meta tensors, and a cache in front of them.
+
+To return ``y`` from ``y = x + 1`` at once, the frontend must know ``y``'s shape, strides, storage
+offset and dtype, and whether ``y`` is new memory or a view of an input -- without the data.
+torch's *meta* kernels compute exactly that on storage-less ``device="meta"`` tensors.  They cost
+150--480 us per op in torch 2.13 (many are Python), three to ten times the op itself, so the answer
+is cached per (op, argument structure, input metadata), as ``FakeTensor``'s dispatch cache does:
+the second ``x + 1`` costs a dict lookup.
+
+A tensor's metadata is the tuple ``M = (shape, stride, storage_offset, dtype)``.  An output is
+described by a *spec*::
+
+    ("same", i)        the op returned its input leaf i itself (in-place ops, out=)
+    ("view", i, M)     a new tensor sharing input leaf i's storage (views: t(), x[0], reshape)
+    ("new", M, nbytes) fresh memory
+    ("none",)          no tensor in this position
+
+Ops that change metadata in place (``t_``, ``resize_``, ``out=`` that resizes) are not cached: the
+meta kernel runs every time and the new metadata of the written inputs is read back from it.
+When a meta kernel fails -- a data-dependent shape, no meta kernel, or an op eager torch would
+reject -- the op is run synchronously instead, so its error (if any) is eager torch's own.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import torch
+
+__all__ = ["meta_of", "meta_tensor", "compute_specs", "map_tensors", "MetaCache"]
+
+_META = torch.device("meta")
+M = tuple  # (shape, stride, storage_offset, dtype)
+
+
+def meta_of(t: torch.Tensor) -> M:
+    """The metadata tuple of a real or meta tensor."""
+    return (tuple(t.shape), tuple(t.stride()), t.storage_offset(), t.dtype)
+
+
+def meta_tensor(m: M) -> torch.Tensor:
+    """A meta tensor with metadata ``m`` (on its own meta storage, large enough for its offset)."""
+    shape, stride, offset, dtype = m
+    if offset == 0:
+        return torch.empty_strided(shape, stride, dtype=dtype, device=_META)
+    extent = 1 + sum((s - 1) * abs(st) for s, st in zip(shape, stride)) if all(shape) else 0
+    base = torch.empty((offset + extent,), dtype=dtype, device=_META)
+    return base.as_strided(shape, stride, offset)
+
+
+def map_tensors(args: tuple, kwargs: dict, fn: Callable[[torch.Tensor], Any]) -> tuple[tuple, dict]:
+    """``args``/``kwargs`` with every tensor (top level, or inside a list/tuple) replaced by fn(t)."""
+    def one(a: Any) -> Any:
+        if isinstance(a, torch.Tensor):
+            return fn(a)
+        if type(a) in (list, tuple) and any(isinstance(b, torch.Tensor) for b in a):
+            return type(a)(fn(b) if isinstance(b, torch.Tensor) else b for b in a)
+        return a
+    return tuple(one(a) for a in args), {k: one(v) for k, v in kwargs.items()}
+
+
+def _nbytes(m: M) -> int:
+    return math.prod(m[0]) * m[3].itemsize
+
+
+def compute_specs(func, args: tuple, kwargs: dict, leaves: list, leaf_meta: list[M],
+                  has_device: bool) -> tuple[int, tuple, list]:
+    """Run ``func``'s meta kernel; return ``(structure, specs, metas_of_leaves_after)``.
+
+    ``structure``: 0 a single tensor, 1 a tuple, 2 a list, 3 nothing (None or ``()``).
+    Raises whatever the meta kernel raises (the caller then runs the op synchronously).
+    """
+    metas = [meta_tensor(m) for m in leaf_meta]
+    ids = {id(t): k for k, t in enumerate(leaves)}
+    margs, mkwargs = map_tensors(args, kwargs, lambda t: metas[ids[id(t)]])
+    if has_device:
+        mkwargs["device"] = _META
+    out = func(*margs, **mkwargs)
+    if out is None or (type(out) in (tuple, list) and not out):
+        return 3, (), metas
+    structure = 0 if isinstance(out, torch.Tensor) else (1 if type(out) is tuple else 2)
+    flat = (out,) if structure == 0 else out
+    storages = {}
+    for k, mt in enumerate(metas):
+        try:
+            storages.setdefault(mt.untyped_storage()._cdata, k)
+        except Exception:  # noqa: BLE001 - a meta tensor without storage: it cannot be aliased
+            pass
+    specs = []
+    for o in flat:
+        if not isinstance(o, torch.Tensor):
+            if o is not None:
+                raise TypeError(f"{func} returned a {type(o).__name__} among tensors")
+            specs.append(("none",))
+            continue
+        if o.device.type != "meta":
+            raise TypeError(f"{func}'s meta kernel returned a tensor on {o.device}")
+        same = next((k for k, mt in enumerate(metas) if mt is o), None)
+        if same is not None:
+            specs.append(("same", same))
+            continue
+        m = meta_of(o)
+        k = storages.get(o.untyped_storage()._cdata)
+        specs.append(("view", k, m) if k is not None else ("new", m, _nbytes(m)))
+    return structure, tuple(specs), metas
+
+
+class MetaCache:
+    """Output specs per (op, argument structure, input metadata); cleared when it grows too big
+    (keys hold scalar values, so a loop over many different floats would otherwise grow it)."""
+
+    def __init__(self, limit: int = 20_000) -> None:
+        self.limit = limit
+        self.entries: dict = {}
+        self.hits = self.misses = 0
+
+    def get(self, key: tuple) -> Any:
+        return self.entries.get(key)
+
+    def put(self, key: tuple, value: Any) -> None:
+        if len(self.entries) >= self.limit:
+            self.entries.clear()
+        self.entries[key] = value

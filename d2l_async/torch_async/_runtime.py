@@ -1,0 +1,509 @@
+"""The runtime: every torch op of the frontend becomes an engine op, run by a worker in order.
+
+Inside ``with d2l_async.asynchronous():`` a ``TorchDispatchMode`` (:mod:`._context`) hands every
+aten op -- ``torch.ones`` as much as ``x @ y`` or autograd's backward ops -- to
+:meth:`AsyncRuntime.dispatch`, which does on the frontend only what it must::
+
+    y = x + 1
+      1. look the op up  (:mod:`._schema`: which args it writes, random?, blocking?)
+      2. output metadata (:mod:`._meta`: cached meta kernels)  -> shape, dtype, view of x or new
+      3. y = AsyncTensor(metadata)          no data yet: a wrapper without storage
+      4. push an engine op:  reads = {x's storage var}, out = y's new storage var
+         -> returns y at once;  a worker later runs aten.add(x._real, 1) and sets y._real
+
+It is the engine's own scheduler (:class:`d2l_async.engine._scheduler.Scheduler`): the same
+inbox, workers, dependency rules, deferred errors and observer protocol -- so a plain-torch run
+gives the same :class:`~d2l_async.trace.Trace` (pushes, ops, blocks with the user's line) that
+every figure, blocker report and queue plot of the package reads.
+
+Dependencies (what lets N > 1 workers run plain torch correctly):
+
+* one engine variable per *storage*; views share their base's.  An op reads the variables of its
+  inputs and writes those of the arguments its schema marks ``(a!)`` (``add_``, ``copy_``,
+  ``out=``, ``x[0] = 3``); the engine's rules then order every write after earlier reads and
+  every read after earlier writes;
+* one RNG variable, written by every ``nondeterministic_seeded`` op: random numbers are drawn in
+  program order, so ``torch.manual_seed(0); torch.randn(3)`` gives eager torch's numbers;
+* with one worker (the default) ops also *start* in program order (:meth:`AsyncRuntime._ready`
+  holds a ready op until every earlier op has been handed out): exactly eager's order, like one
+  CUDA stream, whatever the dependency analysis could have missed.
+
+What runs synchronously (pushed like any op, then waited for -- a recorded *block* -- so it still
+sees every earlier write and its error is eager torch's own, at the same line):
+
+* ops whose result the frontend needs now: ``.item()``/``float()``/``bool()``/``if t:``
+  (``_local_scalar_dense``), ``torch.equal``; ops with data-dependent shapes (``nonzero``, boolean
+  masks, ``unique``);
+* ops whose meta kernel fails: no meta kernel, or an error eager torch raises at the call
+  (shape mismatch): the real op then raises it, at the call, as eager does;
+* writes into a *plain* tensor (one made outside the block, e.g. a model's parameters before
+  :func:`~d2l_async.torch_async.make_async`): other code may read its memory directly, so it is
+  updated before the call returns;
+* ops with an explicit ``generator=``: its state lives in Python and cannot be ordered.
+
+Ops on CUDA tensors pass through unchanged: CUDA is asynchronous already.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import Any, Sequence
+
+import torch
+
+from ..engine._deps import split_access
+from ..engine._errors import deferred
+from ..engine._observer import Recorder
+from ..engine._op import EngineOp, EngineVar
+from ..engine._scheduler import Scheduler
+from ..trace import Trace
+from ._meta import MetaCache, compute_specs, map_tensors, meta_of, meta_tensor
+from ._schema import _CACHE as _INFO, func_info
+from ._tensor import AsyncTensor, set_dispatch
+
+__all__ = ["AsyncRuntime", "dispatch_any", "CACHE"]
+
+aten = torch.ops.aten
+_LIFT = {aten.lift_fresh.default, aten.lift.default}
+_SCALARS = (int, float, bool, complex)
+#: One metadata cache for every runtime: output metadata does not depend on who asks.
+CACHE = MetaCache()
+_make = AsyncTensor.make
+
+
+def _real(a: Any) -> Any:
+    return a._real if type(a) is AsyncTensor else a
+
+
+def _run_op(op: EngineOp) -> None:
+    """On a worker: the real op on the real tensors; fill in the outputs' ``_real``."""
+    args, kwargs, fill = op.arg
+    res = op.fn(*[(a._real if type(a) is AsyncTensor else a) if type(a) not in (list, tuple) else
+                  type(a)(map(_real, a)) for a in args],
+                **({k: (_real(v) if type(v) not in (list, tuple) else type(v)(map(_real, v)))
+                    for k, v in kwargs.items()} if kwargs else {}))
+    if fill:
+        flat = res if type(res) in (tuple, list) else (res,)
+        for i, w in fill:
+            w._real = flat[i]
+
+
+def _run_sync_op(op: EngineOp) -> None:
+    args, kwargs, holder = op.arg
+    ra, rk = map_tensors(args, kwargs, _real)
+    holder.append(op.fn(*ra, **rk))
+
+
+class AsyncRuntime(Scheduler):
+    """One ``asynchronous()`` block's backend: a virtual device ``cpu:0`` with ``workers`` threads.
+
+    Args:
+        workers: worker threads (1: program order, eager torch's semantics exactly).
+        record: record a Trace (:meth:`trace`).
+        torch_threads: torch intra-op threads per worker (default: the frontend's count, so
+            reductions split the same way and results are bitwise eager's).
+    """
+
+    engine_kind = "torch"
+
+    def __init__(self, *, workers: int = 1, record: bool = True, torch_threads: int | None = None) -> None:
+        n = torch.get_num_threads() if torch_threads is None else torch_threads
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"torch_threads={torch_threads!r}: pass a positive int, or None for the frontend's")
+        self.torch_threads = n
+        self._fifo = workers == 1
+        self._held: dict[int, EngineOp] = {}
+        self._next = 0
+        super().__init__(devices=("cpu:0",), workers=workers, thread_init=lambda: torch.set_num_threads(n))
+        self._dev = self._device(None)
+        self._rng = EngineVar("RNG")
+        self._plain: dict[int, EngineVar] = {}
+        self._labels = itertools.count()
+        self._plain_lock = threading.Lock()
+        self._recorder: Recorder | None = None
+        if record:
+            self._recorder = Recorder(self.devices, self.workers, self.engine_kind, self._t0)
+            self._set_observers((self._recorder,))
+
+    # -- program order with one worker --------------------------------------------------------
+    def _ready(self, op: EngineOp, obs: tuple) -> None:
+        if not self._fifo:
+            return super()._ready(op, obs)
+        held = self._held  # lock held: hand ops out in push (id) order
+        held[op.id] = op
+        while self._next in held:
+            super()._ready(held.pop(self._next), obs)
+            self._next += 1
+
+    # -- variables ---------------------------------------------------------------------------
+    def _var_new(self) -> EngineVar:
+        return EngineVar(f"t{next(self._labels)}")
+
+    def _plain_var(self, t: torch.Tensor) -> EngineVar:
+        """The variable of a plain tensor's storage (created on first use)."""
+        try:
+            key = t.untyped_storage().data_ptr()
+        except Exception:  # noqa: BLE001 - no storage to order against: a fresh var
+            return self._var_new()
+        v = self._plain.get(key)
+        if v is None:
+            with self._plain_lock:
+                v = self._plain.setdefault(key, EngineVar(f"plain{next(self._labels)}"))
+        return v
+
+    def _leaf_var(self, t: torch.Tensor) -> EngineVar:
+        return t._var if type(t) is AsyncTensor else self._plain_var(t)
+
+    def adopt(self, t: torch.Tensor) -> AsyncTensor:
+        """Wrap a plain tensor whose data exists as a finished AsyncTensor of this runtime."""
+        if type(t) is AsyncTensor:
+            return t
+        return _make(self, meta_of(t), self._var_new(), t, None)
+
+    # -- the dispatch --------------------------------------------------------------------------
+    def dispatch(self, func, args: tuple, kwargs: dict, depth: int = 3) -> Any:
+        """Queue ``func(*args, **kwargs)`` and return its outputs at once (or wait, see module)."""
+        try:
+            info = func._d2l_async_info  # an attribute, not a dict: OpOverload hashes in Python
+        except AttributeError:
+            info = func._d2l_async_info = func_info(func)
+        if info.query:
+            return answer_query(func, args, kwargs)
+        if info.sync:
+            return self.run_sync(func, args, kwargs, info.sync, depth + 1)
+        if info.lift:  # torch.tensor(data): the data is there already
+            return self.adopt(args[0])
+        if self.closed:
+            return run_eager(func, args, kwargs)
+        leaves: list = []
+        written: list = []
+        key: list = [id(func)]  # ops are singletons; hashing an OpOverload runs Python
+        wpos = info.write_pos
+        slow = ""
+        for i, a in enumerate(args):
+            t = type(a)
+            if t is AsyncTensor:
+                if a._rt is not self:
+                    slow = "a tensor of another asynchronous() block"
+                key.append(a._m)
+                leaves.append(a)
+                written.append(i in wpos)
+            elif t in _SCALARS:
+                key.append((t, a))
+            elif isinstance(a, torch.Tensor):
+                slow = slow or self._check_plain(a, i in wpos)
+                key.append(("plain", meta_of(a)))
+                leaves.append(a)
+                written.append(i in wpos)
+            elif t is list or t is tuple:
+                sub = []
+                for b in a:
+                    if isinstance(b, torch.Tensor):
+                        if type(b) is AsyncTensor:
+                            if b._rt is not self:
+                                slow = "a tensor of another asynchronous() block"
+                            sub.append(b._m)
+                        else:
+                            slow = slow or self._check_plain(b, i in wpos)
+                            sub.append(("plain", meta_of(b)))
+                        leaves.append(b)
+                        written.append(i in wpos)
+                    else:
+                        sub.append((type(b), b))
+                key.append(tuple(sub))
+            else:
+                key.append(a)
+        if kwargs:
+            for name, a in kwargs.items():
+                w = name in info.write_kw
+                if isinstance(a, torch.Tensor):
+                    if type(a) is AsyncTensor:
+                        if a._rt is not self:
+                            slow = "a tensor of another asynchronous() block"
+                        key.append((name, a._m))
+                    else:
+                        slow = slow or self._check_plain(a, w)
+                        key.append((name, "plain", meta_of(a)))
+                    leaves.append(a)
+                    written.append(w)
+                elif type(a) in (list, tuple):
+                    if any(isinstance(b, torch.Tensor) for b in a):
+                        slow = slow or "a list of tensors passed by keyword"
+                    key.append((name, tuple(a)))
+                elif name == "device" and a is not None and torch.device(a).type != "cpu":
+                    slow = "cuda"
+                elif name == "generator" and a is not None:
+                    slow = slow or f"explicit generator: {info.name}"
+                else:
+                    key.append((name, type(a), a))
+        if slow:
+            if slow == "cuda":
+                return self._passthrough(func, args, kwargs)
+            if slow.startswith("a tensor of another"):
+                args, kwargs = self._foreign(args, kwargs)
+                return self.dispatch(func, args, kwargs, depth + 1)
+            return self.run_sync(func, args, kwargs, slow, depth + 1)
+        entry = None
+        if not info.meta_changing:
+            try:
+                entry = CACHE.entries.get(tuple(key))
+            except TypeError:  # an unhashable argument: no caching for this call
+                key = None
+        if entry is None:
+            try:
+                entry = compute_specs(func, args, kwargs, leaves, [t._m if type(t) is AsyncTensor else meta_of(t)
+                                                                   for t in leaves], info.has_device)
+            except Exception:  # noqa: BLE001 - data-dependent, no meta kernel, or an eager error
+                return self.run_sync(func, args, kwargs, f"no output metadata: {info.name}", depth + 1)
+            CACHE.misses += 1
+            if info.meta_changing:  # t_(), resize_(), out=: the written inputs' metadata changed
+                for t, w, mt in zip(leaves, written, entry[2]):
+                    if w and type(t) is AsyncTensor:
+                        t._m = meta_of(mt)
+            elif key is not None:
+                CACHE.put(tuple(key), entry)
+        structure, specs = entry[0], entry[1]
+        if not any(written) and structure == 0 and specs[0][0] == "view" and \
+                type(leaves[specs[0][1]]) is not AsyncTensor:
+            return func(*args, **kwargs)  # a view of a plain tensor reads no data: it stays plain
+        reads, writes = [], []
+        for t, w in zip(leaves, written):
+            if type(t) is AsyncTensor:
+                (writes if w else reads).append(t._var)
+                if t._own is not None:  # a view: wait for the op that makes it, too
+                    reads.append(t._own)
+            else:
+                (writes if w else reads).append(self._plain_var(t))
+        if info.seeded:
+            writes.append(self._rng)
+        out_var = None
+        outs = []
+        fill = []
+        nbytes = 0
+        for i, spec in enumerate(specs):
+            tag = spec[0]
+            if tag == "new":
+                v = self._var_new()
+                if out_var is None:
+                    out_var = v
+                else:
+                    writes.append(v)
+                w = _make(self, spec[1], v)
+                nbytes += spec[2]
+                fill.append((i, w))
+            elif tag == "view":
+                w = _make(self, spec[2], self._leaf_var(leaves[spec[1]]))
+                # the view's storage var is its base's; its *own* var orders its readers after
+                # the op that makes it (readers of one storage var would not wait for each other)
+                v = w._own = EngineVar(f"t{next(self._labels)}")
+                if out_var is None:
+                    out_var = v
+                else:
+                    writes.append(v)
+                fill.append((i, w))
+            elif tag == "same":
+                w = leaves[spec[1]]
+            else:
+                w = None
+            outs.append(w)
+        r, wr = split_access(reads, writes) if len(reads) + len(writes) > 1 else (tuple(reads), tuple(writes))
+        op = EngineOp(info.name, info.kind, _run_op, func, (args, kwargs, fill), r, wr, self._dev, nbytes, out_var)
+        for _, w in fill:
+            w._op = op
+        self._submit(op, depth)
+        if structure == 0:
+            return outs[0]
+        if structure == 3:
+            return None if not specs else ()
+        return tuple(outs) if structure == 1 else outs
+
+    def _check_plain(self, t: torch.Tensor, written: bool) -> str:
+        """Why a plain tensor argument makes the op leave the fast path ("" if it does not)."""
+        if t.device.type != "cpu":
+            return "cuda"
+        if written:
+            return "write to a plain tensor"
+        return ""
+
+    def _foreign(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        """Tensors of another (finished or open) runtime: wait for them and use their data."""
+        def fix(t: torch.Tensor) -> torch.Tensor:
+            if type(t) is AsyncTensor and t._rt is not self:
+                return t._rt.value(t, "a tensor of another asynchronous() block")
+            return t
+        return map_tensors(args, kwargs, fix)
+
+    def _passthrough(self, func, args: tuple, kwargs: dict) -> Any:
+        """CUDA (asynchronous already): wait for our inputs, run the op as it is."""
+        ra, rk = map_tensors(args, kwargs, lambda t: self.value(t, "to CUDA") if type(t) is AsyncTensor else t)
+        return func(*ra, **rk)
+
+    # -- blocking ------------------------------------------------------------------------------
+    def run_sync(self, func, args: tuple, kwargs: dict, reason: str, depth: int = 3) -> Any:
+        """Queue ``func`` like any op, wait for it (a recorded block), return its outputs."""
+        info = _INFO.get(func) or func_info(func)
+        if self.closed:
+            return run_eager(func, args, kwargs)
+        args, kwargs = self._foreign(args, kwargs)
+        leaves, written = [], []
+        for i, a in enumerate(args):
+            for b in (a if type(a) in (list, tuple) else (a,)):
+                if isinstance(b, torch.Tensor):
+                    leaves.append(b)
+                    written.append(i in info.write_pos)
+        for name, a in kwargs.items():
+            for b in (a if type(a) in (list, tuple) else (a,)):
+                if isinstance(b, torch.Tensor):
+                    leaves.append(b)
+                    written.append(name in info.write_kw)
+        if any(b.device.type != "cpu" for b in leaves if type(b) is not AsyncTensor):
+            return self._passthrough(func, args, kwargs)
+        reads = [self._leaf_var(t) for t, w in zip(leaves, written) if not w]
+        reads += [t._own for t in leaves if type(t) is AsyncTensor and t._own is not None]
+        writes = [self._leaf_var(t) for t, w in zip(leaves, written) if w]
+        if info.seeded or info.has_generator:
+            writes.append(self._rng)
+        holder: list = []
+        r, w = split_access(reads, writes)
+        op = EngineOp(info.name, info.kind, _run_sync_op, func, (args, kwargs, holder), r, w, self._dev, 0, None)
+        self._submit(op, depth)
+        self._wait_op(op, reason)
+        if op.error is not None:
+            with self._lock:
+                if op in self._unreported:  # raised here, at the call: not again at synchronize()
+                    self._unreported.remove(op)
+            exc = op.error
+            raise deferred(exc, f"{info.name!r}, run synchronously ({reason})") from exc
+        res = holder[0]
+        by_real = {}
+        for t in leaves:
+            real = _real(t)
+            if isinstance(real, torch.Tensor):
+                by_real.setdefault(id(real), t)
+        return self._wrap_results(res, leaves, by_real)
+
+    def _wrap_results(self, res: Any, leaves: list, by_real: dict) -> Any:
+        if isinstance(res, torch.Tensor):
+            same = by_real.get(id(res))
+            if same is not None:
+                return same
+            if res.device.type != "cpu":
+                return res
+            ptr = res.untyped_storage().data_ptr()
+            for t in leaves:
+                real = _real(t)
+                if isinstance(real, torch.Tensor) and ptr and real.untyped_storage().data_ptr() == ptr:
+                    return _make(self, meta_of(res), self._leaf_var(t), res, None)
+            return _make(self, meta_of(res), self._var_new(), res, None)
+        if type(res) in (tuple, list):
+            return type(res)(self._wrap_results(r, leaves, by_real) for r in res)
+        return res
+
+    def value(self, t: AsyncTensor, reason: str) -> torch.Tensor:
+        """Block until ``t``'s data and every write to its storage queued so far are done."""
+        if not self.closed:
+            op = t._op
+            if op is not None:
+                self._wait_op(op, reason)
+            p = t._var.producer
+            if p is not None and p is not op:
+                self._wait_op(p, reason)
+        err = t._var.error
+        if err is not None:
+            raise deferred(err, f"a failed op, raised at {reason}") from err
+        if t._real is None:
+            raise RuntimeError(f"{reason}: this asynchronous tensor was never computed (its block ended early)")
+        return t._real
+
+    def wait_rng(self, reason: str = "RNG state") -> None:
+        """Block until every queued random op has drawn its numbers (before the state changes)."""
+        p = self._rng.producer
+        if p is not None and not self.closed:
+            self._wait_op(p, reason)
+
+    def synchronize(self, *, timeout: float | None = None) -> None:
+        """Wait for every queued op; raise, once, the first error not yet raised (``waitall``)."""
+        self.waitall(timeout=timeout)
+        with self._lock:
+            idle = not self._booked and not self._inbox
+        if idle:
+            with self._plain_lock:
+                self._plain.clear()  # no op refers to them any more: plain storages may be freed
+
+    # -- traces --------------------------------------------------------------------------------
+    def trace(self) -> Trace:
+        """Everything recorded so far: ops, their pushes, and the frontend's blocks."""
+        if self._recorder is None:
+            from ..engine import EngineError
+            raise EngineError("recording is off; use asynchronous(record=True) to get a trace")
+        return self._recorder.trace(pending=self.statistics().pending, frontend="plain PyTorch",
+                                    torch_threads=self.torch_threads)
+
+    def __repr__(self) -> str:
+        s = self.statistics()
+        state = "finished" if self.closed else f"{s.pending} pending, {s.done} done, {s.failed} failed"
+        return f"<asynchronous torch on {self.workers} worker thread(s) of this CPU: {state}>"
+
+
+def answer_query(func, args: tuple, kwargs: dict) -> Any:
+    """A metadata question about an AsyncTensor, answered from its metadata (no waiting)."""
+    a = args[0] if args else None
+    if type(a) is AsyncTensor:
+        shape, stride, offset, _ = a._m
+        if func is aten.sym_size.default:
+            return shape
+        if func is aten.sym_stride.default:
+            return stride
+        if func is aten.dim.default:
+            return len(shape)
+        if func is aten.sym_numel.default or func is aten.numel.default:
+            n = 1
+            for s in shape:
+                n *= s
+            return n
+        if func is aten.sym_storage_offset.default:
+            return offset
+        if func is aten.sym_size.int:
+            return shape[args[1]]
+        if func is aten.sym_stride.int:
+            return stride[args[1]]
+    ra, rk = map_tensors(args, kwargs, lambda t: meta_tensor(t._m) if type(t) is AsyncTensor else t)
+    return func(*ra, **rk)
+
+
+def run_eager(func, args: tuple, kwargs: dict) -> Any:
+    """After the block: wait for nothing (the block's end waited), run the op on the data."""
+    leaves = []
+
+    def real(t: torch.Tensor) -> torch.Tensor:
+        if type(t) is AsyncTensor:
+            leaves.append(t)
+            return t._rt.value(t, "after the block")
+        return t
+    ra, rk = map_tensors(args, kwargs, real)
+    res = func(*ra, **rk)
+    for t in leaves:  # in-place ops return their input: give back the wrapper, not its data
+        if res is t._real:
+            return t
+    return res
+
+
+def dispatch_any(func, args: tuple, kwargs: dict) -> Any:
+    """AsyncTensor's own ``__torch_dispatch__`` (no mode active on this thread)."""
+    info = _INFO.get(func) or func_info(func)
+    if info.query:
+        return answer_query(func, args, kwargs)
+    for a in itertools.chain(args, kwargs.values()):
+        for b in (a if type(a) in (list, tuple) else (a,)):
+            if type(b) is AsyncTensor and not b._rt.closed:
+                return b._rt.dispatch(func, args, kwargs, 4)
+    return run_eager(func, args, kwargs)
+
+
+set_dispatch(dispatch_any)
+
+
+def live_runtimes() -> Sequence[AsyncRuntime]:
+    from ..engine import live_engines
+    return [e for e in live_engines() if isinstance(e, AsyncRuntime)]

@@ -1,0 +1,104 @@
+"""What an operator's schema says about it: the facts dispatch needs, computed once per op.
+
+Every aten op carries a schema (``add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1)
+-> Tensor(a!)``) and tags.  From them, once per op, :func:`func_info` derives what decides how an
+op is queued:
+
+* ``writes``: which arguments it mutates (``(a!)``): their storages become *writes* of the op, so
+  later readers wait for it and it waits for earlier readers (the engine's rules, ``engine._deps``);
+* ``seeded``: tag ``nondeterministic_seeded`` (``randn``, ``dropout``, ...): it draws from the
+  global generator, so it also writes the one RNG variable -- random ops run in program order;
+* ``sync`` and its reason: ops that cannot be queued because their *result* is needed now --
+  a Python number (``_local_scalar_dense``: ``.item()``, ``bool(t)``, ``if t:``; ``equal``), or a
+  shape that depends on the data (``nonzero``, boolean masks, ``unique``).  These are the blocking
+  points: the op is queued like any other and the frontend waits for it;
+* ``meta_changing``: it changes its argument's shape or strides in place (``t_``, ``resize_``,
+  ``out=`` that resizes): its output metadata is recomputed every time instead of cached;
+* ``query``: a metadata question (``sym_size``, ``dim``, ``is_contiguous``): answered from the
+  wrapper's metadata without touching data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["FuncInfo", "func_info"]
+
+aten = torch.ops.aten
+_TENSOR_RETURNS = {"Tensor", "Tensor[]", "Tensor?", "Tensor?[]", "List[Tensor]", "Optional[Tensor]"}
+_QUERY_WORDS = ("size", "stride", "numel", "dim", "storage_offset", "is_contiguous", "is_strides_like",
+                "is_non_overlapping_and_dense", "is_same_size", "is_complex", "is_floating_point",
+                "is_signed", "is_conj", "is_neg", "is_inference", "is_coalesced", "layout", "device")
+_META_CHANGING = {"resize_", "resize_as_", "set_", "as_strided_", "squeeze_", "unsqueeze_", "t_",
+                  "transpose_", "swapdims_", "swapaxes_", "detach_", "_resize_output_", "resize_as_sparse_"}
+
+
+@dataclass(frozen=True)
+class FuncInfo:
+    """The facts of one op overload (see the module docstring)."""
+
+    name: str
+    write_pos: frozenset[int]
+    write_kw: frozenset[str]
+    seeded: bool
+    sync: str          # "" or why the op must be waited for
+    meta_changing: bool
+    query: bool
+    has_generator: bool
+    has_device: bool
+    kind: str          # "op" or "copy" (how traces draw it)
+    lift: bool         # torch.tensor(data)'s lift_fresh: the data exists already
+
+
+_CACHE: dict = {}
+
+
+def func_info(func) -> FuncInfo:
+    """The :class:`FuncInfo` of ``func`` (an ``OpOverload``), cached."""
+    info = _CACHE.get(func)
+    if info is None:
+        info = _CACHE[func] = _compute(func)
+    return info
+
+
+def _compute(func) -> FuncInfo:
+    schema = func._schema
+    name = func.overloadpacket.__name__
+    tags = set(getattr(func, "tags", ()))
+    write_pos, write_kw = set(), set()
+    pos = 0
+    has_generator = has_device = False
+    for arg in schema.arguments:
+        t = str(arg.type)
+        if "Generator" in t:
+            has_generator = True
+        if arg.name == "device":
+            has_device = True
+        written = arg.alias_info is not None and arg.alias_info.is_write
+        if arg.kwarg_only:
+            if written:
+                write_kw.add(arg.name)
+        else:
+            if written:
+                write_pos.add(pos)
+            pos += 1
+    returns = [str(r.type) for r in schema.returns]
+    non_tensor = any(r not in _TENSOR_RETURNS for r in returns)
+    query = non_tensor and any(w in name for w in _QUERY_WORDS) and not write_pos and not write_kw
+    sync = ""
+    if not query:
+        if non_tensor:
+            sync = "item" if name == "_local_scalar_dense" else name
+        elif torch.Tag.dynamic_output_shape in tags:
+            sync = f"data-dependent shape: {name}"
+        elif torch.Tag.data_dependent_output in tags:
+            sync = f"data-dependent output: {name}"
+    out_overload = bool(write_kw) or "out" in schema.overload_name
+    meta_changing = (torch.Tag.inplace_view in tags or name in _META_CHANGING or out_overload)
+    kind = "copy" if name in ("copy_", "_to_copy", "clone", "_copy_from", "lift_fresh_copy") else "op"
+    return FuncInfo(name=name, write_pos=frozenset(write_pos), write_kw=frozenset(write_kw),
+                    seeded=torch.Tag.nondeterministic_seeded in tags, sync=sync,
+                    meta_changing=meta_changing, query=query, has_generator=has_generator,
+                    has_device=has_device, kind=kind, lift=name in ("lift_fresh", "lift"))

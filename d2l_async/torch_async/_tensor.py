@@ -1,0 +1,135 @@
+"""``AsyncTensor``: a tensor whose value is being computed -- metadata now, data later.
+
+What ``y = x + 1`` returns inside ``d2l_async.asynchronous()``.  It is a torch *wrapper subclass*
+(``torch.Tensor._make_wrapper_subclass``): a real ``torch.Tensor`` as far as Python, autograd and
+``nn.Module`` are concerned (shape, dtype, ``requires_grad``, ``grad_fn``), but with **no
+storage**.  Its data lives in ``_real``, a plain tensor that a worker thread fills in when the op
+that makes it has run.  Storage-less matters: code that reads raw memory cannot read unfinished
+data by accident; it has to come through one of the methods below, which wait first.
+
+Fields (set by the runtime, read by the worker)::
+
+    _m     (shape, stride, storage_offset, dtype): the metadata every size query is answered from
+           (``dispatch_sizes_strides_policy="sizes"``: an in-place ``t_()`` just replaces it)
+    _var   the engine variable of its *storage*: views share their base's, so a write through
+           any view orders against reads of any other (d2l_async.engine._deps's rules)
+    _own   a view's own variable, written by the op that makes the view: its readers wait for
+           that op (None for a tensor with storage of its own: ``_var`` does that job)
+    _op    the op that makes ``_real`` (None when it was made already)
+    _real  the plain tensor, once ``_op`` has run
+    _rt    the runtime (``asynchronous()`` block) that queued it
+
+Blocking points -- the methods that need the data, and so wait for it, recorded as a *block*
+with the user's line, as the engine's blockers are: ``print``/``repr`` ("print"), ``.numpy()``
+and ``np.asarray`` ("numpy"), ``.tolist()`` ("tolist"), pickling and ``torch.save`` ("pickle"),
+``copy.deepcopy`` ("deepcopy"), and through the dispatcher ``.item()``, ``float()``, ``bool()``,
+``if t:`` ("item").
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+__all__ = ["AsyncTensor", "set_dispatch"]
+
+_CPU = torch.device("cpu")
+_DISPATCH: list[Callable] = []
+
+
+def set_dispatch(fn: Callable) -> None:
+    """Install the runtime's dispatch function (the runtime module imports this one)."""
+    _DISPATCH[:] = [fn]
+
+
+class AsyncTensor(torch.Tensor):
+    """A pending tensor (see the module docstring).  Made only by the runtime."""
+
+    _m: tuple
+    _real: torch.Tensor | None = None  # class defaults: two attribute writes fewer per op
+    _op: Any = None
+    _own: Any = None  # a view's own var (see _runtime): None for a tensor with its own storage
+
+    @staticmethod
+    def make(rt: Any, m: tuple, var: Any, real: torch.Tensor | None = None, op: Any = None) -> "AsyncTensor":
+        shape, stride, offset, dtype = m
+        t = torch.Tensor._make_wrapper_subclass(AsyncTensor, shape, strides=stride, storage_offset=offset,
+                                                dtype=dtype, device=_CPU, requires_grad=False,
+                                                dispatch_sizes_strides_policy="sizes")
+        t._m = m
+        t._var = var
+        t._rt = rt
+        if real is not None:
+            t._real = real
+        if op is not None:
+            t._op = op
+        return t
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        # reached when no asynchronous() mode is active on this thread (after the block, or on
+        # another thread): the tensor's own runtime queues it if still open, else it runs eagerly
+        return _DISPATCH[0](func, args, kwargs or {})
+
+    # -- the blocking points -----------------------------------------------------------------
+    def _value(self, reason: str) -> torch.Tensor:
+        """Wait for this tensor's data (and every write to its storage queued so far)."""
+        return self._rt.value(self, reason)
+
+    def _read(self, reason: str, fn: Callable[[torch.Tensor], Any]) -> Any:
+        """``fn(data)`` once the data is there, with no dispatch mode active: torch's own
+        ``numpy()``/``tolist()`` call ops (``detach``) that must not be queued."""
+        real = self._rt.value(self, reason)
+        from torch.utils._python_dispatch import _disable_current_modes
+        with _disable_current_modes():
+            return fn(real)
+
+    def __repr__(self, *, tensor_contents: Any = None) -> str:
+        text = self._read("print", repr)
+        if self.grad_fn is not None:
+            text = f"{text[:-1]}, grad_fn=<{type(self.grad_fn).__name__}>)"
+        elif self.requires_grad:
+            text = f"{text[:-1]}, requires_grad=True)"
+        return text
+
+    def __format__(self, spec: str) -> str:
+        if self.dim() == 0:
+            return self.item().__format__(spec)
+        return format(repr(self), spec)
+
+    def numpy(self, *, force: bool = False):
+        if self.requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        return self._read("numpy", lambda r: r.numpy(force=force))
+
+    def __array__(self, dtype: Any = None, copy: Any = None):
+        arr = self._read("numpy", lambda r: r.detach().numpy())
+        return arr if dtype is None else arr.astype(dtype, copy=False)
+
+    def tolist(self):
+        return self._read("tolist", lambda r: r.tolist())
+
+    def __reduce_ex__(self, proto: int):
+        # pickled (torch.save, multiprocessing) as the plain tensor it holds
+        return self._read("pickle", lambda r: r.detach().__reduce_ex__(proto))
+
+    def __deepcopy__(self, memo: dict) -> torch.Tensor:
+        if id(self) in memo:
+            return memo[id(self)]
+        real = self._read("deepcopy", lambda r: r.detach().clone())
+        new = self._rt.adopt(real) if not self._rt.closed else real
+        if self.requires_grad:
+            new.requires_grad_(True)
+        if getattr(self, "_is_param", False):
+            new = torch.nn.Parameter(new, requires_grad=self.requires_grad)
+        memo[id(self)] = new
+        return new
+
+    def data_ptr(self) -> int:
+        raise RuntimeError("this tensor is asynchronous (d2l_async.asynchronous): its data is not in "
+                           "memory yet. Read it with .numpy() / .tolist() / .item(), which wait for it.")
+
+    def untyped_storage(self):
+        raise RuntimeError("this tensor is asynchronous (d2l_async.asynchronous) and has no storage; "
+                           "wait for it with .numpy() or d2l_async.synchronize() and use that")
