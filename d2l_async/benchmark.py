@@ -29,6 +29,19 @@ from typing import Any, Callable
 __all__ = ["Benchmark", "Measurement", "measure", "synchronize"]
 
 
+class _Stdout:
+    """The sentinel :data:`STDOUT`."""
+
+    def __repr__(self) -> str:
+        return "sys.stdout"
+
+
+#: ``Benchmark``'s default ``file``: whatever ``sys.stdout`` is when the block ends, so
+#: ``contextlib.redirect_stdout`` and IPython's ``%%capture`` see the line (issue 11: binding
+#: ``sys.stdout`` at import printed past them).
+STDOUT = _Stdout()
+
+
 def _cuda_devices(device: Any) -> list[Any]:
     """The CUDA devices to synchronize: the given one, or all of them; [] without CUDA."""
     torch = sys.modules.get("torch")
@@ -80,13 +93,14 @@ class Benchmark:
         sync: synchronize CUDA devices and engines on entry and exit (default). ``False``
             reproduces the book's naive timing, which only measures the frontend.
         device: synchronize only this device (``"cuda:0"``, a ``torch.device``); default: all.
-        file: where to print (default ``sys.stdout``); ``None`` prints nothing.
+        file: where to print (default: ``sys.stdout`` as it is when the block ends, so a redirect or
+            ``%%capture`` captures it); ``None`` prints nothing.
 
     Attributes:
         elapsed: seconds measured, set on exit (``None`` before).
     """
 
-    def __init__(self, description: str = "Done", *, sync: bool = True, device: Any = None, file: Any = sys.stdout) -> None:
+    def __init__(self, description: str = "Done", *, sync: bool = True, device: Any = None, file: Any = STDOUT) -> None:
         if not isinstance(description, str):
             raise TypeError(f"description must be a str, got {type(description).__name__}")
         _check_device(device)
@@ -108,7 +122,8 @@ class Benchmark:
             synchronize(self.device)
         self.elapsed = time.perf_counter() - self._start
         if self.file is not None and exc_type is None:
-            print(f"{self.description}: {self.elapsed:.4f} sec", file=self.file)
+            out = sys.stdout if self.file is STDOUT else self.file
+            print(f"{self.description}: {self.elapsed:.4f} sec", file=out)
 
     def __repr__(self) -> str:
         t = "not run" if self.elapsed is None else f"{self.elapsed:.4f} sec"

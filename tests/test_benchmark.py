@@ -127,3 +127,35 @@ def test_measure_rejects_non_callable():
 def test_empty_measurement_is_an_error():
     with pytest.raises(ValueError):
         Measurement(())
+
+
+def test_default_file_is_resolved_when_the_block_ends():
+    # issue 11: `file=sys.stdout` bound at import printed past redirect_stdout and %%capture
+    import contextlib
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        with Benchmark("captured", sync=False):
+            pass
+    assert out.getvalue().startswith("captured: ")
+    quiet = io.StringIO()
+    with contextlib.redirect_stdout(quiet):
+        with Benchmark("silent", sync=False, file=None):
+            pass
+    assert quiet.getvalue() == ""
+
+
+def test_benchmark_inside_an_engine_op_raises_instead_of_hanging():
+    # issue 11: its synchronize() waited for the op it ran in
+    from d2l_async.engine import EngineError, ThreadedEngine
+
+    with ThreadedEngine() as eng:
+        x = eng.array([1.0])
+
+        def timed(t):
+            with Benchmark("inside", file=None):
+                t.add_(1)
+
+        eng.push(timed, writes=(x,))
+        with pytest.raises(EngineError, match="inside an op"):
+            x.wait_to_read(timeout=10)
