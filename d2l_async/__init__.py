@@ -28,9 +28,11 @@ _LAZY = {
     "Trace": "d2l_async.trace",
     "ThreadedEngine": "d2l_async.engine",
     "NaiveEngine": "d2l_async.engine",
+    "asynchronous": "d2l_async.torch_async",
+    "synchronize": "d2l_async.torch_async",
 }
 _SUBMODULES = {"analysis", "benchmark", "capture", "config", "devices", "engine", "experiments",
-               "lesson", "report", "trace", "viz", "widgets"}
+               "lesson", "report", "torch_async", "trace", "viz", "widgets"}
 
 __all__ = sorted([*_LAZY, "__version__"])
 
