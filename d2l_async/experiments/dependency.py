@@ -88,7 +88,8 @@ def check_expression(expression: str) -> ast.Expression:
 
     Raises:
         ValueError: a syntax error or anything outside :data:`NAMES`, :data:`FUNCTIONS`, numbers
-            and ``+ - * / @ **`` (the message names the offending part).
+            and ``+ - * / @ **`` (the message names the offending part); a number, or a part made
+            of numbers only, larger than :data:`CONSTANT_LIMIT` (``9 ** 9 ** 9``).
     """
     if not isinstance(expression, str) or not expression.strip():
         raise ValueError(f"expression must be a non-empty string like 'x * y + 2', got {expression!r}")
@@ -121,7 +122,55 @@ def check_expression(expression: str) -> ast.Expression:
             continue
         raise ValueError(f"{type(node).__name__} is not allowed in an expression; use names {NAMES}, numbers, "
                          f"+ - * / @ ** and {tuple(FUNCTIONS)}")
+    _check_constants(tree.body)
     return tree
+
+
+#: The largest magnitude a number, or a part of an expression made of numbers only, may have.
+#: Python computes such parts exactly on the frontend: ``9 ** 9 ** 9`` is an integer of 370
+#: million digits, minutes of work that not even Ctrl-C stops (issue 11).
+CONSTANT_LIMIT = 1e15
+
+
+def _check_constants(node: ast.AST) -> float | None:
+    """Bound every part of the expression made of numbers only, without computing it exactly.
+
+    Returns the part's value as a float, or None for a part that involves an array.  The value is
+    computed in floating point, which overflows (to inf or OverflowError) instead of growing
+    without end, so even a tower of powers is refused at once.
+
+    Raises:
+        ValueError: a number, or a constant part, beyond :data:`CONSTANT_LIMIT`.
+    """
+    if isinstance(node, ast.Constant):
+        value = abs(node.value) if isinstance(node.value, (int, float)) else 0.0
+        if value > CONSTANT_LIMIT:  # an int literal of 500 digits too
+            raise ValueError(f"the number {str(node.value)[:20]}... is too large; numbers in an expression "
+                             f"must lie within ±{CONSTANT_LIMIT:g}")
+        return float(node.value)
+    if isinstance(node, ast.UnaryOp):
+        value = _check_constants(node.operand)
+        return None if value is None else -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.Call):
+        _check_constants(node.args[0])
+        return None
+    if isinstance(node, ast.BinOp):
+        left, right = _check_constants(node.left), _check_constants(node.right)
+        if left is None or right is None:
+            return None
+        try:
+            value = _BINOPS[type(node.op)](left, right) if not isinstance(node.op, ast.MatMult) else 0.0
+        except ZeroDivisionError:
+            return 0.0  # raised again, with its own message, when the expression runs
+        except OverflowError:
+            value = float("inf")
+        if isinstance(value, complex):  # (-8) ** 0.5: a complex constant; bound its size
+            value = abs(value)
+        if not abs(value) <= CONSTANT_LIMIT:  # also catches inf and nan
+            raise ValueError(f"the constant part {ast.unparse(node)[:40]!r} is too large (beyond "
+                             f"±{CONSTANT_LIMIT:g}); use smaller numbers")
+        return value
+    return None
 
 
 def _evaluate(node: ast.AST, env: dict[str, Any]) -> Any:
