@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from ._common import Where
 from ._launch import (BACKENDS, DistributedError, LaunchResult, RankContext, RankError, RankTimeout, free_port,
-                      launch)
+                      is_alive, launch)
 from ._overlap import RankComm, comm_overlap
 from .collective import CollectiveResult, run_collective
 from .collective import checks as collective_checks
@@ -49,5 +49,5 @@ from .training import TrainingResult, overlap_checks, run_overlap, run_straggler
 __all__ = [
     "BACKENDS", "CollectiveResult", "DistributedError", "LaunchResult", "MODES", "RankComm", "RankContext",
     "RankError", "RankTimeout", "TrainingResult", "Where", "collective_checks", "comm_overlap", "free_port",
-    "launch", "overlap_checks", "profiled", "run_collective", "run_overlap", "run_straggler", "straggler_checks",
+    "is_alive", "launch", "overlap_checks", "profiled", "run_collective", "run_overlap", "run_straggler", "straggler_checks",
 ]

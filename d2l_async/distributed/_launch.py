@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 __all__ = ["BACKENDS", "DistributedError", "LaunchResult", "RankContext", "RankError", "RankTimeout", "free_port",
-           "launch"]
+           "is_alive", "launch"]
 
 #: The process-group backends: gloo (CPU, any machine) and NCCL (one GPU per rank).
 BACKENDS = ("gloo", "nccl")
@@ -61,12 +61,15 @@ class DistributedError(RuntimeError):
 
 
 class RankError(DistributedError):
-    """A rank raised.  ``rank``, ``exc_type`` and ``remote_traceback`` say where and what."""
+    """A rank raised.  ``rank``, ``exc_type`` and ``remote_traceback`` say where and what;
+    ``latency_s`` how long the error took from the rank's ``raise`` to this exception."""
 
-    def __init__(self, rank: int, exc_type: str, message: str, remote_traceback: str) -> None:
+    def __init__(self, rank: int, exc_type: str, message: str, remote_traceback: str,
+                 raised_at: float | None = None) -> None:
         self.rank = rank
         self.exc_type = exc_type
         self.remote_traceback = remote_traceback
+        self.latency_s = time.time() - raised_at if raised_at is not None else float("nan")
         super().__init__(f"rank {rank} raised {exc_type}: {message}\n\n"
                          f"Traceback in rank {rank}:\n{remote_traceback.rstrip()}")
 
@@ -124,6 +127,23 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def is_alive(pid: int) -> bool:
+    """True while process ``pid`` exists and has not exited (a zombie counts as gone)."""
+    try:
+        stat = Path(f"/proc/{int(pid)}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc (macOS): ask the kernel
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
 
 
 def _check(fn: Any, world_size: Any, backend: Any, timeout: Any) -> None:
@@ -282,8 +302,8 @@ def _root_cause(first: tuple[Any, ...], results: Any, wait: float = 0.3) -> Rank
         if msg[0] == "error":
             errors.append(msg)
     own = [e for e in errors if not any(p in e[3] for p in _PEER_GONE)]
-    _, rank, exc_type, message, tb = (own or errors)[0]
-    return RankError(rank, exc_type, message, tb)
+    _, rank, exc_type, message, tb, raised_at = (own or errors)[0]
+    return RankError(rank, exc_type, message, tb, raised_at)
 
 
 def _signal_name(code: int | None) -> str:
@@ -339,7 +359,7 @@ def _rank_main(fn: Callable[[RankContext], Any], ctx: RankContext, port: int, re
     try:
         value = run_rank(fn, ctx)
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the parent
-        results.put(("error", ctx.rank, type(exc).__name__, str(exc), traceback.format_exc()))
+        results.put(("error", ctx.rank, type(exc).__name__, str(exc), traceback.format_exc(), time.time()))
         results.close()
         results.join_thread()
         os._exit(1)  # skip atexit/gloo teardown that could hang on a peer that is gone

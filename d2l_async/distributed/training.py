@@ -218,7 +218,7 @@ def overlap_checks(r: TrainingResult) -> list[Any]:
         shown=f"median step {1e3 * t_bucket:.1f} ms bucketed vs {1e3 * t_after:.1f} ms after backward; "
               f"{hidden:.0%} of the bucketed communication hidden behind backward",
         otherwise=(f"{r.where.cpu_sentence(r.ranks)}: a hidden all-reduce was waiting for a core (or for the other "
-                   "rank, which waited for the same core), not progressing beside the backward pass; one core can "
+                   "rank, which waited for the same core), not progressing beside the backward pass; time-shared cores "
                    "show *when* things happen, not a speed-up. Run on a machine with a spare core per busy thread "
                    "(or GPUs with NCCL)" if threads > 1 else
                    f"{r.where.cpu_sentence(r.ranks) or 'NCCL ranks'}: cores enough, but the gradients "

@@ -1,17 +1,8 @@
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-
-def alive(pid: int) -> bool:
-    """True while the process exists and is not a zombie."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-    return state not in ("Z", "X")
+from d2l_async.distributed import is_alive as alive
 
 
 @pytest.fixture

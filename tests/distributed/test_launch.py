@@ -38,7 +38,8 @@ def test_a_rank_that_raises_surfaces_with_its_traceback_within_10_s(pids):
     assert err.rank == 1 and err.exc_type == "ValueError"
     assert "Traceback" in err.remote_traceback and "raising_rank" in err.remote_traceback
     assert "deliberate error" in str(err) and "rank 1 raised ValueError" in str(err)
-    assert took < 10, f"the error took {took:.1f} s to surface"
+    assert 0 <= err.latency_s < 10, f"the error took {err.latency_s:.1f} s from the rank's raise to the caller"
+    assert took < 60
     # the two other ranks were blocked in a barrier the failing rank never entered: ended, not waited for
     assert len(pids) == 3 and not any(alive(p) for p in pids)
 
