@@ -1,0 +1,154 @@
+"""Run a notebook the way a Binder reader does: one CPU, shared with a busy neighbour.
+
+:func:`run_pinned` executes a notebook with nbclient while this thread's CPU affinity is narrowed to
+one CPU, so the kernel it starts (and every thread the kernel starts: engine workers, BLAS) inherits
+that one CPU; a busy process started under the same affinity competes for it the whole time (a
+``while True`` loop that exits by itself if this process dies, and is killed on every exit path).
+A last cell, appended in memory only, reports the kernel's affinity and peak RSS.
+
+Used by the one-core test (``tests/one_core/test_one_core.py``, quick mode, in ``make test``) and
+by ``benchmarks/bench_notebooks.py`` (default mode: wall time and peak RSS per notebook).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from d2l_async import lesson
+
+__all__ = ["NotebookRun", "run_pinned", "pinned", "busy_neighbour", "NOTEBOOKS"]
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+# Exits on its own once its parent is gone, so a killed test run leaves no spinning process.
+_BUSY = ("import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n"
+         "    for _ in range(200_000):\n        pass\n")
+_PROBE_TAG = "D2L_ASYNC_PROBE "
+_PROBE = (
+    "import json as _j, os as _o, resource as _r\n"
+    f"print({_PROBE_TAG!r} + _j.dumps({{'affinity': sorted(_o.sched_getaffinity(0)), "
+    "'maxrss_kb': _r.getrusage(_r.RUSAGE_SELF).ru_maxrss, "
+    "'children_maxrss_kb': _r.getrusage(_r.RUSAGE_CHILDREN).ru_maxrss}))"
+)
+
+
+@dataclass(frozen=True)
+class NotebookRun:
+    """One pinned execution of a notebook.
+
+    Attributes:
+        name: the notebook's file name.
+        seconds: wall time from starting the kernel to the last cell's end.
+        checks: every lesson check its outputs hold, in order.
+        error: the first cell error (``""``: none).
+        kineto_lines: stderr lines in kineto's progress format (a leak the reader should not see).
+        affinity: the CPUs the kernel could use (read inside it).
+        peak_rss_bytes: the kernel's peak resident memory.
+        children_peak_rss_bytes: the peak of its finished child processes.
+        cpu: the CPU it was pinned to; ``busy``: whether a busy process shared it.
+    """
+
+    name: str
+    seconds: float
+    checks: tuple[lesson.Check, ...]
+    error: str
+    kineto_lines: tuple[str, ...]
+    affinity: tuple[int, ...]
+    peak_rss_bytes: int
+    children_peak_rss_bytes: int
+    cpu: int
+    busy: bool
+    cells: int = field(default=0)
+
+    @property
+    def unexplained(self) -> tuple[lesson.Check, ...]:
+        return tuple(c for c in self.checks if not c.explained)
+
+
+@contextlib.contextmanager
+def pinned(cpu: int) -> Iterator[None]:
+    """Narrow this thread's CPU affinity to ``cpu`` inside the block (children inherit it)."""
+    old = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, old)
+
+
+@contextlib.contextmanager
+def busy_neighbour(enabled: bool = True) -> Iterator[subprocess.Popen | None]:
+    """A process spinning on this thread's CPUs for the duration of the block; always killed."""
+    if not enabled:
+        yield None
+        return
+    proc = subprocess.Popen([sys.executable, "-c", _BUSY], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
+def _text(out) -> str:
+    text = out.get("text", "")
+    return "".join(text) if isinstance(text, list) else str(text)
+
+
+def run_pinned(path: str | os.PathLike, *, quick: bool = True, busy: bool = True, cpu: int | None = None,
+               timeout: int = 600) -> NotebookRun:
+    """Execute the notebook at ``path`` pinned to one CPU (default: the first this process may use)
+    beside a busy process, in quick or default mode; never raises for a failing cell (see ``error``)."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+    path = Path(path)
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(_PROBE))
+    cpu = min(os.sched_getaffinity(0)) if cpu is None else cpu
+    saved = os.environ.get("D2L_ASYNC_QUICK")
+    os.environ["D2L_ASYNC_QUICK"] = "1" if quick else "0"
+    error = ""
+    t0 = time.perf_counter()
+    try:
+        with pinned(cpu), busy_neighbour(busy):
+            client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                                    resources={"metadata": {"path": str(path.parent)}})
+            try:
+                client.execute()
+            except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
+                error = f"{type(exc).__name__}: {str(exc)[-3000:]}"
+    finally:
+        if saved is None:
+            os.environ.pop("D2L_ASYNC_QUICK", None)
+        else:
+            os.environ["D2L_ASYNC_QUICK"] = saved
+    seconds = time.perf_counter() - t0
+    checks, leaks, probe = [], [], {}
+    for cell in nb.cells:
+        outputs = cell.get("outputs", []) if cell.cell_type == "code" else []
+        checks += lesson.checks_in_outputs(outputs)
+        for out in outputs:
+            if out.get("output_type") == "error" and not error:
+                error = f"{out.get('ename')}: {out.get('evalue')}"
+            if out.get("output_type") != "stream":
+                continue
+            for line in _text(out).splitlines():
+                if out.get("name") == "stderr" and (line.startswith("USDT:") or line.startswith("STAGE:")):
+                    leaks.append(line)
+                if line.startswith(_PROBE_TAG):
+                    probe = json.loads(line[len(_PROBE_TAG):])
+    return NotebookRun(path.name, seconds, tuple(checks), error, tuple(leaks), tuple(probe.get("affinity", ())),
+                       int(probe.get("maxrss_kb", 0)) * 1024, int(probe.get("children_maxrss_kb", 0)) * 1024,
+                       cpu, busy, len(nb.cells) - 1)

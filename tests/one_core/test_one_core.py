@@ -1,0 +1,50 @@
+"""The one-core test: every notebook, quick mode, pinned to one CPU beside a busy process.
+
+That is roughly what a Binder reader gets (about one shared CPU).  A notebook fails when a cell
+errors, when it holds no lesson check (:mod:`d2l_async.lesson`), when a check is a ✘ without its
+explanation, or when the profiler's progress lines leak to its stderr.  Each notebook's checks are
+printed (``pytest -s`` shows them), so a ✘ with its reason is visible in the log.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from .pinned import NOTEBOOKS, busy_neighbour, pinned, run_pinned
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs Linux CPU affinity")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_on_one_busy_core(path):
+    run = run_pinned(path, quick=True, busy=True, timeout=900)
+    print(f"\n{run.name}: {run.seconds:.1f} s on CPU {run.cpu} beside a busy process, "
+          f"peak kernel RSS {run.peak_rss_bytes / 2**20:.0f} MiB")
+    for c in run.checks:
+        print("   ", c.text)
+    assert not run.error, f"{run.name}: a cell failed on one busy core:\n{run.error}"
+    assert run.affinity == (run.cpu,), f"{run.name}: the kernel was not pinned (affinity {run.affinity})"
+    assert run.checks, (f"{run.name} holds no lesson check: state what this run should show with "
+                        "d2l_async.lesson.expect(name, holds, shown=..., otherwise=...)")
+    bad = [c.text for c in run.unexplained]
+    assert not bad, f"{run.name}: a ✘ without its explanation (give otherwise=...): {bad}"
+    assert not run.kineto_lines, f"{run.name}: profiler progress lines leaked to stderr: {run.kineto_lines[:2]}"
+
+
+def test_pinning_and_the_busy_neighbour_are_real():
+    """The harness itself: children inherit the one CPU, and the neighbour dies with the block."""
+    import subprocess
+    import sys
+
+    cpu = min(os.sched_getaffinity(0))
+    before = os.sched_getaffinity(0)
+    with pinned(cpu), busy_neighbour() as busy:
+        child = subprocess.run([sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
+                               capture_output=True, text=True, timeout=60)
+        assert child.stdout.strip() == f"[{cpu}]"
+        assert os.sched_getaffinity(busy.pid) == {cpu}
+        assert busy.poll() is None  # spinning
+    assert busy.poll() is not None  # killed on leaving the block
+    assert os.sched_getaffinity(0) == before
