@@ -7,10 +7,19 @@ of the backend, and the two run concurrently.  The definition is HolisticTraceAn
 
 so each issue adds one and each start removes one (``in_flight=True`` removes at the end instead,
 counting running work too).  The series has one row per change, like HTA's: several rows may share
-a time, the last one holds.  On the traces HTA ships, :func:`queue_length_summary` gives HTA 0.5.0's
-``count``, ``mean`` and ``max`` (``mean`` is over change points, as HTA's is); the time-weighted mean
-and the time spent at the maximum are what a figure should show, since they weigh each level by how
-long it lasted.  The step function itself is :func:`d2l_async.trace.queue_steps`.
+a time, the last one holds.
+
+HTA's defaults, reproduced: work *launched* in the last ``ProfilerStep`` of a trace with two
+steps or more is left out (``include_last_profiler_step=False``: the recording may have cut that
+step short; pass ``True`` to count the whole file), only HTA's launch calls fill the queue, and at
+equal timestamps rows are ordered as HTA's own sort orders them (:func:`~d2l_async.trace.hta_tie_ranks`;
+traces without a profiler clock: a launch before a start).  With these, :func:`queue_length_summary` gives
+HTA 0.5.0's ``count`` and ``max`` per stream on every public trace the tests carry (2021 Kineto,
+ROCm, MTIA, multi-rank NCCL, Triton, multi-step training steps), and its ``mean`` (over change
+points, as HTA's is) to 0.5% where HTA's unstable sort reorders equal-time steps.  The
+time-weighted mean and the time spent at the maximum are what a figure should show, since they
+weigh each level by how long it lasted.  The step function itself is
+:func:`d2l_async.trace.queue_steps`.
 """
 
 from __future__ import annotations
@@ -18,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..trace import Trace, queue_steps, queued_mask
+from ..trace import Trace, hta_tie_ranks, queue_steps, queued_mask
 from ._common import backend_lane, check_trace
 
 __all__ = ["queue_length_series", "queue_length_summary", "SUMMARY_COLUMNS"]
@@ -29,7 +38,8 @@ SUMMARY_COLUMNS = ("lane", "device", "stream", "count", "mean", "max", "time_wei
                    "time_at_max", "fraction_at_max", "span")
 
 
-def queue_length_series(trace: Trace, lane: str | None = None, *, in_flight: bool = False) -> pd.DataFrame:
+def queue_length_series(trace: Trace, lane: str | None = None, *, in_flight: bool = False,
+                        include_last_profiler_step: bool = False) -> pd.DataFrame:
     """The queue length of each backend lane as a step series.
 
     Args:
@@ -37,6 +47,8 @@ def queue_length_series(trace: Trace, lane: str | None = None, *, in_flight: boo
         lane: one backend lane's name; ``None`` for all of them, in lane order.
         in_flight: count work from issue until it *ends* (queued plus running) instead of until it
             starts.
+        include_last_profiler_step: also count work launched in the last ``ProfilerStep`` of a
+            multi-step trace (HTA's default, ``False``, leaves it out).
 
     Returns:
         A DataFrame with columns ``time`` (seconds), ``lane``, ``stream`` and ``queue_length``:
@@ -45,10 +57,11 @@ def queue_length_series(trace: Trace, lane: str | None = None, *, in_flight: boo
     """
     check_trace(trace)
     lanes = [backend_lane(trace, lane)] if lane is not None else list(trace.backend_lanes)
-    mask = queued_mask(trace)
+    mask = queued_mask(trace, include_last_profiler_step=_flag(include_last_profiler_step))
+    ties = None if in_flight else hta_tie_ranks(trace, mask)
     parts = []
     for ln in lanes:
-        t, q = queue_steps(trace, ln.name, in_flight=in_flight, mask=mask)
+        t, q = queue_steps(trace, ln.name, in_flight=in_flight, mask=mask, ties=ties)
         if len(t):
             parts.append(pd.DataFrame({"time": t, "lane": ln.name, "stream": ln.stream, "queue_length": q}))
     if not parts:
@@ -61,7 +74,14 @@ def _empty_series() -> pd.DataFrame:
                          "stream": np.zeros(0, dtype=np.int64), "queue_length": np.zeros(0, dtype=np.int64)})
 
 
-def queue_length_summary(trace: Trace, *, in_flight: bool = False) -> pd.DataFrame:
+def _flag(value: object) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"include_last_profiler_step must be True or False, got {value!r}")
+    return bool(value)
+
+
+def queue_length_summary(trace: Trace, *, in_flight: bool = False,
+                         include_last_profiler_step: bool = False) -> pd.DataFrame:
     """Queue-length statistics, one row per backend lane that had queued work.
 
     Columns: ``lane``, ``device``, ``stream``; ``count`` (change points), ``mean`` (over change
@@ -69,13 +89,15 @@ def queue_length_summary(trace: Trace, *, in_flight: bool = False) -> pd.DataFra
     held, from the first change to the last); ``time_at_max`` (seconds at the maximum) and
     ``fraction_at_max`` (of ``span``); ``span`` (seconds from the first change to the last).
 
+    ``include_last_profiler_step``: as in :func:`queue_length_series` (HTA's default: ``False``).
     A trace without backend work (a CPU-only profile) gives an empty frame with these columns.
     """
     check_trace(trace)
-    mask = queued_mask(trace)
+    mask = queued_mask(trace, include_last_profiler_step=_flag(include_last_profiler_step))
+    ties = None if in_flight else hta_tie_ranks(trace, mask)
     rows = []
     for ln in trace.backend_lanes:
-        t, q = queue_steps(trace, ln.name, in_flight=in_flight, mask=mask)
+        t, q = queue_steps(trace, ln.name, in_flight=in_flight, mask=mask, ties=ties)
         if not len(t):
             continue
         rows.append({"lane": ln.name, "device": ln.device, "stream": ln.stream, **_stats(t, q)})

@@ -9,13 +9,17 @@ Loads neither torch, plotly nor ipywidgets.
 
 from __future__ import annotations
 
-from ._chrome import LAUNCH_CALLS, SYNC_CALLS, read_chrome_trace
+from ._chrome import read_chrome_trace
+from ._json import HAVE_MSGSPEC
+from ._kineto import CATEGORIES, LAUNCH_CALLS, SYNC_CALLS, UnplacedDeviceEvents
 from ._model import BACKEND_KINDS, COLUMNS, Event, Kind, Lane, LaneRole, Trace, TraceError
 from ._perfetto import write_chrome_trace
-from ._queue import queue_steps, queued_mask
+from ._queue import hta_tie_ranks, last_step_starts, queue_steps, queued_mask
 from ._ranks import COLLECTIVE_PREFIXES, RankLanes, merge_ranks, rank_lanes, read_trace_dir
+from ._stack import PYTHON_GROUP, is_python_lane
 
 __all__ = [
-    "BACKEND_KINDS", "COLLECTIVE_PREFIXES", "COLUMNS", "RankLanes", "merge_ranks", "rank_lanes", "read_trace_dir", "Event", "Kind", "LAUNCH_CALLS", "Lane", "LaneRole", "SYNC_CALLS",
+    "BACKEND_KINDS", "CATEGORIES", "COLLECTIVE_PREFIXES", "HAVE_MSGSPEC", "PYTHON_GROUP", "UnplacedDeviceEvents",
+    "hta_tie_ranks", "is_python_lane", "last_step_starts", "COLUMNS", "RankLanes", "merge_ranks", "rank_lanes", "read_trace_dir", "Event", "Kind", "LAUNCH_CALLS", "Lane", "LaneRole", "SYNC_CALLS",
     "Trace", "TraceError", "queue_steps", "queued_mask", "read_chrome_trace", "write_chrome_trace",
 ]

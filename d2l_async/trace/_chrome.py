@@ -1,363 +1,372 @@
-"""Chrome Trace Event JSON: read torch.profiler (Kineto) traces, write traces Perfetto opens.
+"""Chrome Trace Event JSON: read torch.profiler (Kineto) traces of any generation.
 
-Reading maps a profiler trace onto the lanes of :class:`~d2l_async.trace.Trace`::
+Reading maps a profiler trace onto the lanes of :class:`~d2l_async.trace.Trace` (the category
+table for every Kineto generation, CUDA, ROCm and MTIA is in ``_kineto.py``)::
 
     CPU thread (pid, tid)  -> frontend lane "thread 4515 (python)"
-        cpu_op                            -> Kind.OP
-        cudaLaunchKernel, cudaMemcpyAsync -> Kind.LAUNCH   (see LAUNCH_CALLS)
+        cpu_op / Operator                 -> Kind.OP
+        cudaLaunchKernel, hipLaunchKernel, runFunction - job_prep... -> Kind.LAUNCH (LAUNCH_CALLS)
         cudaStreamSynchronize, ...        -> Kind.BLOCK, reason = the call (see SYNC_CALLS)
         any other runtime/driver call     -> Kind.RUNTIME
-    GPU stream (device, stream) -> backend lane "cuda:0 stream 7"
+        python_function (with_stack=True) -> Kind.PYTHON on the "python call stack" lanes
+    gloo's communication thread          -> backend lane of device "cpu" (gloo:all_reduce ranges)
+    device stream (device, stream) -> backend lane "cuda:0 stream 7" / "mtia:9 stream 1"
         kernel -> Kind.KERNEL, gpu_memcpy -> Kind.COPY, gpu_memset -> Kind.MEMSET
 
-A runtime call and the GPU work it caused share ``args.correlation``: that number becomes the
-``flow`` column of both, and the GPU event's ``issue`` is the start of its runtime call.  Work whose
-call is missing (or calls whose work is missing, as when the profiler window cuts a step) is counted
-in ``meta["unmatched_gpu_ops"]`` and ``meta["unmatched_launches"]``, never an error.
+A runtime call and the device work it caused share ``args.correlation``: that number becomes the
+``flow`` column of both, and the device event's ``issue`` is the start of its runtime call.  Work
+whose call is missing (or calls whose work is missing, as when the profiler window cuts a step) is
+counted in ``meta["unmatched_gpu_ops"]`` and ``meta["unmatched_launches"]``, never an error.
 
 Times in the file are microseconds, absolute or relative to ``baseTimeNanoseconds``; the trace
-holds seconds from its first event.  Other categories are skipped and counted in
-``meta["skipped"]``: ``user_annotation`` ranges (``record_function`` labels, ``ProfilerStep#3``)
-can span the whole trace and would hide when the thread was really busy (the ``ProfilerStep``
-ranges are kept in ``meta["steps"]``); ``cuda_sync``,
-``gpu_user_annotation`` and ``python_function`` are not work on a lane either.
+holds seconds from its first event (``meta["origin_us"]``, ``meta["base_time_ns"]`` keep the
+absolute zero, which :func:`~d2l_async.trace.merge_ranks` uses to put ranks on one clock).  The
+``ProfilerStep#N`` ranges are kept in ``meta["steps"]``, not as events: they span whole steps and
+would hide when the thread was really busy.  Other ``user_annotation`` ranges, ``cuda_sync``
+markers and the profiler's own spans are skipped and counted in ``meta["skipped"]``.
 
 Files written by :func:`~d2l_async.trace.write_chrome_trace` (``_perfetto.py``) carry every column
 in ``args["d2l"]`` and the lanes in a top-level ``"d2l_async"`` record; for those the reader
-restores the trace exactly instead of applying the mapping above.
+restores the trace instead of applying the mapping above.
 
-Only the standard library and numpy: no torch, no pandas.
+Only the standard library, numpy and (optionally) msgspec: no torch, no pandas.
 """
 
 from __future__ import annotations
 
 import gc
-import gzip
-import json
 import math
 import os
-import zlib
+import warnings
 from collections import Counter
-from itertools import compress
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ._json import Fields, load_fields
+from ._kineto import (BACK, CATEGORIES, COLLECTIVE_CATEGORY, LAUNCH_CALLS, SKIPPED_CATEGORIES, SYNC_CALLS,
+                      UnplacedDeviceEvents, category, device_prefix, is_mtia_copy)
 from ._model import _DEFAULTS, COLUMNS, Kind, Lane, LaneRole, Trace, TraceError, _order_lanes
+from ._restore import apply_ours as _apply_ours
 from ._ranks import COLLECTIVE_PREFIXES
+from ._stack import PYTHON_GROUP, stack_depths, stack_lane_name
 
 __all__ = ["read_chrome_trace", "LAUNCH_CALLS", "SYNC_CALLS"]
 
-#: Runtime/driver calls that put work on a stream's launch queue.  HTA 0.5.0 counts exactly these
-#: (``TraceSymbolTable.get_runtime_launch_events_query``), so queue lengths agree with it.
-LAUNCH_CALLS = frozenset({
-    "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync",
-    # ROCm builds of PyTorch (HTA counts these too)
-    "hipLaunchKernel", "hipExtModuleLaunchKernel", "hipMemcpyAsync", "hipMemsetAsync", "hipMemcpyWithStream",
-})
-#: Calls that make the CPU thread wait for the GPU: the frontend is blocked while they run.
-SYNC_CALLS = frozenset({
-    "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy",
-    "cudaMemcpy2D", "cudaMemcpyFromSymbol", "cudaMemcpyToSymbol", "cudaMemset",
-    "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cuMemcpyDtoH", "cuMemcpyHtoD",
-    "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize", "hipMemcpy",
-})
-
-# category -> (role, kind); runtime calls are refined by name after parsing
-_FRONT, _BACK = 0, 1
-_CATS: dict[str, tuple[int, str]] = {
-    "cpu_op": (_FRONT, Kind.OP.value),
-    "cuda_runtime": (_FRONT, Kind.RUNTIME.value),
-    "cuda_driver": (_FRONT, Kind.RUNTIME.value),
-    "kernel": (_BACK, Kind.KERNEL.value),
-    "gpu_memcpy": (_BACK, Kind.COPY.value),
-    "gpu_memset": (_BACK, Kind.MEMSET.value),
-    "collective": (_FRONT, Kind.OP.value),  # a user_annotation named gloo:*, nccl:* (see below)
-}
-_COLLECTIVE = "collective"
 _KIND_TO_CAT = {
     Kind.OP.value: "cpu_op", Kind.LAUNCH.value: "cuda_runtime", Kind.RUNTIME.value: "cuda_runtime",
     Kind.BLOCK.value: "cuda_runtime", Kind.KERNEL.value: "kernel", Kind.COPY.value: "gpu_memcpy",
-    Kind.MEMSET.value: "gpu_memset",
+    Kind.MEMSET.value: "gpu_memset", Kind.PYTHON.value: "python_function",
 }
 _FORMAT_KEY = "d2l_async"  # top-level record of files we write
-_EXTRA = ("id", "kind", "issue", "source", "reason", "nbytes", "deps", "reads", "writes", "device")
+_PY = "python_function"
+_DEVICE_PROCESS = ("GPU", "MTIA", "XPU", "HPU")
+_MAX_US = 1e17  # µs: 3,000 years; absolute Kineto times are ~1.8e15 µs since 1970
 
 
-# ---------------------------------------------------------------------------------------------
-# reading
-# ---------------------------------------------------------------------------------------------
-def _load_json(path: Path) -> Any:
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except FileNotFoundError:
-        raise TraceError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise TraceError(f"{path}: is a directory, expected a Chrome-trace .json or .json.gz file") from None
-    except OSError as exc:
-        raise TraceError(f"{path}: cannot read the file ({exc})") from exc
-    if raw[:2] == b"\x1f\x8b":  # gzip magic, whatever the suffix
-        try:
-            raw = gzip.decompress(raw)
-        except (EOFError, OSError, zlib.error) as exc:
-            raise TraceError(f"{path}: corrupt or truncated gzip data ({exc})") from None
-    try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise TraceError(f"{path}: not valid JSON ({exc})") from None
-
-
-def read_chrome_trace(path: str | os.PathLike[str]) -> Trace:
+def read_chrome_trace(path: str | os.PathLike[str], *, python_stack: bool = True) -> Trace:
     """Load a torch.profiler / Kineto Chrome-trace JSON file (plain or gzip) as a :class:`Trace`.
 
     Args:
         path: a ``.json`` or ``.json.gz`` file (gzip is detected from the content).
+        python_stack: keep the ``python_function`` events of a ``with_stack=True`` trace as the
+            "python call stack" lane group (``False`` skips them: a smaller trace).
 
     Returns:
-        The trace: CPU threads as frontend lanes, GPU streams as backend lanes, times in seconds
-        from the first event.  ``meta`` holds ``source="chrome"``, ``path``, ``device`` (the GPU
-        names), ``unmatched_launches``, ``unmatched_gpu_ops``, ``skipped`` and the file's own
-        top-level fields under ``file``.
+        The trace: CPU threads as frontend lanes, device streams as backend lanes, times in
+        seconds from the first event.  ``meta`` holds ``source="chrome"``, ``path``, ``device``
+        (the GPU names), ``unmatched_launches``, ``unmatched_gpu_ops``, ``skipped``,
+        ``generations`` (which Kineto category sets the file used), ``steps``, ``origin_us`` and
+        the file's own top-level fields under ``file``.
 
     Raises:
-        TraceError: the file is missing, not JSON, truncated, or not a Chrome trace; the message
-            names the file and the problem.
+        TraceError: the file is missing, not JSON, truncated, nested absurdly deep, not a Chrome
+            trace, or has out-of-range times; the message names the file and the problem.
+
+    Warns:
+        UnplacedDeviceEvents: device events in categories the reader does not know.
     """
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"read_chrome_trace expects a file path (str or os.PathLike), got {type(path).__name__}")
     path = Path(path)
-    # json.loads makes ~100k small dicts; the cyclic GC would rescan them again and again while
+    # parsing makes ~10^5-10^6 small objects; the cyclic GC would rescan them again and again while
     # they are built (none of them can form a cycle), which doubles the load time.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _read(path)
+        fields = load_fields(path)
+        try:
+            return _parse(fields, path, python_stack)
+        except TraceError:
+            raise
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+            raise TraceError(f"{path}: malformed trace event data ({type(exc).__name__}: {exc})") from None
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _read(path: Path) -> Trace:
-    doc = _load_json(path)
-    if isinstance(doc, list):  # the JSON-array form of the format
-        doc = {"traceEvents": doc}
-    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
-        got = type(doc).__name__ if not isinstance(doc, dict) else f"keys {sorted(doc)[:6]}"
-        raise TraceError(f"{path}: not a Chrome trace: expected an object with a 'traceEvents' list, got {got}")
+def _take(values: list[Any], idx: list[int]) -> list[Any]:
+    return [values[i] for i in idx]
+
+
+def _numbers(values: list[Any], label: str, path: Path, dtype: Any, default: Any) -> np.ndarray:
+    vals = [default if v is None else v for v in values]
     try:
-        return _parse(doc, path)
-    except TraceError:
-        raise
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError, OverflowError) as exc:
-        raise TraceError(f"{path}: malformed trace event data ({type(exc).__name__}: {exc})") from None
-
-
-def _parse(doc: dict[str, Any], path: Path) -> Trace:
-    events = doc["traceEvents"]
-    ours = doc.get(_FORMAT_KEY) if isinstance(doc.get(_FORMAT_KEY), dict) else None
-
-    # A few C-speed passes (list comprehensions) instead of one Python loop with many appends:
-    # this is what keeps a 109k-event file well under a second.
-    if set(map(type, events)) - {dict}:
-        i = next(i for i, e in enumerate(events) if type(e) is not dict)
-        raise TraceError(f"{path}: traceEvents[{i}] is a {type(events[i]).__name__}, expected an object")
-    cats = _CATS
-    phs = [e.get("ph") for e in events]
-    phases = Counter(phs)
-    slices = list(compress(events, [p == "X" for p in phs]))
-    cat_all = [e.get("cat") for e in slices]
-    if "user_annotation" in cat_all:  # c10d's collectives (gloo:all_reduce) are work, not labels
-        cat_all = [_COLLECTIVE if c == "user_annotation" and str(e.get("name", "")).startswith(COLLECTIVE_PREFIXES)
-                   else c for c, e in zip(cat_all, slices)]
-    cat_counts = Counter(cat_all)
-    skipped = {str(k): v for k, v in cat_counts.items() if k not in cats}
-    skipped.update({f"ph={k}": v for k, v in phases.items() if k not in ("X", "M", "s", "f", "i", "I", "C")})
-    if ours is not None:  # our own file: every slice carries its record, whatever its category
-        keep = [type(e.get("args")) is dict and "d2l" in e["args"] for e in slices]
-        if not all(keep):
-            raise TraceError(f"{path}: {keep.count(False)} slices lack their args.d2l record; "
-                             "was the file edited after d2l_async wrote it?")
-        skipped = {}
-        xs, cat_l = slices, cat_all
-    elif skipped:
-        keep = [c in cats for c in cat_all]
-        xs, cat_l = list(compress(slices, keep)), list(compress(cat_all, keep))
-    else:
-        xs, cat_l = slices, cat_all
-    n = len(xs)
-    cat = np.empty(n, dtype=object)
-    cat[:] = cat_l
-    role = np.zeros(n, dtype=np.int8)
-    kind = np.full(n, Kind.OP.value, dtype=object)
-    for c_name, (c_role, c_kind) in cats.items():
-        if c_name in cat_counts:
-            m = cat == c_name
-            role[m] = c_role
-            kind[m] = c_kind
-    back = role == _BACK
-    back_l = back.tolist()
-
-    name_l = [e.get("name", "") for e in xs]
-    pid_l = [e.get("pid", 0) for e in xs]
-    tid_l = [e.get("tid", 0) for e in xs]
-    ts_l = [e["ts"] for e in xs]
-    dur_l = [e.get("dur", 0) for e in xs]
-    empty: dict[str, Any] = {}
-    args = [e.get("args") or empty for e in xs]
-    corr_l = [a.get("correlation", -1) for a in args]
-    # stream, device and bytes only matter on the GPU side: read them for those events alone
-    gpu_args = list(compress(args, back_l))
-    stream_g = [a.get("stream", -1) for a in gpu_args]
-    dev_g = [a.get("device", -1) for a in gpu_args]
-    bytes_g = [a.get("bytes", 0) for a in gpu_args]
-    extra_l = [a.get("d2l") for a in args] if ours is not None else []
-    thread_names: dict[tuple[Any, Any], str] = {}
-    for e in compress(events, [p == "M" for p in phs]):
-        if e.get("name") == "thread_name":
-            tname = (e.get("args") or empty).get("name")
-            key = (e.get("pid"), e.get("tid"))
-            # Kineto may name a thread twice: by the process's name when it saw the thread
-            # first, then by the name the thread gave itself (pt_gloo_runloop): keep the latter
-            if tname and not (key in thread_names and str(tname).endswith("(python)")):
-                thread_names[key] = str(tname)
-
-    ng = len(gpu_args)
-    try:
-        ts = np.asarray(ts_l, dtype=np.float64)
-        dur = np.asarray(dur_l, dtype=np.float64)
-        corr = np.asarray(corr_l, dtype=np.int64)
-        stream_b = np.asarray(stream_g, dtype=np.int64)
-        dev_b = np.asarray(dev_g, dtype=np.int64)
-        bytes_b = np.asarray(bytes_g, dtype=np.int64)
+        arr = np.asarray(vals, dtype=dtype)
     except (TypeError, ValueError, OverflowError) as exc:
-        raise TraceError(f"{path}: a trace event has a field of the wrong type ({exc})") from None
-    for col, label, size in ((ts, "ts", n), (dur, "dur", n), (corr, "args.correlation", n),
-                             (stream_b, "args.stream", ng), (dev_b, "args.device", ng), (bytes_b, "args.bytes", ng)):
-        if col.shape != (size,):
-            raise TraceError(f"{path}: a trace event has a list where a number belongs in {label!r}")
+        raise TraceError(f"{path}: a trace event has a field of the wrong type in {label!r} ({exc})") from None
+    if arr.shape != (len(vals),):
+        raise TraceError(f"{path}: a trace event has a list where a number belongs in {label!r}")
+    return arr
+
+
+def _parse(f: Fields, path: Path, python_stack: bool) -> Trace:
+    ours = f.top.get(_FORMAT_KEY) if isinstance(f.top.get(_FORMAT_KEY), dict) else None
+    phs = f.ph
+    phases = Counter(phs)
+    x_idx = [i for i, p in enumerate(phs) if p == "X"]
+    cat_x = _take(f.cat, x_idx)
+    name_x = _take(f.name, x_idx)
+    raw_cats = Counter(cat_x)
+    # canonical category of each slice; collectives and python calls have their own
+    canon = {c: category(c) for c in raw_cats}
+    cats = [canon[c] for c in cat_x]
+    if "user_annotation" in raw_cats:
+        cats = [COLLECTIVE_CATEGORY if c == "user_annotation" and isinstance(nm, str)
+                and nm.startswith(COLLECTIVE_PREFIXES) else k for c, k, nm in zip(cat_x, cats, name_x)]
+    steps_idx = [j for j, nm in enumerate(name_x) if isinstance(nm, str) and nm.startswith("ProfilerStep#")]
+    step_set = set(steps_idx)
+    if ours is not None:  # our own file: every slice carries its record, whatever its category
+        d2l_x = _take(f.args["d2l"], x_idx)
+        if any(not isinstance(d, dict) for d in d2l_x):
+            missing = sum(not isinstance(d, dict) for d in d2l_x)
+            raise TraceError(f"{path}: {missing} slices lack their args.d2l record; "
+                             "was the file edited after d2l_async wrote it?")
+        keep = list(range(len(x_idx)))
+        skipped: dict[str, int] = {}
+    else:
+        keep = [j for j, k in enumerate(cats) if k is not None and j not in step_set]
+        py = [j for j, c in enumerate(cat_x) if c == _PY] if python_stack and _PY in raw_cats else []
+        keep = sorted(keep + py) if py else keep
+        kept = Counter(_take(cat_x, keep))
+        skipped = {str(c): v - kept.get(c, 0) for c, v in raw_cats.items() if v - kept.get(c, 0)}
+        skipped.update({f"ph={k}": v for k, v in phases.items() if k not in ("X", "M", "s", "f", "i", "I", "C")})
+    rows = [x_idx[j] for j in keep]
+    n = len(rows)
+    cat_k = [cats[j] if cats[j] is not None else cat_x[j] for j in keep]
+    name_l = _take(name_x, keep)
+    if n and not all(isinstance(x, str) for x in set(name_l)):
+        raise TraceError(f"{path}: an event 'name' is not a string")
+    intern = {}  # one str object per distinct name: a 10^6-event trace has ~10^3 of them
+    name = np.empty(n, dtype=object)
+    name[:] = [intern.setdefault(x, x) for x in name_l]
+
+    role = np.zeros(n, dtype=np.int8)
+    kind = np.empty(n, dtype=object)
+    kind[:] = Kind.OP.value
+    cat_arr = np.empty(n, dtype=object)
+    cat_arr[:] = cat_k
+    for c in set(cat_k):
+        m = cat_arr == c
+        if c in CATEGORIES:
+            role[m], kind[m] = CATEGORIES[c][0], CATEGORIES[c][1]
+        elif c == _PY:
+            kind[m] = Kind.PYTHON.value
+    back = role == BACK
+    if "mtia_ccp_events" in raw_cats:  # MTIA's DMA requests move data
+        mt = np.flatnonzero(cat_arr == "mtia_ccp_events")
+        kind[mt[[is_mtia_copy(x) for x in name[mt]]]] = Kind.COPY.value
+
+    ts = _numbers(_take(f.ts, rows), "ts", path, np.float64, math.nan)
+    dur = _numbers(_take(f.dur, rows), "dur", path, np.float64, 0.0)
+    corr = _numbers(_take(f.args["correlation"], rows), "args.correlation", path, np.int64, -1)
+    b_rows = [r for r, b in zip(rows, back.tolist()) if b]
+    stream_b = _numbers(_take(f.args["stream"], b_rows), "args.stream", path, np.int64, -1)
+    dev_b = _numbers(_take(f.args["device"], b_rows), "args.device", path, np.int64, -1)
+    bytes_b = _numbers(_take(f.args["bytes"], b_rows), "args.bytes", path, np.int64, 0)
     for col, label in ((ts, "ts"), (dur, "dur")):
         bad = ~np.isfinite(col)
         if bad.any():
             j = int(np.flatnonzero(bad)[0])
-            raise TraceError(f"{path}: event {name_l[j]!r} has a non-numeric or missing {label!r}")
+            raise TraceError(f"{path}: event {name[j]!r} has a non-numeric or missing {label!r}")
     if (dur < 0).any():
         j = int(np.flatnonzero(dur < 0)[0])
-        raise TraceError(f"{path}: event {name_l[j]!r} has a negative duration")
-    stream = np.full(n, -1, dtype=np.int64)
-    stream[back] = stream_b
-    dev = np.full(n, -1, dtype=np.int64)
-    dev[back] = dev_b
-    nbytes = np.zeros(n, dtype=np.int64)
-    nbytes[back] = bytes_b
-    name = np.empty(n, dtype=object)
-    name[:] = name_l
-    if n and not all(isinstance(x, str) for x in set(name_l)):
-        raise TraceError(f"{path}: an event 'name' is not a string")
+        raise TraceError(f"{path}: event {name[j]!r} has a negative duration")
 
     # -- times: microseconds -> seconds from the trace start
-    if ours is not None:
-        origin = float(ours.get("origin_us", 0.0))
-    else:
-        origin = float(ts.min()) if n else 0.0
-    start = (ts - origin) / 1e6
-    end = start + dur / 1e6
+    origin = float(ours.get("origin_us", 0.0)) if ours is not None else (float(ts.min()) if n else 0.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        start = (ts - origin) / 1e6
+        end = start + dur / 1e6
+    bad = ~(np.isfinite(start) & np.isfinite(end)) | (np.abs(ts) > _MAX_US) | (dur > _MAX_US)
+    if bad.any():
+        j = int(np.flatnonzero(bad)[0])
+        raise TraceError(f"{path}: event {name[j]!r} has 'ts'/'dur' out of range ({ts[j]!r}, {dur[j]!r} µs): "
+                         f"a profiler time is below {_MAX_US:.0e} µs (3,000 years)")
 
-    # -- lanes: frontend = CPU thread, backend = (device, stream)
-    gdev = np.where(dev >= 0, dev, _int_or(pid_l, back, -1))
+    pid_l, tid_l = _take(f.pid, rows), _take(f.tid, rows)
+    thread_names, device_pids = _metadata(f)
     lane_col = np.empty(n, dtype=object)
+    device_col = np.empty(n, dtype=object)
+    device_col[:] = ""
     lanes: list[Lane] = []
-    device_col = np.full(n, "", dtype=object)
+    prefix = device_prefix(set(raw_cats))
+    stream = np.full(n, -1, dtype=np.int64)
+    stream[back] = stream_b
+    nbytes = np.zeros(n, dtype=np.int64)
+    nbytes[back] = bytes_b
     if back.any():
-        keys = np.stack([gdev[back], stream[back]], axis=1)
+        pid_b = np.array([p if isinstance(p, int) and not isinstance(p, bool) else -1 for p in _take(f.pid, b_rows)],
+                         dtype=np.int64)
+        gdev = np.where(dev_b >= 0, dev_b, pid_b)
+        keys = np.stack([gdev, stream_b], axis=1)
         uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-        names = np.array([f"cuda:{d} stream {s}" for d, s in uniq], dtype=object)
+        names = np.array([f"{prefix}:{d} stream {s}" if s >= 0 else f"{prefix}:{d} (no stream)" for d, s in uniq],
+                         dtype=object)
         lane_col[back] = names[inv.reshape(-1)]
-        devs = np.array([f"cuda:{d}" for d, _ in uniq], dtype=object)
-        device_col[back] = devs[inv.reshape(-1)]
-        lanes += [Lane(str(nm), LaneRole.BACKEND, device=f"cuda:{d}", stream=int(s)) for nm, (d, s) in zip(names, uniq)]
-    front_idx = np.flatnonzero(~back)
-    if len(front_idx):
-        seen: dict[tuple[Any, Any], str] = {}
-        used: set[str] = set(l.name for l in lanes)
-        keys = list(compress(zip(pid_l, tid_l), (~back).tolist()))
-        # a thread whose only events are collectives (gloo's pt_gloo_runloop) does the
-        # communication for the frontend: a backend lane of the CPU
-        not_comm = {k for k, c in zip(keys, cat[front_idx].tolist()) if c != _COLLECTIVE}
-        for key in dict.fromkeys(keys):  # first-seen order
-            nm = _unique_name(thread_names.get(key) or f"thread {key[1]}", key, used)
-            seen[key] = nm
-            used.add(nm)
-            if key in not_comm:
-                lanes.append(Lane(nm, LaneRole.FRONTEND))
-            else:
-                lanes.append(Lane(nm, LaneRole.BACKEND, device="cpu"))
-        lane_col[front_idx] = [seen[k] for k in keys]
-        comm_keys = set(seen) - not_comm
-        if comm_keys:
-            comm_rows = front_idx[[k in comm_keys for k in keys]]
-            device_col[comm_rows] = "cpu"
+        device_col[back] = np.array([f"{prefix}:{d}" for d, _ in uniq], dtype=object)[inv.reshape(-1)]
+        lanes += [Lane(str(nm), LaneRole.BACKEND, device=f"{prefix}:{d}", stream=int(s)) for nm, (d, s) in zip(names, uniq)]
+    lanes = _thread_lanes(lanes, back, kind, cat_arr, pid_l, tid_l, thread_names, lane_col, device_col,
+                          start, end)
 
     # -- runtime calls: launch / block / other, by name
-    rt = kind == Kind.RUNTIME.value
-    if rt.any():
-        rnames = name[rt]
-        is_launch = np.fromiter((x in LAUNCH_CALLS for x in rnames), dtype=bool, count=len(rnames))
-        is_sync = np.fromiter((x in SYNC_CALLS for x in rnames), dtype=bool, count=len(rnames))
-        k = kind[rt]
-        k[is_launch] = Kind.LAUNCH.value
-        k[is_sync] = Kind.BLOCK.value
-        kind[rt] = k
-    reason = np.full(n, "", dtype=object)
+    rt = np.flatnonzero(kind == Kind.RUNTIME.value)
+    if len(rt):
+        rnames = name[rt].tolist()
+        kind[rt[[x in LAUNCH_CALLS for x in rnames]]] = Kind.LAUNCH.value
+        kind[rt[[x in SYNC_CALLS for x in rnames]]] = Kind.BLOCK.value
+    reason = np.empty(n, dtype=object)
+    reason[:] = ""
     blk = kind == Kind.BLOCK.value
     reason[blk] = name[blk]
+    issue, flow, unmatched_gpu, unmatched_launch = _pair(back, corr, kind, start, device_col)
 
-    # -- pair each GPU op with its runtime call through the correlation id
+    known = {c for c in raw_cats if canon[c] is not None or c == _PY}
+    generations = sorted({CATEGORIES[canon[c]][2] for c in known if canon.get(c)})
+    unplaced = _unplaced(f, x_idx, cat_x, canon, device_pids) if ours is None else []
+    device = _gpu_names(f.top) or ("GPU" if back.any() and prefix == "cuda" else
+                                   "MTIA" if back.any() else "CPU only")
+    if unplaced:
+        device = f"{device if device != 'CPU only' else 'a device'} (events not placed: {', '.join(unplaced)})"
+        warnings.warn(f"{path}: device events in categories the reader does not know were skipped: "
+                      f"{unplaced}; the figures miss them", UnplacedDeviceEvents, stacklevel=3)
+    cols: dict[str, Any] = {
+        "lane": lane_col, "kind": kind, "name": name, "issue": issue, "start": start, "end": end,
+        "device": device_col, "flow": flow, "reason": reason, "nbytes": np.maximum(nbytes, 0),
+    }
+    meta: dict[str, Any] = {
+        "source": "chrome", "path": str(path), "device": device,
+        "unmatched_launches": unmatched_launch, "unmatched_gpu_ops": unmatched_gpu,
+        "skipped": skipped, "origin_us": origin, "generations": generations,
+        "file": {k: v for k, v in f.top.items() if k not in (_FORMAT_KEY, "deviceProperties")},
+    }
+    if unplaced:
+        meta["unplaced_device_events"] = unplaced
+    if "baseTimeNanoseconds" in f.top:
+        meta["base_time_ns"] = f.top["baseTimeNanoseconds"]
+    steps = _profiler_steps(f, [x_idx[j] for j in steps_idx], origin)
+    if steps:
+        meta["steps"] = steps
+    if ours is not None:
+        lanes, cols, meta = _apply_ours(ours, _take(f.args["d2l"], rows), cols, meta, path)
+        return Trace.from_columns(cols, lanes, meta)
+    return _fast_trace(cols, lanes, meta, n)
+
+
+def _metadata(f: Fields) -> tuple[dict[tuple[Any, Any], str], set[Any]]:
+    """Thread names by (pid, tid) and the pids whose process is a device (``GPU 0``, ``MTIA 9``)."""
+    names: dict[tuple[Any, Any], str] = {}
+    device_pids: set[Any] = set()
+    for i, p in enumerate(f.ph):
+        if p != "M":
+            continue
+        what = f.name[i]
+        if what == "thread_name":
+            tname, key = f.args["name"][i], (f.pid[i], f.tid[i])
+            # Kineto may name a thread twice: by the process's name when it saw the thread
+            # first, then by the name the thread gave itself (pt_gloo_runloop): keep the latter
+            if tname and not (key in names and str(tname).endswith("(python)")):
+                names[key] = str(tname)
+        elif what in ("process_labels", "process_name"):
+            label = f.args["labels"][i] if what == "process_labels" else f.args["name"][i]
+            if isinstance(label, str) and label.startswith(_DEVICE_PROCESS):
+                device_pids.add(f.pid[i])
+    return names, device_pids
+
+
+def _thread_lanes(lanes, back, kind, cat_arr, pid_l, tid_l, thread_names, lane_col, device_col, start, end):
+    """Frontend lanes (one per CPU thread), gloo's communication threads, the Python call stack."""
+    front_idx = np.flatnonzero(~back)
+    if not len(front_idx):
+        return lanes
+    used = {l.name for l in lanes}
+    keys = [(pid_l[i], tid_l[i]) for i in front_idx.tolist()]
+    cats = cat_arr[front_idx].tolist()
+    # a thread whose only events are collectives (gloo's pt_gloo_runloop) does the
+    # communication for the frontend: a backend lane of the CPU
+    work = {k for k, c in zip(keys, cats) if c not in (COLLECTIVE_CATEGORY, _PY)}
+    comm = {k for k, c in zip(keys, cats) if c == COLLECTIVE_CATEGORY} - work
+    seen: dict[tuple[Any, Any], str] = {}
+    py_lanes: list[Lane] = []
+    thread_lanes: list[Lane] = []
+    for key in dict.fromkeys(keys):  # first-seen order
+        nm = _unique_name(thread_names.get(key) or f"thread {key[1]}", key, used)
+        seen[key] = nm
+        used.add(nm)
+        if key in comm:
+            thread_lanes.append(Lane(nm, LaneRole.BACKEND, device="cpu"))
+        else:
+            thread_lanes.append(Lane(nm, LaneRole.FRONTEND))
+    lane_col[front_idx] = [seen[k] for k in keys]
+    comm_rows = front_idx[[k in comm for k in keys]] if comm else front_idx[:0]
+    device_col[comm_rows] = "cpu"
+    py = front_idx[np.asarray([c == _PY for c in cats], dtype=bool)]
+    if len(py):
+        py_keys = [(pid_l[i], tid_l[i]) for i in py.tolist()]
+        depth = stack_depths(py_keys, start[py], end[py])
+        lane_of = [stack_lane_name(seen[k], int(d)) for k, d in zip(py_keys, depth.tolist())]
+        lane_col[py] = lane_of
+        first = {k: i for i, k in enumerate(seen)}
+        order = sorted(set(zip(py_keys, depth.tolist())), key=lambda kd: (first[kd[0]], kd[1]))
+        py_lanes = [Lane(stack_lane_name(seen[k], d), LaneRole.FRONTEND, group=PYTHON_GROUP) for k, d in order]
+    return thread_lanes + py_lanes + lanes
+
+
+def _pair(back, corr, kind, start, device_col):
+    """Pair each device op with its runtime call through the correlation id."""
+    n = len(back)
     issue = np.full(n, np.nan)
     flow = np.where(corr > 0, corr, -1)
-    front_c = (~back) & (flow >= 0)
-    back_c = back & (flow >= 0)
-    fc_idx = np.flatnonzero(front_c)
+    fc_idx = np.flatnonzero((~back) & (flow >= 0))
     order = fc_idx[np.argsort(flow[fc_idx], kind="stable")]
     fc_sorted = flow[order]
-    bc_idx = np.flatnonzero(back_c)
+    bc_idx = np.flatnonzero(back & (flow >= 0))
     pos = np.searchsorted(fc_sorted, flow[bc_idx])
     pos_ok = pos < len(fc_sorted)
     hit = np.zeros(len(bc_idx), dtype=bool)
     hit[pos_ok] = fc_sorted[pos[pos_ok]] == flow[bc_idx[pos_ok]]
     launch_rows = order[pos[hit]]
     issue[bc_idx[hit]] = start[launch_rows]
-    device_col[launch_rows] = device_col[bc_idx[hit]]  # a launch targets its op's GPU
-    unmatched_gpu = int(len(bc_idx) - hit.sum())
+    device_col[launch_rows] = device_col[bc_idx[hit]]  # a launch targets its op's device
     launches = np.flatnonzero(kind == Kind.LAUNCH.value)
     matched = np.isin(flow[launches], flow[bc_idx[hit]])
-    unmatched_launch = int((~matched).sum())
+    return issue, flow, int(len(bc_idx) - hit.sum()), int((~matched).sum())
 
-    cols: dict[str, Any] = {
-        "lane": lane_col, "kind": kind, "name": name, "issue": issue, "start": start, "end": end,
-        "device": device_col, "flow": flow, "reason": reason, "nbytes": np.maximum(nbytes, 0),
-    }
-    meta: dict[str, Any] = {
-        "source": "chrome",
-        "path": str(path),
-        "device": _gpu_names(doc) or ("CPU only" if not back.any() else "GPU"),
-        "unmatched_launches": unmatched_launch,
-        "unmatched_gpu_ops": unmatched_gpu,
-        "skipped": skipped,
-        "origin_us": origin,
-        "file": {k: v for k, v in doc.items() if k not in ("traceEvents", _FORMAT_KEY, "deviceProperties")},
-    }
-    if "baseTimeNanoseconds" in doc:
-        meta["base_time_ns"] = doc["baseTimeNanoseconds"]
-    steps = _profiler_steps(slices, origin)
-    if steps:
-        meta["steps"] = steps
 
-    if ours is not None:
-        lanes, cols, meta = _apply_ours(ours, extra_l, lanes, cols, meta, lane_col, path)
-        return Trace.from_columns(cols, lanes, meta)
-    return _fast_trace(cols, lanes, meta, n)
+def _unplaced(f: Fields, x_idx: list[int], cat_x: list[Any], canon: dict[Any, Any], device_pids: set[Any]) -> list[str]:
+    """Unknown categories whose slices sit on a device (``args.stream`` or a ``GPU n`` process)."""
+    unknown = {c for c, k in canon.items()
+               if isinstance(c, str) and k is None and c not in SKIPPED_CATEGORIES and c != _PY}
+    if not unknown:
+        return []
+    out = set()
+    streams, pids = f.args["stream"], f.pid
+    for i, c in zip(x_idx, cat_x):
+        if c in unknown and (streams[i] is not None or pids[i] in device_pids):
+            out.add(str(c))
+    return sorted(out)
 
 
 def _unique_name(name: str, key: tuple[Any, Any], used: set[str]) -> str:
@@ -372,24 +381,25 @@ def _unique_name(name: str, key: tuple[Any, Any], used: set[str]) -> str:
     return f"{name} #{i}"
 
 
-def _profiler_steps(slices: list[dict[str, Any]], origin: float) -> list[dict[str, Any]]:
-    """The ``ProfilerStep#N`` ranges ``torch.profiler.schedule`` marks, in seconds, by start.
+def _profiler_steps(f: Fields, idx: list[int], origin: float) -> list[dict[str, Any]]:
+    """The ``ProfilerStep#N`` ranges ``torch.profiler.schedule`` marks on the CPU, by start.
 
-    They are not events of the trace (an annotation spans everything in the step), but they tell
-    where each training step began; HTA drops the work launched in the last one, which may be
-    partial, before computing its queue statistics.
+    They tell where each training step began; HTA drops the work launched in the last one, which
+    may be partial, before computing its queue statistics (``include_last_profiler_step``).
     """
     out = []
-    for e in slices:
-        name = e.get("name")
-        if isinstance(name, str) and name.startswith("ProfilerStep"):
-            start = (float(e["ts"]) - origin) / 1e6
-            out.append({"name": name, "start": start, "end": start + float(e.get("dur", 0)) / 1e6})
+    for i in idx:
+        if f.cat[i] in ("gpu_user_annotation",):  # the GPU's copy of the range
+            continue
+        start = (float(f.ts[i]) - origin) / 1e6
+        out.append({"name": f.name[i], "start": start, "end": start + float(f.dur[i] or 0) / 1e6})
     return sorted(out, key=lambda d: d["start"])
 
 
-def _gpu_names(doc: dict[str, Any]) -> str:
-    props = doc.get("deviceProperties") or []
+def _gpu_names(top: dict[str, Any]) -> str:
+    props = top.get("deviceProperties") or []
+    if not isinstance(props, list):
+        return ""
     return ", ".join(dict.fromkeys(str(p.get("name", "?")) for p in props if isinstance(p, dict)))
 
 
@@ -407,49 +417,3 @@ def _fast_trace(cols: dict[str, Any], lanes: list[Lane], meta: dict[str, Any], n
         arr.flags.writeable = False
         out[name] = arr
     return Trace(tuple(_order_lanes(lanes)), out, meta)
-
-
-def _int_or(values: list[Any], mask: np.ndarray, default: int) -> np.ndarray:
-    """pid as the GPU index where an event has no ``args.device`` (Kineto puts GPU n on pid n)."""
-    out = np.full(len(values), default, dtype=np.int64)
-    for j in np.flatnonzero(mask).tolist():
-        v = values[j]
-        if isinstance(v, int):
-            out[j] = v
-    return out
-
-
-def _apply_ours(ours: dict[str, Any], extra: list[Any], lanes: list[Lane], cols: dict[str, Any],
-                meta: dict[str, Any], lane_col: np.ndarray, path: Path):
-    """Restore what a file written by :func:`write_chrome_trace` kept beyond the Chrome fields."""
-    declared = []
-    for rec in ours.get("lanes", []):
-        lane = Lane(str(rec["name"]), LaneRole(rec["role"]), device=str(rec.get("device", "")),
-                    virtual=bool(rec.get("virtual", False)), stream=int(rec.get("stream", -1)),
-                    group=str(rec.get("group", "")), rank=int(rec.get("rank", -1)))
-        declared.append(lane)
-    n = len(lane_col)
-    lane_out = np.empty(n, dtype=object)
-    for j, x in enumerate(extra):
-        if not isinstance(x, dict) or "lane" not in x:
-            raise TraceError(f"{path}: event {j} lacks its args.d2l record; the file was edited?")
-        lane_out[j] = x["lane"]
-    cols = dict(cols)
-    cols["lane"] = lane_out
-    for name in _EXTRA:
-        if name in ("deps", "reads", "writes"):
-            vals = [tuple(x.get(name, ())) for x in extra]
-        elif name == "issue":
-            vals = [math.nan if x.get("issue") is None else x["issue"] for x in extra]
-        else:
-            vals = [x.get(name, _default(name)) for x in extra]
-        if name == "kind":
-            vals = [Kind(v).value for v in vals]
-        cols[name] = vals
-    cols["flow"] = [x.get("flow", -1) for x in extra]
-    meta = {**meta, **(ours.get("meta") or {}), "path": str(path)}
-    return declared, cols, meta
-
-
-def _default(name: str) -> Any:
-    return {"id": -1, "kind": Kind.OP.value, "source": "", "reason": "", "nbytes": 0, "device": ""}[name]

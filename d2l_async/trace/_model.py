@@ -19,7 +19,7 @@ column     meaning
 =========  =====================================================================================
 id         integer, unique in the trace
 lane       name of the lane the event sits on (see :class:`Lane`)
-kind       one of :class:`Kind` (op, launch, kernel, copy, memset, block, runtime)
+kind       one of :class:`Kind` (op, launch, kernel, copy, memset, block, runtime, python)
 name       what ran (``"mul"``, ``"volta_sgemm_128x64_nn"``, ``"print"``)
 issue      seconds: when the frontend pushed/launched it (NaN when unknown or not applicable)
 start      seconds: when it began on its lane
@@ -68,6 +68,7 @@ class Kind(str, enum.Enum):
     MEMSET = "memset"  # gpu_memset
     BLOCK = "block"  # the frontend waiting: a barrier, an implicit blocker, a full queue
     RUNTIME = "runtime"  # other runtime calls on the frontend (cudaMalloc, cudaEventRecord, ...)
+    PYTHON = "python"  # a Python function on the frontend's call stack (with_stack=True traces)
 
 
 #: Kinds that do work on a backend lane (these are what queue up).
@@ -379,13 +380,22 @@ class Trace:
         )
 
 
+_PY_GROUP = "python call stack"  # = _stack.PYTHON_GROUP (the model may not import the reader)
+
+
 def _order_lanes(lanes: Iterable[Lane]) -> list[Lane]:
     """Lane groups in first-seen order (one rank above the next); within a group, frontend lanes
-    first, then backend lanes, the given order kept within each."""
+    first, then the group's Python call-stack lanes (group ``"<group> · python call stack"``),
+    then backend lanes; the given order is kept within each."""
     lanes = list(lanes)
+
+    def base(group: str) -> str:
+        return group[: -len(_PY_GROUP)].removesuffix(" · ") if group.endswith(_PY_GROUP) else group
+
     out: list[Lane] = []
-    for group in dict.fromkeys(l.group for l in lanes):
+    for group in dict.fromkeys(base(l.group) for l in lanes):
         members = [l for l in lanes if l.group == group]
-        out += [l for l in members if l.role is LaneRole.FRONTEND]
+        stack = [l for l in lanes if l.group != group and base(l.group) == group]
+        out += [l for l in members if l.role is LaneRole.FRONTEND] + stack
         out += [l for l in members if l.role is not LaneRole.FRONTEND]
     return out

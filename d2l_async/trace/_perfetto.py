@@ -7,7 +7,9 @@ The file has, for https://ui.perfetto.dev or chrome://tracing::
     flow arrows  s (at the issue, on the frontend) -> f (at the start, on the backend lane)
     counters     C "queue <lane>": launch-queue length of each backend lane (HTA's definition)
 
-Every column the Chrome format has no field for is kept in ``args["d2l"]``, and the lanes and meta
+Times are written in microseconds rounded to whole nanoseconds (``ts``, ``dur``, flow and counter
+times alike), so slices that touch in the trace touch in the file.  Every column the Chrome format
+has no field for is kept in ``args["d2l"]``, and the lanes and meta
 in a top-level ``"d2l_async"`` record, so :func:`~d2l_async.trace.read_chrome_trace` gives back
 the same trace and the same analysis.  Traces that came from the profiler keep Kineto's categories
 (``cpu_op``, ``cuda_runtime``, ``kernel``, ...); others use the kind as the category.
@@ -88,9 +90,18 @@ def write_chrome_trace(trace: Trace, path: str | os.PathLike[str]) -> Path:
 
     c = trace.columns
     n = len(trace)
-    us_start = (c["start"] * 1e6).tolist()
-    us_dur = ((c["end"] - c["start"]) * 1e6).tolist()
-    us_issue = (c["issue"] * 1e6).tolist()
+    bad = ~(np.isfinite(c["start"]) & np.isfinite(c["end"]))
+    if bad.any():
+        j = int(np.flatnonzero(bad)[0])
+        raise TraceError(f"{path}: cannot write event {c['name'][j]!r} on lane {c['lane'][j]!r}: its start/end "
+                         f"({c['start'][j]!r}, {c['end'][j]!r}) is not a finite time")
+    # whole nanoseconds: µs * 1e6 leaves float noise (977.9999999999999) that makes slices which
+    # touch overlap by < 1 ns in a viewer; end and start are rounded alike, so touching stays touching
+    us_start_a = np.round(c["start"] * 1e6, 3)
+    us_end_a = np.round(c["end"] * 1e6, 3)
+    us_start = us_start_a.tolist()
+    us_dur = np.round(us_end_a - us_start_a, 3).tolist()
+    us_issue = np.round(c["issue"] * 1e6, 3).tolist()
     lanes_l = c["lane"].tolist()
     kinds = c["kind"].tolist()
     flows = c["flow"].tolist()
@@ -120,7 +131,7 @@ def write_chrome_trace(trace: Trace, path: str | os.PathLike[str]) -> Path:
             if len(c[name][j]):
                 d2l[name] = _jsonable(c[name][j])
         if not math.isnan(issue_l[j]):
-            d2l["issue"] = issue_l[j]
+            d2l["issue"] = us_issue[j] / 1e6  # the ns-rounded time, as start and end are
         args: dict[str, Any] = {"d2l": d2l}
         if flows[j] >= 0:
             args["correlation"] = flows[j]
@@ -180,6 +191,6 @@ def _queue_counters(trace: Trace, lane_key: dict[str, tuple[int, int]]) -> list[
         # one value per distinct time: the last step at that instant holds
         keep = np.append(t[1:] != t[:-1], True)
         cname = f"queue {lane.name}"
-        for tt, qq in zip((t[keep] * 1e6).tolist(), q[keep].tolist()):
+        for tt, qq in zip(np.round(t[keep] * 1e6, 3).tolist(), q[keep].tolist()):
             out.append({"ph": "C", "name": cname, "pid": pid, "ts": tt, "args": {"queue_length": qq}})
     return out

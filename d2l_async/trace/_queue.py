@@ -8,7 +8,14 @@ The launch queue of a lane holds work the frontend has issued but the backend ha
 
 Each issue adds one, each start removes one (HolisticTraceAnalysis's definition); with
 ``in_flight=True`` work leaves at its end instead, so running work counts too.  When an issue and a
-start fall on the same instant the start is applied first, which reproduces HTA 0.5.0's counts.
+start fall on the same instant the issue is applied first, as HTA 0.5.0 orders them (its launch
+rows come before its GPU rows at equal ``ts``): on ``cuda_event_sync_multi_stream`` a launch and a
+memset that start on the same microsecond make a queue of 2, not 1.
+
+The last profiler step: ``torch.profiler.schedule`` marks steps (``ProfilerStep#N``), and the last
+one may be cut short by the end of the recording.  HTA drops the work *launched* in it by default
+(``include_last_profiler_step=False``) when the trace has two steps or more; :func:`queued_mask`
+does the same when asked, per rank in a merged trace.
 
 Which work counts: backend events (op, kernel, copy, memset) with a known issue time, except work
 whose flow id links it to a frontend call that is not a launch (``cudaGraphLaunch``, a synchronous
@@ -20,18 +27,52 @@ same counter track; ``d2l_async.analysis`` wraps it in tables.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._model import BACKEND_KINDS, Kind, Trace
 
-__all__ = ["queued_mask", "queue_steps"]
+__all__ = ["queued_mask", "queue_steps", "last_step_starts", "hta_tie_ranks"]
 
 
-def queued_mask(trace: Trace) -> np.ndarray:
-    """Boolean mask of the events that pass through a backend lane's launch queue."""
+def last_step_starts(trace: Trace) -> dict[int, float]:
+    """Rank -> start (seconds, on the trace's clock) of its last ``ProfilerStep`` when it has two
+    or more (rank -1: a single-rank trace); HTA keeps only work launched before it."""
+    out: dict[int, float] = {}
+    per_rank = trace.meta.get("per_rank")
+    metas = ({int(r): m for r, m in per_rank.items()} if isinstance(per_rank, dict) else {-1: trace.meta})
+    offsets = trace.meta.get("offsets_s") or {}
+    for r, meta in metas.items():
+        steps = (meta.get("steps") or []) if isinstance(meta, dict) else []
+        names = {s.get("name") for s in steps if isinstance(s, dict)}
+        if len(names) >= 2:
+            shift = float(offsets.get(r, offsets.get(str(r), 0.0))) if r >= 0 else 0.0
+            out[r] = max(float(s["start"]) for s in steps) + shift
+    return out
+
+
+def queued_mask(trace: Trace, *, include_last_profiler_step: bool = True) -> np.ndarray:
+    """Boolean mask of the events that pass through a backend lane's launch queue.
+
+    Args:
+        trace: the trace.
+        include_last_profiler_step: ``False`` leaves out work issued in the last
+            ``ProfilerStep`` of a multi-step trace, as HTA does by default.
+    """
     c = trace.columns
     if not len(trace):
         return np.zeros(0, dtype=bool)
+    mask = _queued(trace)
+    if not include_last_profiler_step:
+        for rank, last in last_step_starts(trace).items():
+            lanes = [l.name for l in trace.backend_lanes if l.rank == rank]
+            mask &= ~(np.isin(c["lane"], lanes) & (c["issue"] >= last))
+    return mask
+
+
+def _queued(trace: Trace) -> np.ndarray:
+    c = trace.columns
     backend_lanes = [l.name for l in trace.backend_lanes]
     on_back = np.isin(c["lane"], backend_lanes)
     mask = on_back & np.isin(c["kind"], BACKEND_KINDS) & np.isfinite(c["issue"])
@@ -46,8 +87,55 @@ def queued_mask(trace: Trace) -> np.ndarray:
     return mask
 
 
+def hta_tie_ranks(trace: Trace, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Where HTA 0.5.0 would put each queued event's +1 and -1 row, as global ranks.
+
+    HTA rounds each ``ts`` up to a whole microsecond, stacks the launch calls (in file order) over
+    the GPU ops (in file order) and sorts that table by ``ts`` with numpy's default, unstable
+    quicksort: rows with equal ``ts`` come out in an order only that sort decides (a launch before
+    a start on some traces, after it on others).  Repeating the same sort on the same keys in the
+    same row order reproduces HTA's order on this machine exactly.  Returns None for traces that
+    did not come from one profiler file (engine recordings, merged ranks): they keep the plain rule,
+    a launch before a start at equal times.
+    """
+    c = trace.columns
+    origin = trace.meta.get("origin_us")
+    if origin is None or trace.meta.get("source") not in ("chrome", "cuda", "cpu") or trace.ranks:
+        return None
+    sel = np.flatnonzero(mask)
+    flow = c["flow"][sel]
+    if not len(sel) or (flow < 0).any():
+        return None
+    on_back = np.isin(c["lane"], [l.name for l in trace.backend_lanes])
+    launch = np.flatnonzero(~on_back & (c["kind"] == Kind.LAUNCH.value) & (c["flow"] >= 0))
+    first = {}
+    for row, f in zip(launch.tolist(), c["flow"][launch].tolist()):
+        first.setdefault(f, row)
+    launch_row = np.fromiter((first.get(f, -1) for f in flow.tolist()), dtype=np.int64, count=len(sel))
+    if (launch_row < 0).any():
+        return None
+    # whole µs of the file's clock, less a whole constant (an absolute 1.7e15 µs has no room
+    # for ns in a float; shifting every key alike leaves the sort unchanged)
+    frac = float(origin) - math.floor(float(origin))
+    with np.errstate(invalid="ignore"):
+        us_in = np.ceil(np.round(frac + c["issue"][sel] * 1e6, 3))
+        us_out = np.ceil(np.round(frac + c["start"][sel] * 1e6, 3))
+    in_order = np.argsort(launch_row, kind="stable")
+    keys = np.concatenate([us_in[in_order], us_out]).astype(np.int64)
+    perm = np.argsort(keys)  # numpy's default quicksort, as pandas' sort_values uses
+    rank = np.empty(len(keys), dtype=np.int64)
+    rank[perm] = np.arange(len(keys))
+    n = len(sel)
+    r_in = np.full(len(trace), -1, dtype=np.int64)
+    r_out = np.full(len(trace), -1, dtype=np.int64)
+    r_in[sel[in_order]] = rank[:n]
+    r_out[sel] = rank[n:]
+    return r_in, r_out
+
+
 def queue_steps(trace: Trace, lane: str, *, in_flight: bool = False,
-                mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                mask: np.ndarray | None = None,
+                ties: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The queue length of ``lane`` as a step function.
 
     Args:
@@ -55,6 +143,8 @@ def queue_steps(trace: Trace, lane: str, *, in_flight: bool = False,
         lane: a backend lane name.
         in_flight: count work until it ends instead of until it starts.
         mask: a precomputed :func:`queued_mask` (saves work when looping over lanes).
+        ties: :func:`hta_tie_ranks` of the trace and mask, to order equal times as HTA does
+            (ignored with ``in_flight``); without it a launch comes before a start at equal times.
 
     Returns:
         ``(times, values)``: one entry per issue and per start (or end), sorted by time; the value
@@ -68,6 +158,11 @@ def queue_steps(trace: Trace, lane: str, *, in_flight: bool = False,
     t_out = c["end"][sel] if in_flight else c["start"][sel]
     times = np.concatenate([t_in, t_out])
     delta = np.concatenate([np.ones(len(t_in), dtype=np.int64), -np.ones(len(t_out), dtype=np.int64)])
-    # at equal times: -1 before +1 (a start frees its slot before a launch at the same instant)
-    order = np.lexsort((delta, times))
+    if ties is not None and not in_flight:
+        order = np.argsort(np.concatenate([ties[0][sel], ties[1][sel]]), kind="stable")
+        times = times[order]
+        # HTA sorts whole microseconds: keep our exact times, but in HTA's order
+        return np.maximum.accumulate(times) if len(times) else times, np.cumsum(delta[order])
+    # at equal times: +1 before -1 (a launch counts before a start at the same instant)
+    order = np.lexsort((-delta, times))
     return times[order], np.cumsum(delta[order])

@@ -39,7 +39,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ._model import COLUMNS, Lane, LaneRole, Trace, TraceError
+from ._model import COLUMNS, Lane, Trace, TraceError
 
 __all__ = ["merge_ranks", "read_trace_dir", "rank_lanes", "RankLanes", "COLLECTIVE_PREFIXES"]
 
@@ -161,7 +161,8 @@ def merge_ranks(traces: Mapping[int, Trace]) -> Trace:
     for r, t in items:
         group = f"rank {r}"
         rename = {l.name: f"{group}{SEP}{l.name}" for l in t.lanes}
-        lanes += [replace(l, name=rename[l.name], group=group, rank=r) for l in t.lanes]
+        lanes += [replace(l, name=rename[l.name], group=f"{group}{SEP}{l.group}" if l.group else group, rank=r)
+                  for l in t.lanes]
         c = t.columns
         n = len(t)
         lane_new = np.empty(n, dtype=object)

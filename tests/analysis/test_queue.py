@@ -17,7 +17,6 @@ from ._traces import FRONT, S1, three_launches
 
 GPU_SAMPLES = ["a100_simple_add", "a100_alexnet", "a100_cuda_event_sync", "a100_nccl_step",
                "a100_training_step", "v100_training_step"]
-UNTRIMMED = ["a100_simple_add", "a100_alexnet", "a100_cuda_event_sync"]  # nothing for HTA to trim
 
 
 def row(summary: pd.DataFrame, stream: int) -> pd.Series:
@@ -57,8 +56,7 @@ def hta_summaries(tmp_path_factory):
         s = ta.get_queue_length_summary(ranks=[0])
         s = s.droplevel(0, axis=1).reset_index()
         out[name] = s
-        if name in UNTRIMMED:
-            out[name, "series"] = ta.get_queue_length_time_series(ranks=[0])[0]
+        out[name, "series"] = ta.get_queue_length_time_series(ranks=[0])[0]
     return out
 
 
@@ -71,7 +69,7 @@ def test_max_per_stream_equals_hta(hta_summaries, name):
         assert row(ours, int(r["stream"]))["max"] == int(r["max"]), (name, r["stream"])
 
 
-@pytest.mark.parametrize("name", UNTRIMMED)
+@pytest.mark.parametrize("name", GPU_SAMPLES)
 def test_series_equals_hta_step_by_step(hta_summaries, name):
     theirs = hta_summaries[name, "series"]
     ours = queue_length_series(load_sample(name))
@@ -80,10 +78,12 @@ def test_series_equals_hta_step_by_step(hta_summaries, name):
         assert ours.loc[ours["stream"] == stream, "queue_length"].tolist() == expected
 
 
-@pytest.mark.parametrize("name", UNTRIMMED)
-def test_count_and_mean_equal_hta_on_untrimmed_traces(hta_summaries, name):
-    # HTA trims partial iterations on multi-step traces; these have none to trim
+@pytest.mark.parametrize("name", GPU_SAMPLES)
+def test_count_mean_max_equal_hta_with_its_defaults(hta_summaries, name):
+    """HTA's defaults (the last ProfilerStep left out, its order at equal times) are ours: on every
+    sample, trimmed or not, count, mean and max agree exactly."""
     ours = queue_length_summary(load_sample(name))
+    assert len(ours) == len(hta_summaries[name])
     for _, r in hta_summaries[name].iterrows():
         mine = row(ours, int(r["stream"]))
         assert mine["count"] == int(r["count"])
@@ -92,21 +92,21 @@ def test_count_and_mean_equal_hta_on_untrimmed_traces(hta_summaries, name):
 
 
 @pytest.mark.parametrize("name", ["a100_training_step", "v100_training_step", "a100_nccl_step"])
-def test_hta_counts_after_dropping_the_last_profiler_step(hta_summaries, name):
-    """HTA drops work launched in the last ProfilerStep (it may be partial): do the same and the
-    counts and maxima agree exactly; means agree to 0.5% (HTA rounds times up to whole microseconds
-    and breaks ties at equal times with an unstable sort, which reorders a few +1/-1 steps)."""
+def test_the_last_profiler_step_is_left_out_by_default(name):
+    """What include_last_profiler_step=False does: the same as dropping, by hand, the backend
+    work issued at or after the last ProfilerStep's start."""
     trace = load_sample(name)
     last = trace.meta["steps"][-1]["start"]
     assert len(trace.meta["steps"]) >= 2
     backend = np.isin(trace["lane"], [l.name for l in trace.backend_lanes])
     trimmed = trace.filter(~(backend & (trace["issue"] >= last)))
-    ours = queue_length_summary(trimmed)
-    for _, r in hta_summaries[name].iterrows():
-        mine = row(ours, int(r["stream"]))
-        assert mine["count"] == int(r["count"])
-        assert mine["max"] == int(r["max"])
-        assert mine["mean"] == pytest.approx(r["mean"], rel=5e-3)
+    whole = queue_length_summary(trace, include_last_profiler_step=True)
+    by_hand = queue_length_summary(trimmed, include_last_profiler_step=True)
+    default = queue_length_summary(trace)
+    pd.testing.assert_frame_equal(default, by_hand)
+    assert (whole["count"].to_numpy() > default["count"].to_numpy()).any()
+    with pytest.raises(TypeError, match="True or False"):
+        queue_length_summary(trace, include_last_profiler_step="no")
 
 
 # -- definitions on a trace worked out by hand -----------------------------------------------------
@@ -139,7 +139,8 @@ def test_summary_by_hand():
     assert r["fraction_at_max"] == pytest.approx(1 / 6)
 
 
-def test_a_start_at_the_same_instant_as_a_launch_comes_first():
+def test_a_launch_at_the_same_instant_as_a_start_counts_first():
+    """Traces without a profiler clock (engine recordings, hand-made): a launch before a start."""
     ev = [
         Event("frontend", "launch", "cudaLaunchKernel", 0.0, 0.1, flow=1),
         Event("frontend", "launch", "cudaLaunchKernel", 1.0, 1.1, flow=2),
@@ -147,8 +148,8 @@ def test_a_start_at_the_same_instant_as_a_launch_comes_first():
         Event("cuda:0 stream 1", "kernel", "b", 2.0, 3.0, issue=1.0, flow=2),
     ]
     s = queue_length_series(Trace.from_events(ev, [FRONT, S1]))
-    assert s["queue_length"].tolist() == [1, 0, 1, 0]  # never 2: a left as b arrived
-    assert queue_length_summary(Trace.from_events(ev, [FRONT, S1]))["max"].tolist() == [1]
+    assert s["queue_length"].tolist() == [1, 2, 1, 0]  # b arrived as a left: 2 for an instant
+    assert queue_length_summary(Trace.from_events(ev, [FRONT, S1]))["max"].tolist() == [2]
 
 
 def test_only_launch_calls_fill_the_queue():
