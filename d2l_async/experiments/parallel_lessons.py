@@ -169,6 +169,10 @@ def _why_slow(facts: RunFacts | None, modelled: Any, threads_hint: str) -> str:
     return f"{where}: {threads_hint}"
 
 
+_GPU_WHY = ("on GPUs the two devices' work did not overlap: look on the timeline for a synchronizing call between "
+            "them (a blocker, a copy to the host, torch.cuda.synchronize) and for kernels too small to outlast their "
+            "launches; raise the size")
+
 _THREADS_HINT = ("the virtual devices are threads, and with fewer spare cores than devices they take turns. "
                  "The modelled devices show the schedule on any machine; for threads, rerun with 2 spare cores")
 
@@ -180,7 +184,7 @@ def two_device_checks(r: Any) -> list[lesson.Check]:
     ov = overlap_seconds(r.trace_concurrent, a, b)
     gap = gap_after(r.trace_serialized, a, b)
     side = r.speedup >= SIDE_BY_SIDE and ov > 0
-    why = _why_slow(r.facts, r.modelled, _THREADS_HINT)
+    why = _why_slow(r.facts, r.modelled, _THREADS_HINT) if r.virtual else _GPU_WHY
     what = "modelled devices" if r.modelled else ("GPUs" if not r.virtual else "thread-devices")
     return [
         lesson.check(f"independent work on two devices runs side by side ({what})", side,
@@ -231,7 +235,7 @@ def mlp_checks(r: Any) -> list[lesson.Check]:
     both = overlap_seconds(r.trace, devs[0], devs[1]) if len(devs) >= 2 else 0.0
     busy = sum(e - s for s, e in _union(device_intervals(r.trace, devs[0]))) if devs else 0.0
     what = "modelled devices" if r.modelled else ("GPUs" if not r.virtual else "thread-devices")
-    why = _why_slow(r.facts, r.modelled, _THREADS_HINT)
+    why = _why_slow(r.facts, r.modelled, _THREADS_HINT) if r.virtual else _GPU_WHY
     return [
         lesson.check(f"the two devices computed their halves side by side ({what})",
                      busy > 0 and both >= 0.5 * busy,

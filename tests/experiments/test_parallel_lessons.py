@@ -133,3 +133,23 @@ def test_model_only_with_the_modelled_backend():
         run_two_devices(backend="engine", model=DeviceModel())
     with pytest.raises(ValueError, match="backend="):
         run_independent_vs_dependent(backend="cuda")
+
+
+def test_gpu_results_get_a_gpu_reason():
+    r = _two(40, 41, TURNS, APART)
+    r.virtual, r.facts = False, None
+    c = pl.two_device_checks(r)[0]
+    assert not c.holds and "GPUs" in c.otherwise and "threads" not in c.otherwise
+
+
+@pytest.mark.gpu
+def test_two_gpus_checks_are_explained():
+    import torch
+
+    if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
+        pytest.skip("needs two CUDA GPUs")
+    r = run_two_devices(backend="cuda", ops=3, size=2048, repeat=1)
+    checks = pl.two_device_checks(r)
+    assert "GPUs" in checks[0].name and all(c.holds or c.explained for c in checks)
+    m = run_mlp_parallel(backend="cuda", batches=2)
+    assert all(c.holds or c.explained for c in pl.mlp_checks(m))
