@@ -38,6 +38,8 @@ class SchedulingOverhead:
         ops: ops per run.
         runs: wall µs per op of each run.
         cpu_runs: process CPU µs per op of each run (frontend and workers; empty if not measured).
+        switch_runs: context switches of the process per op in each run (a thread went to sleep or
+            was preempted; ``getrusage``; empty where the platform has no ``resource`` module).
     """
 
     workers: int
@@ -45,6 +47,12 @@ class SchedulingOverhead:
     ops: int
     runs: tuple[float, ...]
     cpu_runs: tuple[float, ...] = ()
+    switch_runs: tuple[float, ...] = ()
+
+    @property
+    def switches_per_op(self) -> float:
+        """Median context switches per op (NaN when not measured)."""
+        return statistics.median(self.switch_runs) if self.switch_runs else float("nan")
 
     @property
     def spread_us(self) -> float:
@@ -100,14 +108,29 @@ def measure_scheduling_overhead(workers: Sequence[int] = (1, 2, 4, 8, 16), ops: 
             for _ in range(min(ops, 200)):  # warm up: caches, thread start
                 y = x + 1
             eng.waitall()
-            runs, cpu_runs = [], []
+            runs, cpu_runs, switch_runs = [], [], []
             for _ in range(repeats):
+                s0 = _switches()
                 t0, c0 = time.perf_counter(), time.process_time()
                 for _ in range(ops):
                     y = x + 1
                 eng.waitall()
                 runs.append((time.perf_counter() - t0) / ops * 1e6)
                 cpu_runs.append((time.process_time() - c0) / ops * 1e6)
+                s1 = _switches()
+                if s0 is not None and s1 is not None:
+                    switch_runs.append((s1 - s0) / ops)
             del y
-        out.append(SchedulingOverhead(w, statistics.median(runs), ops, tuple(runs), tuple(cpu_runs)))
+        out.append(SchedulingOverhead(w, statistics.median(runs), ops, tuple(runs), tuple(cpu_runs),
+                                      tuple(switch_runs)))
     return out
+
+
+def _switches() -> int | None:
+    """Voluntary + involuntary context switches of the whole process so far (None: not available)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return int(u.ru_nvcsw + u.ru_nivcsw)

@@ -157,6 +157,8 @@ def _sync_waiting(p: Any) -> str:
     idle = max(0.0, 1.0 - c.concurrency) if c is not None and c.wall > 0 else 0.0
     if idle < 0.1:
         return ", and every wait adds a thread wake-up"
+    runs = max(1, round(c.wall / p.sync_seconds)) if p.sync_seconds > 0 else 1
+    c = c.divided(runs)  # one run, like the medians
     return (f"; the synchronous run used {fmt_time(c.busy)} of CPU in {fmt_time(c.wall)} of wall time, so for "
             f"{idle:.0%} of it no thread of ours ran: each wait hands the CPU over and waits for a wake-up")
 

@@ -157,6 +157,11 @@ def growth_check(r: SchedulingResult) -> Any:
              f"{len(lo.runs)} runs of {r.ops:,} ops each; wall time ×{r.growth:.2f} (the wall clock also counts "
              "waits for a CPU and for a wake-up)")
     m = r.machine
+    switches = ""
+    if lo.switch_runs and hi.switch_runs:
+        switches = (f"; the process made {lo.switches_per_op:.2f} context switches per op with {lo.workers} worker "
+                    f"and {hi.switches_per_op:.2f} with {hi.workers} (each a thread put to sleep or preempted, "
+                    "paid for in CPU time)")
     if fell:
         trend = f"it fell (×{g:.2f}, outside the quartiles)"
     else:
@@ -165,8 +170,8 @@ def growth_check(r: SchedulingResult) -> Any:
         reason = (f"with {cpus_clause(m)}, one thread runs at a time: the extra workers sleep on the queue "
                   "instead of contending for its lock, so there is little contention to pay for")
     elif m is not None and float(m.spare_cpus) < 1:
-        reason = (f"the CPUs were busy with other work ({cpus_clause(m)}): the threads waited for a CPU "
-                  "as much as for each other, and that waiting varies from run to run")
+        reason = (f"the CPUs were busy with other work ({cpus_clause(m)}): the threads ran in whatever slices "
+                  "the other programs left them, so how often they slept and woke varied from run to run")
     else:
         reason = (f"on {cpus_clause(m)}, one device queue and Python's interpreter lock let about one "
                   "worker run at a time however many there are")
@@ -174,6 +179,6 @@ def growth_check(r: SchedulingResult) -> Any:
     shown += "; medians by count: " + ", ".join(f"{w}: {s * 1e6:.3g}" for w, s in zip(r.workers, meds)) + " µs"
     return lesson.check(
         f"the per-op cost grows from {lo.workers} to {hi.workers} worker threads", bool(grew), shown=shown,
-        otherwise=(f"{trend}; {reason}. More ops per run and more repeats (the sliders) narrow the quartiles; "
+        otherwise=(f"{trend}{switches}; {reason}. More ops per run and more repeats (the sliders) narrow the quartiles; "
                    "a machine with more free cores lets the threads contend."),
     )

@@ -242,6 +242,15 @@ def test_flat_growth_on_one_cpu_is_explained_by_the_cpus():
     assert "inside the quartiles" in grew.otherwise and "1 usable CPU" in grew.otherwise
 
 
+def test_context_switches_are_part_of_the_reason():
+    r = sched([6, 7, 8, 9, 10], [7, 8, 9, 10, 11], m=machine(1.0, busy=1.0))
+    raw = (SchedulingOverhead(1, 10.0, 1000, (10.0,) * 5, (6, 7, 8, 9, 10), (1.5,) * 5),
+           SchedulingOverhead(16, 12.0, 1000, (12.0,) * 5, (7, 8, 9, 10, 11), (0.25,) * 5))
+    from dataclasses import replace
+    _, grew = replace(r, raw=raw).lessons()
+    assert "1.50 context switches per op with 1 worker and 0.25 with 16" in grew.otherwise
+
+
 def test_fall_is_said_as_a_fall():
     _, grew = sched([10, 10.1, 10.2], [5, 5.1, 5.2], m=machine(2.0, busy=0.0)).lessons()
     assert not grew.holds and "it fell" in grew.otherwise and "interpreter lock" in grew.otherwise
