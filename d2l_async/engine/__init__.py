@@ -18,6 +18,7 @@ Where to read on:
 * :mod:`._array` -- ``EngineArray``, the handle arithmetic builds ops from;
 * :mod:`._engine` -- ``ThreadedEngine`` and its synchronous twin ``NaiveEngine``;
 * :mod:`._observer` -- the observer protocol and the recorder that makes traces;
+* :mod:`._modelled` -- modelled-time devices (``model=DeviceModel()``): real values, modelled durations;
 * :mod:`._overhead` -- how scheduling cost grows with the number of workers.
 
 ``workers`` counts threads **per virtual device**.  Virtual devices are threads on this CPU, never

@@ -13,7 +13,8 @@ One module per topic of D2L §13.2–13.3, in the order of the notebooks::
                   compare_sync_every,
                   sample_queue_summary            the real V100 trace at the CUDA launch-queue cap
     parallelism   run_two_devices,                two devices concurrent vs a barrier between them;
-                  run_mlp_parallel                a data-parallel MLP on a host and two devices
+    mlp_parallel  run_mlp_parallel                a data-parallel MLP on a host and two devices
+    parallel_lessons  plan_devices, *_checks      threads or modelled devices here; 02/07's lesson checks
     scheduling    run_scheduling                  per-op scheduling cost, 1 → 16 worker threads
     profiling     run_profiling, sample_summaries, export_perfetto
 
@@ -21,6 +22,8 @@ Conventions shared by every function:
 
 * arguments are keyword-only and checked at the call (a ``ValueError`` that names the fix);
 * every default workload size goes through :func:`d2l_async.config.scale` (quick mode shrinks it);
+* the device experiments (02, 07) also take ``backend="modelled"``: engine devices whose ops hold a
+  modelled duration (durations from a cost model, not measured; :mod:`d2l_async.engine._modelled`);
 * ``backend="engine"`` (the CPU dependency engine, virtual devices) always works; ``"cuda"`` uses real
   streams, ``torch.cuda.synchronize(device)`` and :mod:`d2l_async.capture`; ``"auto"`` picks CUDA when
   present.  Every result has ``device`` (a sentence) and ``virtual`` (True for engine threads);

@@ -186,6 +186,11 @@ def two_device_checks(r: Any) -> list[lesson.Check]:
     side = r.speedup >= SIDE_BY_SIDE and ov > 0
     why = _why_slow(r.facts, r.modelled, _THREADS_HINT) if r.virtual else _GPU_WHY
     what = "modelled devices" if r.modelled else ("GPUs" if not r.virtual else "thread-devices")
+    iv = device_intervals(r.trace_concurrent)
+    if r.modelled and iv:  # where the time went, measured: the devices' busy time against the run's span
+        span = max(e for _, e in iv) - min(s for s, _ in iv)
+        busy = max(sum(e - s for s, e in _union(device_intervals(r.trace_concurrent, d))) for d in r.devices)
+        why += f" (the busier device held its ops {busy * 1e3:.1f} ms of the {span * 1e3:.1f} ms its work spanned)"
     return [
         lesson.check(f"independent work on two devices runs side by side ({what})", side,
                      shown=(f"concurrent {r.concurrent_seconds * 1e3:.1f} ms vs barrier between "
