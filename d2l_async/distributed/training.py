@@ -7,9 +7,13 @@ differentiated.  ``DistributedDataParallel`` does exactly that: gradients are gr
 *buckets* of ``bucket_cap_mb``; when a bucket's last gradient is ready its all-reduce is launched
 asynchronously and the backward pass goes on::
 
-    after_backward   bwd L4 | bwd L3 | bwd L2 | bwd L1 | ar ar ar ar | step
+    after_backward   bwd L4 | bwd L3 | bwd L2 | bwd L1 | all-reduce (all gradients, one message) | step
     bucketed         bwd L4 | bwd L3 | bwd L2 | bwd L1 |        ar   | step
                               [ ar L4 ][ ar L3 ][ ar L2 ]   <- on gloo's thread, during backward
+
+The after-backward variant sends all gradients flattened into one tensor: the fewest messages
+possible, so that when the bucketed step is faster it owes it to overlap, not to sending fewer,
+larger messages.
 
 * :func:`run_overlap` trains the same MLP both ways in the same processes (steps interleaved) and
   reads from the traces how many all-reduces overlapped the backward pass on each rank, and how
