@@ -42,7 +42,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Union
 
-__all__ = ["Check", "check", "expect", "show", "checks_in_outputs", "parse_line",
+__all__ = ["Check", "CheckList", "check", "expect", "show", "checks_in_outputs", "parse_line",
            "METADATA_KEY", "HOLDS", "FAILS"]
 
 #: The marks; a rendered check line starts with one of them.
@@ -104,6 +104,27 @@ class Check:
     def __str__(self) -> str:
         return self.text
 
+    def _ipython_display_(self) -> None:
+        # ``lesson.expect(...)`` as a cell's last line already displayed the check: its return
+        # value must not show it twice.  Evaluated later on its own, it displays as usual.
+        if getattr(self, "_shown_in", None) != _execution_count():
+            _display(self)
+
+
+class CheckList(list):
+    """The checks :func:`show` displayed; as a cell's last value it is not displayed again."""
+
+    def _ipython_display_(self) -> None:
+        if getattr(self, "_shown_in", None) != _execution_count():
+            for c in self:
+                _display(c)
+
+
+def _execution_count() -> int | None:
+    ipython = sys.modules.get("IPython")
+    shell = getattr(ipython, "get_ipython", lambda: None)() if ipython is not None else None
+    return getattr(shell, "execution_count", None) if shell is not None else None
+
 
 CheckLike = Union[Check, tuple]
 
@@ -148,6 +169,7 @@ def _in_ipython() -> bool:
 
 
 def _display(c: Check) -> None:
+    object.__setattr__(c, "_shown_in", _execution_count())  # not a field: equality is unchanged
     if _in_ipython():
         from IPython.display import display
 
@@ -157,16 +179,17 @@ def _display(c: Check) -> None:
         print(c.text)
 
 
-def show(checks: CheckLike | Iterable[CheckLike]) -> list[Check]:
+def show(checks: CheckLike | Iterable[CheckLike]) -> CheckList:
     """Display one check or several (Checks or ``(name, holds, shown[, otherwise])`` tuples).
 
     Returns:
-        The checks, as :class:`Check` objects, in order.
+        The checks, as :class:`Check` objects, in order (a list).
     """
     items = [checks] if isinstance(checks, (Check, tuple)) else list(checks)
-    out = [_as_check(item) for item in items]
+    out = CheckList(_as_check(item) for item in items)
     for c in out:
         _display(c)
+    out._shown_in = _execution_count()
     return out
 
 

@@ -137,3 +137,25 @@ def test_exported_from_package():
     import d2l_async
 
     assert d2l_async.lesson is lesson
+
+
+def test_a_cells_last_value_is_not_displayed_twice():
+    """``lesson.expect(...)`` / ``lesson.show(...)`` as a cell's last line: one display each."""
+    pytest.importorskip("IPython")
+    code = (
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "shell = InteractiveShell.instance()\n"
+        "got = []\n"
+        "shell.display_pub.publish = lambda data, metadata=None, **kw: got.append(data['text/plain'])\n"
+        "run = lambda code: shell.run_cell(code, store_history=True)\n"  # counts executions, as a kernel
+        "run(\"from d2l_async import lesson\")\n"
+        "run(\"c = lesson.expect('a', True, shown='1')\")\n"
+        "run(\"lesson.expect('b', True, shown='2')\")\n"
+        "run(\"lesson.show([('d', True, '4'), ('e', True, '5')])\")\n"
+        "run(\"c\")\n"  # a later cell shows it again, as any value
+        "print('RESULT', repr(got))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    shown = eval(out.stdout.rsplit("RESULT ", 1)[1])
+    assert shown == [f"{HOLDS} a: 1", f"{HOLDS} b: 2", f"{HOLDS} d: 4", f"{HOLDS} e: 5", f"{HOLDS} a: 1"], shown
