@@ -16,3 +16,7 @@ print("machine:", describe_machine(), "| torch", torch.__version__, "| CUDA", to
 PY
 "$PY" -m pytest tests -m gpu -q -p no:cacheprovider 2>&1 | tee "$DEST/gpu-tests.log"
 "$PY" -m d2l_async report --device cuda --output "$DEST/report.html" 2>&1 | tee "$DEST/report.log"
+# notebook 10 on GPUs: NCCL, one GPU per rank (needs two); the step times of the benchmark, as JSON
+if [ "$("$PY" -c 'import torch; print(torch.cuda.device_count())')" -ge 2 ]; then
+  "$PY" benchmarks/bench_distributed.py --backend nccl --repeat 2 --out "$DEST/distributed_nccl.json" 2>&1 | tee "$DEST/distributed.log"
+fi
