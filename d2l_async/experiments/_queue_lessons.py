@@ -81,20 +81,26 @@ def _time_check(never: Any, k: Any) -> Any:
                "the bottleneck")
     else:
         fn, fk = bn / never.seconds, bk / k.seconds
-        if min(fn, fk) >= BACKEND_BOUND:
-            change = bn / bk if bk > 0 else float("inf")
-            how = ("longer" if change > 1.05 else "less time" if change < 0.95 else "about as long")
+        change = bn / bk if bk > 0 else float("inf")
+        if change > 1.1:
+            why = (f"the backend's ops themselves took {fmt_time(bn)} in all never synchronized against "
+                   f"{fmt_time(bk)} synchronized {every} ({change:.2f}×), with {_mib(never.peak_pending_bytes)} of "
+                   f"minibatches pending instead of {_mib(k.peak_pending_bytes)}: the same work ran slower with "
+                   f"more of it alive at once, and that, not the waits, set the totals ({cpus_clause(never.machine)}). "
+                   "Here syncing bought memory at no cost in time; a frontend with real work per step (data "
+                   "loading) would lose that work's overlap at each wait.")
+        elif min(fn, fk) >= BACKEND_BOUND:
+            how = "less time" if change < 0.9 else "about as long"
             why = (f"the backend was the bottleneck: its ops filled {fmt_time(bn)} of {fmt_time(never.seconds)} "
                    f"({fn:.0%}) never synchronized and {fmt_time(bk)} of {fmt_time(k.seconds)} ({fk:.0%}) synchronized "
                    f"{every}. A wait only moves the frontend's idle time from the final barrier into the loop, "
-                   f"so it costs next to nothing; the work itself took {how} ({change:.2f}×) with "
-                   f"{_mib(never.peak_pending_bytes)} of minibatches pending. Here the trade is memory for "
-                   "almost no time: sync as often as memory needs. A frontend with real work per step (data "
-                   "loading) would lose that work's overlap at each wait.")
+                   f"so it costs next to nothing; the work itself took {how} ({change:.2f}×). Here the trade is "
+                   "memory for almost no time: sync as often as memory needs. A frontend with real work per step "
+                   "(data loading) would lose that work's overlap at each wait.")
         else:
-            why = (f"the backend was busy only {fn:.0%} and {fk:.0%} of the two runs, and the difference "
-                   f"({fmt_time(never.seconds - k.seconds)}) is within what a shared machine varies by "
-                   f"({cpus_clause(never.machine)}). Rerun, or use more minibatches.")
+            why = (f"the backend was busy only {fn:.0%} and {fk:.0%} of the two runs, its ops took about as long in "
+                   f"both ({change:.2f}×), and the difference ({fmt_time(never.seconds - k.seconds)}) is within what a "
+                   f"shared machine varies by ({cpus_clause(never.machine)}). Rerun, or use more minibatches.")
     return lesson.check(f"synchronizing {every} costs time (never synchronizing finishes first)",
                         bool(never.seconds < k.seconds), shown=shown, otherwise=why)
 

@@ -177,7 +177,22 @@ def test_never_syncing_slowest_is_explained_by_the_backend():
             queue_run(1, max_queue=4, peak=1 << 19, seconds=0.20, busy=0.19))
     _, _, cost = queue_checks(runs)
     assert not cost.holds and cost.explained
-    assert "backend was the bottleneck" in cost.otherwise and "longer (1.53×)" in cost.otherwise
+    assert "ops themselves took 290 ms" in cost.otherwise and "(1.53×)" in cost.otherwise
+
+
+def test_slower_ops_with_more_pending_are_named():
+    # the backend's ops took 2.4× longer in all never synced, although syncing left the backend idle half the time
+    runs = (queue_run(None, max_queue=800, peak=95 << 20, seconds=0.407, busy=0.383),
+            queue_run(1, max_queue=4, peak=1 << 19, seconds=0.336, busy=0.158))
+    _, _, cost = queue_checks(runs)
+    assert not cost.holds and "ops themselves took 383 ms" in cost.otherwise and "(2.42×)" in cost.otherwise
+
+
+def test_backend_bound_runs_with_equal_work():
+    runs = (queue_run(None, max_queue=800, peak=100 << 20, seconds=0.30, busy=0.29),
+            queue_run(1, max_queue=4, peak=1 << 19, seconds=0.29, busy=0.28))
+    _, _, cost = queue_checks(runs)
+    assert not cost.holds and "backend was the bottleneck" in cost.otherwise and "about as long" in cost.otherwise
 
 
 def test_noise_is_called_noise():
