@@ -128,7 +128,8 @@ def timeline_data(
     pixels = check_positive_int(pixels, "pixels")
     lanes = tuple(trace.lanes)
     rows = {lane.name: i for i, lane in enumerate(lanes)}
-    labels = tuple(style.lane_label(l) for l in lanes)
+    modelled = trace.meta.get("modelled") or {}  # modelled-time devices (engine/_modelled.py) say so
+    labels = tuple(f"{l.name} (modelled)" if l.device in modelled else style.lane_label(l) for l in lanes)
     span = time_span(trace)
     unit, factor = style.time_unit(span[1] - span[0])
 

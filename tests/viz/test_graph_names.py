@@ -82,3 +82,15 @@ def test_every_figure_of_a_modelled_run_says_so():
                 viz.animate_timeline(trace, title="mine"), viz.plot_dependency_graph(trace, title="mine")):
         assert label in fig.layout.title.text and fig.layout.title.text.count(label) == 1
     assert label not in viz.plot_timeline(_z_trace(), title="mine").layout.title.text
+
+
+def test_modelled_lanes_are_labelled_modelled():
+    from d2l_async.engine import DeviceModel
+    from d2l_async.viz._timeline import timeline_data
+
+    with ThreadedEngine(devices=("cpu:0", "cpu:1"), model={"cpu:1": DeviceModel(flops_per_s=1e12)}) as eng:
+        a = eng.array(torch.ones(4, 4), device="cpu:1")
+        (a @ a).wait_to_read(timeout=30)
+        (eng.array(torch.ones(4, 4)) + 1).wait_to_read(timeout=30)
+        labels = timeline_data(eng.trace()).labels
+    assert "cpu:1 worker 0 (modelled)" in labels and "cpu:0 worker 0 (virtual)" in labels
