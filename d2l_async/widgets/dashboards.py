@@ -309,12 +309,13 @@ def scheduling_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashboa
 
     def experiment(*, max_workers: int, ops: int) -> Any:
         workers = tuple(2**i for i in range(int(np.log2(max_workers)) + 1))
-        return _E().run_scheduling(workers=workers, ops=ops)
+        return _E().run_scheduling(workers=workers, ops=ops, repeats=3)
 
     def overhead(r: Any) -> Any:
-        rows = [{"workers": w, "per_op_us": s * 1e6} for w, s in r.rows()]
+        # every run drawn, the quartiles as error bars; wall and CPU time per op
+        where = r.machine.describe() if getattr(r, "machine", None) is not None else f"{r.cpu_count} usable CPUs"
         return _viz().plot_scheduling_overhead(
-            rows, title=f"Per-op cost, 1 to {r.workers[-1]} worker threads on {r.cpu_count} logical CPUs")
+            r.figure_rows(), title=_title(f"Per-op cost, 1 to {r.workers[-1]} worker threads", where))
 
     return Dashboard(
         experiment,
@@ -323,7 +324,7 @@ def scheduling_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashboa
         # every worker count is measured with warm-up and repeats: ~4 rounds of ``ops`` each
         guard=all_guards(ops_guard(n_ops="ops"), time_guard(
             lambda v: 4 * v["ops"] * (int(np.log2(v["max_workers"])) + 1) * OP_SECONDS, limit_s=LIMIT_S)),
-        live=_PROGRESS, title="Scheduling overhead: more threads, more cost per op", describe=_device, mode=mode, autorun=autorun,
+        live=_PROGRESS, title="Scheduling overhead: per-op cost as worker threads grow", describe=_device, mode=mode, autorun=autorun,
     )
 
 
