@@ -45,9 +45,12 @@ def plot_sweep(sweep: Any, *, title: str | None = None) -> go.Figure:
         title: figure title (default: what it shows, and where it ran on a second line).
     """
     rows = sweep_table(sweep)
-    device = getattr(sweep, "device", "")
+    device = str(getattr(sweep, "device", ""))
+    machine = getattr(sweep, "machine", None)  # devices.machine() when the sweep ran
+    if machine is not None and hasattr(machine, "describe"):
+        device = f"{device}; {machine.describe()}" if device else machine.describe()
     if title is None:
-        title = two_line_title("Sync / async time ratio by op count", str(device))
+        title = two_line_title("Sync / async time ratio by op count", device)
     if not rows:
         return empty_figure(title, "no sweep points")
     fig = go.Figure()

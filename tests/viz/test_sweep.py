@@ -61,3 +61,19 @@ def test_bad_sweeps():
     with pytest.raises(TypeError, match="ops, numel and ratio"):
         plot_sweep(Sweep((object(),)))
     assert any("no sweep points" in a.text for a in plot_sweep(Sweep(())).layout.annotations)
+
+
+def test_subtitle_says_the_machine_when_the_sweep_recorded_it():
+    from dataclasses import dataclass as _dc
+
+    @_dc(frozen=True)
+    class FakeMachine:
+        def describe(self) -> str:
+            return "1 usable CPU (pinned to 1 of 2), load 1.0; no GPU"
+
+    @_dc(frozen=True)
+    class MachineSweep(Sweep):
+        machine: FakeMachine = FakeMachine()
+
+    rest = plot_sweep(MachineSweep(sweep().points)).layout.title.text.partition("<br>")[2]
+    assert "virtual device" in rest and "1 usable CPU (pinned to 1 of 2)" in rest
