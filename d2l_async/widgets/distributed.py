@@ -73,7 +73,7 @@ def distributed_dashboard(*, mode: str = "auto", autorun: bool = True, backend: 
 
     return Dashboard(
         experiment,
-        {"ranks": int_slider("ranks", 2, 2, 4),
+        {"ranks": int_slider("ranks", 2, 1, 4),
          "bucket_cap_mb": float_slider("bucket (MB)", 1.0, 0.25, 8.0, step=0.25),
          "delay_ms": float_slider("straggler delay (ms)", 0.0, 0.0, 100.0, step=5.0, readout_format=".0f")},
         {"timeline": _timeline, "communication": _bars},

@@ -100,3 +100,10 @@ def test_overlap_checks_explain_a_single_bucket(overlap):
     r = _synthetic(overlap, bucketed_overlaps=0, t_bucket=0.02, t_after=0.02, where=MANY)
     first = overlap_checks(r)[0]
     assert not first.holds and "lower bucket_cap_mb" in first.otherwise
+
+
+def test_overlap_checks_one_rank_has_nothing_to_hide(overlap):
+    r = dataclasses.replace(_synthetic(overlap, bucketed_overlaps=0, t_bucket=0.02, t_after=0.03, where=MANY),
+                            ranks=1)
+    faster = overlap_checks(r)[3]
+    assert not faster.holds and "nobody to talk to" in faster.otherwise  # 0% hidden: a faster step is noise
