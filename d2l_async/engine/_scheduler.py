@@ -400,10 +400,10 @@ class Scheduler:
             if self._failed:
                 self._check_inputs(op)
             op.run(op)
-        except BaseException as exc:  # noqa: BLE001 - kept, and raised at the blocker
+            if model is not None:
+                model.hold(op, t_run)  # sleeps (no CPU) until the modelled duration has passed
+        except BaseException as exc:  # noqa: BLE001 - kept, and raised at the blocker (a Ctrl-C in a hold too)
             op.error = exc
-        if model is not None:
-            model.hold(op, t_run)  # sleeps (no CPU) until the modelled duration has passed
         if obs:
             op.t_end = _perf()
 

@@ -247,3 +247,28 @@ def test_naive_engine_holds_inline():
         assert time.perf_counter() - t0 >= T * 0.999
         assert b.asnumpy().tolist() == torch.eye(N).tolist()
         assert eng.trace().meta["modelled"]["cpu:0"]["ops"] == 1
+
+
+def test_ctrl_c_during_an_inline_hold_reaches_the_caller_and_leaves_the_engine_usable():
+    import _thread
+    import threading
+
+    import warnings
+
+    slow = DeviceModel(flops_per_s=1e3, launch_s=0.0)  # a 64x64 product: minutes
+    with warnings.catch_warnings(record=True) as caught, NaiveEngine(devices=("cpu:0",), model={"cpu:0": slow}) as eng:
+        warnings.simplefilter("always")
+        a = eng.array(torch.eye(N))
+        timer = threading.Timer(0.2, _thread.interrupt_main)
+        timer.start()
+        t0 = time.perf_counter()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                a @ a
+        finally:
+            timer.cancel()
+            timer.join(timeout=5)
+        assert time.perf_counter() - t0 < 2.0
+        assert eng.statistics().pending == 0
+        assert (eng.array(torch.ones(2)) + 1).asnumpy().tolist() == [2.0, 2.0]
+    assert not [w for w in caught if "observer raised" in str(w.message)]  # the op was recorded whole
