@@ -339,6 +339,21 @@ class AsyncRuntime(Scheduler):
         ra, rk = map_tensors(args, kwargs, lambda t: self.value(t, "to CUDA") if type(t) is AsyncTensor else t)
         return func(*ra, **rk)
 
+    def rebind(self, t: AsyncTensor, value: AsyncTensor) -> None:
+        """``t.data = value``: from now on ``t`` stands for ``value``'s data (an op sets it)."""
+        t._m, t._var = value._m, value._var
+        if value._op is None and value._real is not None:
+            t._real, t._op, t._own = value._real, None, value._own
+            return
+        own = EngineVar(f"t{next(self._labels)}")
+        reads = (value._var,) if value._own is None else (value._var, value._own)
+
+        def run(op: EngineOp) -> None:
+            t._real = value._real
+        op = EngineOp("set_data", "op", run, None, None, reads, (), self._dev, 0, own)
+        t._own, t._op, t._real = own, op, None
+        self._submit(op, 4)
+
     # -- blocking ------------------------------------------------------------------------------
     def run_sync(self, func, args: tuple, kwargs: dict, reason: str, depth: int = 3) -> Any:
         """Queue ``func`` like any op, wait for it (a recorded block), return its outputs."""

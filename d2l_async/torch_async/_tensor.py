@@ -36,6 +36,7 @@ __all__ = ["AsyncTensor", "set_dispatch"]
 
 _CPU = torch.device("cpu")
 _DISPATCH: list[Callable] = []
+_DATA = torch._C.TensorBase.data  # the C descriptor behind Tensor.data
 
 
 def set_dispatch(fn: Callable) -> None:
@@ -125,6 +126,23 @@ class AsyncTensor(torch.Tensor):
             new = torch.nn.Parameter(new, requires_grad=self.requires_grad)
         memo[id(self)] = new
         return new
+
+    @property
+    def data(self) -> torch.Tensor:
+        return self.detach()
+
+    @data.setter
+    def data(self, value: torch.Tensor) -> None:
+        # ``param.data = new`` (Module._apply: .double(), .to()) changes the wrapper's dtype and
+        # shape in C++; the data it stands for must follow, or the two disagree silently
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"data must be a tensor, not {type(value).__name__}")
+        if type(value) is not AsyncTensor:
+            if self._rt.closed:
+                raise RuntimeError("cannot assign .data of an asynchronous tensor after its block ended")
+            value = self._rt.adopt(value)
+        _DATA.__set__(self, value)
+        self._rt.rebind(self, value)
 
     def data_ptr(self) -> int:
         raise RuntimeError("this tensor is asynchronous (d2l_async.asynchronous): its data is not in "

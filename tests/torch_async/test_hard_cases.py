@@ -1,0 +1,305 @@
+"""The hard cases of issue 14, one test each: the chosen behaviour (a correct result, a recorded
+blocking point, or a clear error) -- never a crash.  Cases that once crashed the interpreter in
+the feasibility prototype run in a subprocess, so a segfault fails the test instead of pytest.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import d2l_async
+from d2l_async.engine._op import EngineOp
+from d2l_async.torch_async import AsyncTensor, UnsupportedTorchError, asynchronous, synchronize
+from d2l_async.torch_async import _compat
+
+WAIT = 20.0
+
+
+def hold(rt) -> threading.Event:
+    """Queue an op that keeps the (single) worker busy until the returned event is set: every op
+    queued after it is then certainly still pending."""
+    ev = threading.Event()
+    op = EngineOp("gate", "op", lambda op: ev.wait(WAIT), None, None, (), (), rt._dev, 0, None)
+    rt._submit(op)
+    return ev
+
+
+def blocks(rt) -> list[tuple[str, str]]:
+    df = rt.trace().to_frame()
+    df = df[df["kind"] == "block"]
+    return list(zip(df["reason"], df["source"]))
+
+
+def run_isolated(code: str) -> str:
+    """Run ``code`` in a fresh interpreter; a crash (segfault) fails the test with its output."""
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, f"exit code {out.returncode}\n{out.stdout}\n{out.stderr[-3000:]}"
+    return out.stdout
+
+
+def test_ops_return_before_they_run_and_blockers_wait():
+    with asynchronous() as rt:
+        x = torch.ones(3)
+        ev = hold(rt)
+        y = x + 1
+        assert type(y) is AsyncTensor and y.shape == (3,) and y._real is None  # queued, not run
+        ev.set()
+        assert y.sum().item() == 6.0  # a blocker: waits for y, then for sum
+        ev = hold(rt)
+        z = y * 2
+        threading.Timer(0.1, ev.set).start()
+        print(z)                      # waits for the gate, then for z
+    reasons = [r for r, _ in blocks(rt)]
+    assert "item" in reasons and "print" in reasons
+    src = dict(blocks(rt))["item"]
+    assert "test_hard_cases.py" in src and "y.sum().item()" in src  # the user's line, not torch's
+
+
+def test_meta_strides_may_differ_on_size_one_dims_values_do_not():
+    """Meta kernels may choose other strides than eager kernels for dimensions of size 1
+    (pytorch/pytorch#159660): ``y.stride()`` can differ there, addresses and values cannot."""
+    def f():
+        return torch.ones(1, 3).permute(1, 0) * 2
+    eager = f()
+    with asynchronous():
+        y = f()
+        shown, values = y.stride(), y.numpy().copy()
+        real_stride = y._real.stride()
+    assert real_stride == eager.stride()  # the data is eager's own
+    assert np.array_equal(values, eager.numpy())
+    assert all(a == b for a, b, n in zip(shown, eager.stride(), eager.shape) if n != 1)
+    assert shown != eager.stride()  # the documented difference, on the size-1 dimension only
+
+
+def test_a_plain_tensor_written_inside_the_block_is_written_before_the_call_returns():
+    """Tensors made outside the block stay plain: a write into one waits for the queued reads of
+    it, runs at once, and is recorded as a blocking point -- code reading its memory directly
+    (numpy views, other threads) never sees a half-done state."""
+    x = torch.ones(3)
+    view = x.numpy()
+    with asynchronous() as rt:
+        ev = hold(rt)
+        y = x * 2                   # a queued read of x
+        threading.Timer(0.2, ev.set).start()
+        x.add_(1)                   # must wait for the read, then run now
+        assert view.tolist() == [2.0, 2.0, 2.0]  # memory already updated
+        assert y.tolist() == [2.0, 2.0, 2.0]     # the read saw x before the write
+    assert type(x) is torch.Tensor
+    assert any(r.startswith("write to a plain tensor") for r, _ in blocks(rt))
+
+
+def test_memory_escaped_through_numpy_sees_queued_writes_only_after_they_run():
+    """Like CUDA's pinned host memory: a numpy view of a tensor shows a queued write once it has
+    run; synchronize() is what makes it visible."""
+    with asynchronous() as rt:
+        x = torch.zeros(3)
+        arr = x.numpy()             # a blocker; arr shares x's memory from now on
+        ev = hold(rt)
+        x.add_(1)                   # queued behind the gate
+        assert arr.tolist() == [0.0, 0.0, 0.0]   # not run yet: the old value, by design
+        ev.set()
+        synchronize(timeout=WAIT)
+        assert arr.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_from_numpy_memory_is_read_when_the_op_runs():
+    a = np.zeros(3, dtype=np.float32)
+    t = torch.from_numpy(a)
+    with asynchronous() as rt:
+        ev = hold(rt)
+        y = t + 1                   # reads a's memory when it runs
+        a[0] = 5                    # a write the engine cannot see
+        ev.set()
+        assert y.tolist() == [6.0, 1.0, 1.0]  # the queued read saw it: documented, like CUDA
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_rng_state_functions_wait_for_queued_random_ops(workers):
+    def run():
+        torch.manual_seed(0)
+        a = torch.randn(4)
+        state = torch.get_rng_state()
+        b = torch.randn(4)
+        torch.set_rng_state(state)
+        c = torch.randn(4)
+        torch.manual_seed(0)
+        d = torch.rand(2)
+        return [t.tolist() for t in (a, b, c, d)]
+    expected = run()
+    with asynchronous(workers=workers) as rt:
+        ev = hold(rt)  # with one worker, the random ops are still queued at get_rng_state()
+        threading.Timer(0.1, ev.set).start()
+        got = run()
+    assert got == expected and got[1] == got[2]
+    if workers == 1:
+        assert any(r.startswith("RNG state") for r, _ in blocks(rt))
+    assert torch.manual_seed.__module__ == "torch.random" and not hasattr(torch.manual_seed,
+                                                                          "__wrapped_by_d2l_async__")
+
+
+def test_explicit_generator_runs_synchronously():
+    g1, g2 = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
+    expected = torch.randn(3, generator=g1)
+    with asynchronous() as rt:
+        got = torch.randn(3, generator=g2)
+        assert got.tolist() == expected.tolist()
+    assert any(r.startswith("explicit generator") for r, _ in blocks(rt))
+
+
+def test_inplace_metadata_changes_t_resize_out_are_correct():
+    out = run_isolated("""
+        import torch, warnings
+        from d2l_async.torch_async import asynchronous
+        warnings.simplefilter("ignore")
+        def prog():
+            x = torch.arange(6.).reshape(2, 3)
+            x.t_()
+            y = x * 1
+            z = torch.zeros(2)
+            torch.add(x, 1, out=z)          # out= resizes z to (3, 2)
+            w = torch.ones(4)
+            w.resize_(2, 3)
+            w.fill_(7)
+            v = x[0]
+            x.unsqueeze_(0)
+            return [tuple(t.shape) for t in (x, y, z, w, v)], [t.tolist() for t in (x, y, z, w, v)]
+        e = prog()
+        for workers in (1, 2):
+            with asynchronous(workers=workers):
+                g = prog()
+            assert g == e, (g, e)
+        print("ok", e[0])
+    """)
+    assert out.startswith("ok")
+
+
+def test_module_apply_on_parameters_made_inside_the_block():
+    """``Module._apply`` (``.double()``) assigns ``param.data``; on a storage-less tensor that
+    assignment is re-pointed at the converted data instead of crashing or going stale."""
+    out = run_isolated("""
+        import torch
+        from torch import nn
+        from d2l_async.torch_async import asynchronous, AsyncTensor
+        torch.manual_seed(0)
+        e = nn.Linear(3, 2).double()(torch.ones(1, 3, dtype=torch.float64))
+        with asynchronous():
+            torch.manual_seed(0)
+            lin = nn.Linear(3, 2)
+            lin.double()
+            g = lin(torch.ones(1, 3, dtype=torch.float64))
+            assert type(lin.weight) is AsyncTensor and lin.weight.dtype is torch.float64
+            assert g.tolist() == e.tolist(), (g, e)
+        print("ok")
+    """)
+    assert out.strip() == "ok"
+
+
+def test_workers_use_the_frontends_thread_count():
+    seen = []
+    with asynchronous() as rt:
+        op = EngineOp("probe", "op", lambda op: seen.append(torch.get_num_threads()), None, None, (), (),
+                      rt._dev, 0, None)
+        rt._submit(op)
+        synchronize(timeout=WAIT)
+    assert seen == [torch.get_num_threads()] == [rt.torch_threads]
+    x = torch.randn(1_000_000, generator=torch.Generator().manual_seed(0))
+    with asynchronous():
+        s = x.sum().item()  # a parallel reduction splits the same way: bitwise eager's
+    assert s == x.sum().item()
+
+
+def test_torch_compile_is_refused_with_a_clear_error():
+    with asynchronous():
+        with pytest.raises(UnsupportedTorchError, match="torch.compile is not supported"):
+            torch.compile(lambda t: t + 1)
+    assert torch.compile is not None and torch.compile.__module__ == "torch"
+
+
+def test_errors_of_queued_ops_surface_at_the_next_blocking_point():
+    with asynchronous() as rt:
+        x = torch.ones(3)
+        bad = x.index_select(0, torch.tensor([7]))  # metadata is fine; the kernel fails later
+        assert type(bad) is AsyncTensor
+        with pytest.raises(IndexError) as info:
+            bad.item()
+        assert "deferred" in "\n".join(getattr(info.value, "__notes__", []))
+        with pytest.raises(IndexError):
+            synchronize(timeout=WAIT)  # reported once more, at the barrier, as waitall does
+        synchronize(timeout=WAIT)  # and only once
+    assert rt.statistics().failed >= 1
+
+
+def test_errors_eager_raises_at_the_call_are_raised_at_the_call():
+    with asynchronous():
+        with pytest.raises(RuntimeError, match="size of tensor"):
+            torch.ones(3) + torch.ones(4)
+
+
+def test_raw_memory_access_raises_a_clear_error():
+    with asynchronous():
+        y = torch.ones(3) + 1
+        with pytest.raises(RuntimeError, match="asynchronous"):
+            y.data_ptr()
+        with pytest.raises(RuntimeError, match="asynchronous"):
+            y.untyped_storage()
+
+
+def test_unsupported_torch_version_fails_clearly(monkeypatch):
+    monkeypatch.setattr(_compat, "_CHECKED", [])
+    monkeypatch.setattr(torch, "__version__", "1.13.1")
+    with pytest.raises(UnsupportedTorchError, match="needs torch >= 2.1"):
+        with asynchronous():
+            pass
+
+
+def test_tensors_made_inside_stay_usable_after_the_block():
+    with asynchronous():
+        x = torch.arange(4.)
+        y = x * 2
+    z = y + 1                      # runs eagerly now
+    y.add_(1)
+    assert type(z) is torch.Tensor and z.tolist() == [1.0, 3.0, 5.0, 7.0]
+    assert y.tolist() == [1.0, 3.0, 5.0, 7.0] and f"{y.sum():.1f}" == "16.0"
+
+
+def test_public_exports_and_bad_arguments():
+    assert d2l_async.asynchronous is asynchronous and d2l_async.synchronize is synchronize
+    with pytest.raises(ValueError, match="workers"):
+        asynchronous(workers=0)
+    with pytest.raises(TypeError, match="record"):
+        asynchronous(record="yes")
+    synchronize()  # outside any block: nothing to wait for
+
+
+def test_decorator_form_runs_each_call_in_its_own_block():
+    @asynchronous()
+    def f(n):
+        return (torch.ones(n) * 2).sum().item()
+    assert f(3) == 6.0 and f(4) == 8.0
+
+
+def test_benchmark_timer_synchronizes_plain_torch_blocks():
+    with asynchronous():
+        x = torch.randn(300, 300)
+        with d2l_async.Benchmark("matmuls", sync=True):
+            for _ in range(5):
+                y = x @ x
+        assert y._op is not None and y._op.state.value == "done"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_ops_pass_through_unchanged():
+    with asynchronous():
+        x = torch.ones(3, device="cuda")
+        assert type(x) is torch.Tensor and x.is_cuda
+        y = (torch.ones(3) + 1).cuda()
+        assert y.is_cuda and y.tolist() == [2.0, 2.0, 2.0]
