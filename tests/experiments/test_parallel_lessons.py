@@ -67,6 +67,9 @@ def test_two_device_checks_hold_and_fail_with_reasons():
     over = pl.two_device_checks(_two(40, 41, TURNS, APART, modelled={
         "cpu:0": {"ops": 4, "overruns": 2, "worst_overrun": 3.0}}))
     assert not over[0].holds and "2 of 4 modelled ops" in over[0].otherwise
+    slow_apart = _trace([("cpu:0", 0, 12), ("cpu:0", 12, 24), ("cpu:1", 24, 36), ("cpu:1", 36, 48)])
+    above = pl.two_device_checks(_two(20, 48, SIDE, slow_apart))[0]
+    assert above.holds and "above the ideal 2×" in above.shown and "12.0 ms" in above.shown
     overlapping = pl.two_device_checks(_two(20, 20, SIDE, SIDE))
     assert not overlapping[1].holds  # a "serialized" run whose devices overlapped
 
