@@ -1,7 +1,9 @@
 """The book's published numbers, each with where it comes from.
 
-These are the only numbers in the package that are typed in rather than measured.  The timings were
-measured by D2L's authors with **MXNet** on their machine (not named in the text); the thread counts
+These are the only numbers in the package that are typed in rather than measured.  The timings are
+printed in the MXNet version of the section in the English edition of *Dive into Deep Learning*
+(d2l.ai, §13.2 "Asynchronous Computation"): outputs of one run each on the machine that built the
+book, which the text does not name — so nothing here says what hardware it was.  The thread counts
 are from the section's prose.  Everything else the notebooks and the report print is measured at run
 time.  Show them only next to the label :attr:`BookNumber.label` gives them.
 """
@@ -14,7 +16,7 @@ from typing import Mapping
 
 __all__ = ["BookNumber", "BOOK", "book_number"]
 
-_SECTION = "D2L §13.2 Asynchronous Computation"
+_SECTION = "D2L, English edition (d2l.ai), §13.2 Asynchronous Computation"
 
 
 @dataclass(frozen=True)
