@@ -140,7 +140,9 @@ def asynchrony(b: Backends) -> StepOutput:
             ("Timeline of one synchronized run", viz.plot_timeline(useful_sources(r.trace))))
     nums = {"numpy": r.numpy.median, "naive": r.naive.median, "synchronized": r.synced.median,
             "size": r.size, "matmuls": r.matmuls, "device": r.device, "virtual": r.virtual}
-    return StepOutput(rows, figs, nums)
+    from d2l_async.experiments.asynchrony import checks
+
+    return StepOutput(rows, figs, nums, checks=tuple(checks(r)))
 
 
 def dependency(b: Backends) -> StepOutput:
@@ -165,7 +167,9 @@ def dependency(b: Backends) -> StepOutput:
     nums = {"expression_matches": e.matches,
             "chains": [{"workers": r.workers, "independent": r.independent_seconds,
                         "dependent": r.dependent_seconds, "speedup": r.speedup} for r in ind]}
-    return StepOutput(tuple(rows), figs, nums)
+    from d2l_async.experiments.parallel_lessons import independence_checks
+
+    return StepOutput(tuple(rows), figs, nums, checks=tuple(independence_checks(ind)))
 
 
 def barriers(b: Backends) -> StepOutput:
@@ -184,7 +188,9 @@ def barriers(b: Backends) -> StepOutput:
              viz.plot_timeline(useful_sources(r.trace_wait_to_read))))
     nums = {"waitall_wait": r.waitall_wait, "wait_to_read_wait": r.wait_to_read_wait,
             "waitall_total": r.waitall_total, "wait_to_read_total": r.wait_to_read_total, "device": r.device}
-    return StepOutput(rows, figs, nums)
+    from d2l_async.experiments.barriers import checks
+
+    return StepOutput(rows, figs, nums, checks=tuple(checks(r)))
 
 
 def blockers(b: Backends) -> StepOutput:
@@ -208,7 +214,9 @@ def blockers(b: Backends) -> StepOutput:
             "every_step": r.every_step.median, "once_at_end": r.once_at_end.median,
             "report": [{"reason": e.reason, "source": e.source, "seconds": e.seconds} for e in r.report]}
     notes = tuple(f"{e.reason}: {e.source} ({fmt_seconds(e.seconds)})" for e in r.report)
-    return StepOutput(tuple(rows), figs, nums, notes)
+    from d2l_async.experiments.blockers import checks
+
+    return StepOutput(tuple(rows), figs, nums, notes, tuple(checks(r)))
 
 
 def sync_async(b: Backends) -> StepOutput:
@@ -309,7 +317,9 @@ def parallelism(b: Backends) -> StepOutput:
     nums = {"concurrent": r.concurrent_seconds, "serialized": r.serialized_seconds, "speedup": r.speedup,
             "mlp_seconds": mlp.seconds, "overlap_both": ov.both, "compute_busy": ov.busy_a, "copy_busy": ov.busy_b,
             "losses": list(mlp.losses), "roles": dict(mlp.roles)}
-    return StepOutput(rows, figs, nums)
+    from d2l_async.experiments.parallel_lessons import mlp_checks, two_device_checks
+
+    return StepOutput(rows, figs, nums, checks=(*two_device_checks(r), *mlp_checks(mlp)))
 
 
 def scheduling(b: Backends) -> StepOutput:
