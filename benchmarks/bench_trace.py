@@ -1,132 +1,242 @@
-"""Load the 109k-event A100 training-step trace and compute its queue-length summary: ours vs HTA.
+"""Load a profiler trace and compute its queue-length summary: time and peak memory, ours vs HTA.
 
-Both sides do the same job from the same gzip file: parse it, pair launches with GPU work, and
-compute the per-stream queue-length summary.  HTA (holistictraceanalysis 0.5.0) is given a temporary
-folder holding only that file, as its ``TraceAnalysis`` expects.  Runs alternate between the two
-(ours, HTA, ours, HTA, ...) so that a busy neighbour on this shared machine slows both alike; we
-report the median of the runs and keep every raw time.  Target (issue 4): ours <= 1.5 s.
+Three measurements (issue 12), each job in a fresh child process so its peak RSS is its own:
 
-Run: ``.venv/bin/python benchmarks/bench_trace.py [--repeat 3]``; writes
-``benchmarks/results/trace.json``.
+1. ``a100``: the 109k-event A100 training-step trace (gzip), ours vs HTA 0.5.0, alternating
+   (ours, HTA, ours, HTA, ...) so a busy neighbour slows both alike; medians.  Goal: ours >= 4x
+   faster than HTA in the same run.
+2. ``large``: a ~200 MB Kineto JSON file (~870k events) generated here by repeating the A100 trace
+   end to end (times shifted, correlation ids renumbered), never committed.  Goal on this machine:
+   load + summary <= 8 s and <= 800 MB peak RSS.  HTA on it with ``--hta-large`` (slow, GBs).
+3. ``json``: the JSON decoders the reader could use, on the A100 trace: stdlib ``json``,
+   ``orjson``, ``msgspec`` untyped and ``msgspec`` typed into the reader's records (the choice in
+   ``d2l_async/trace/_json.py`` rests on this).
+
+Run: ``.venv/bin/python benchmarks/bench_trace.py [--repeat 3] [--hta-large]``; writes
+``benchmarks/results/trace.json`` and prints the 1-minute load average before and after.
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
+import gzip
 import json
-import logging
 import os
 import platform
+import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 SAMPLE = "a100_training_step"
-TARGET_S = 1.5
+GOALS = {"a100_speedup_vs_hta": 4.0, "large_s": 8.0, "large_peak_mb": 800.0}
+LARGE_MB = 200
 OUT = Path(__file__).parent / "results" / "trace.json"
 
 
-def run_ours(path: Path) -> tuple[float, float, int, float]:
-    from d2l_async.analysis import queue_length_summary
-    from d2l_async.trace import read_chrome_trace
-
-    c0, t0 = time.process_time(), time.perf_counter()
-    trace = read_chrome_trace(path)
-    t1 = time.perf_counter()
-    summary = queue_length_summary(trace)
-    t2, c2 = time.perf_counter(), time.process_time()
-    return t2 - t0, t1 - t0, int(summary.loc[summary["stream"] == 7, "max"].iloc[0]), c2 - c0
+# -- child jobs: one job per process, result printed as one JSON line --------------------------
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
-def run_hta(path: Path) -> tuple[float, float, int, float]:
-    from hta.trace_analysis import TraceAnalysis
+def child(job: str, path: str) -> dict:
+    import logging
+    import warnings
 
-    with tempfile.TemporaryDirectory() as d:
-        shutil.copy(path, d)
+    logging.disable(logging.WARNING)
+    warnings.filterwarnings("ignore")
+    base = _peak_mb()
+    if job == "ours":
+        from d2l_async.analysis import queue_length_summary
+        from d2l_async.trace import read_chrome_trace
+
+        base = _peak_mb()
         c0, t0 = time.process_time(), time.perf_counter()
-        ta = TraceAnalysis(trace_dir=d)
+        trace = read_chrome_trace(path)
         t1 = time.perf_counter()
-        summary = ta.get_queue_length_summary(ranks=[0])
+        s = queue_length_summary(trace)
         t2, c2 = time.perf_counter(), time.process_time()
-    qmax = int(summary.loc[(0, 7), ("queue_length", "max")])
-    return t2 - t0, t1 - t0, qmax, c2 - c0
+        return {"total_s": t2 - t0, "load_s": t1 - t0, "cpu_s": c2 - c0, "events": len(trace), "peak_mb": _peak_mb(),
+                "import_mb": base, "max_queue": int(s["max"].max()), "summary_rows": len(s)}
+    if job == "hta":
+        from hta.trace_analysis import TraceAnalysis
+
+        base = _peak_mb()
+        with tempfile.TemporaryDirectory() as d:
+            os.symlink(os.path.abspath(path), os.path.join(d, os.path.basename(path)))
+            c0, t0 = time.process_time(), time.perf_counter()
+            ta = TraceAnalysis(trace_dir=d)
+            t1 = time.perf_counter()
+            s = ta.get_queue_length_summary(ranks=[next(iter(ta.t.traces))])
+            t2, c2 = time.perf_counter(), time.process_time()
+        return {"total_s": t2 - t0, "load_s": t1 - t0, "cpu_s": c2 - c0, "peak_mb": _peak_mb(), "import_mb": base,
+                "max_queue": int(s[("queue_length", "max")].max())}
+    raw = Path(path).read_bytes()
+    raw = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+    base = _peak_mb()
+    t0 = time.perf_counter()
+    if job == "json":
+        n = len(json.loads(raw)["traceEvents"])
+    elif job == "orjson":
+        import orjson
+
+        n = len(orjson.loads(raw)["traceEvents"])
+    elif job == "msgspec":
+        import msgspec
+
+        n = len(msgspec.json.decode(raw)["traceEvents"])
+    elif job == "msgspec_typed":
+        from d2l_async.trace._json import _fast
+
+        n = len(_fast(raw).ph)
+    else:
+        raise SystemExit(f"unknown job {job}")
+    return {"total_s": time.perf_counter() - t0, "events": n, "added_mb": _peak_mb() - base}
+
+
+def run_child(job: str, path: Path, timeout: float = 900) -> dict | None:
+    try:
+        out = subprocess.run([sys.executable, __file__, "--child", job, str(path)], capture_output=True,
+                             text=True, timeout=timeout, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout} s"}
+    lines = [l for l in out.stdout.splitlines() if l.startswith("{")]
+    if out.returncode or not lines:
+        return {"error": (out.stderr or out.stdout)[-400:]}
+    return json.loads(lines[-1])
+
+
+# -- the generated large trace -----------------------------------------------------------------
+def make_large(src: Path, dst: Path, target_mb: float = LARGE_MB) -> dict:
+    """Repeat ``src``'s events end to end until the JSON is ``target_mb``: times shifted by the
+    span, correlation ids renumbered, so every copy pairs like the original."""
+    doc = json.loads(gzip.decompress(src.read_bytes()))
+    events = doc.pop("traceEvents")
+    xs = [e for e in events if isinstance(e.get("ts"), (int, float))]
+    span = max(e["ts"] + e.get("dur", 0) for e in xs) - min(e["ts"] for e in xs) + 1000
+    corr_max = max((e.get("args") or {}).get("correlation", 0) or 0 for e in events) + 1
+    one = len(json.dumps(events, separators=(",", ":")))
+    copies = max(1, round(target_mb * 1e6 / one))
+    n = 0
+    with open(dst, "w") as fh:
+        fh.write('{"traceEvents":[')
+        first = True
+        for k in range(copies):
+            for e in events:
+                if k and e.get("ph") == "M":
+                    continue
+                e2 = dict(e)
+                if isinstance(e2.get("ts"), (int, float)):
+                    e2["ts"] = e2["ts"] + k * span
+                a = e2.get("args")
+                if isinstance(a, dict) and "correlation" in a:
+                    e2["args"] = {**a, "correlation": a["correlation"] + k * corr_max}
+                if isinstance(e2.get("id"), int):
+                    e2["id"] = e2["id"] + k * corr_max
+                fh.write(("" if first else ",") + json.dumps(e2, separators=(",", ":")))
+                first = False
+                n += 1
+        rest = json.dumps(doc, separators=(",", ":"))[1:-1]
+        fh.write("]" + ("," + rest if rest else "") + "}")
+    return {"copies": copies, "events": n, "mb": dst.stat().st_size / 1e6}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--hta-large", action="store_true", help="also run HTA on the 200 MB file (slow)")
+    parser.add_argument("--child", nargs=2, metavar=("JOB", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    logging.disable(logging.WARNING)  # HTA logs every parse step
-    import warnings
-
-    warnings.filterwarnings("ignore")
+    if args.child:
+        print(json.dumps(child(*args.child)))
+        return 0
     from d2l_async.data import sample_path
+    from d2l_async.devices import machine
 
-    path = sample_path(SAMPLE)
     try:
         import hta  # noqa: F401
 
         have_hta = True
     except ImportError:
         have_hta = False
+    mach = machine()
     load_before = os.getloadavg()[0]
+    path = sample_path(SAMPLE)
+    result: dict = {"command": "python benchmarks/bench_trace.py --repeat " + str(args.repeat)
+                    + (" --hta-large" if args.hta_large else ""), "machine": mach.describe(),
+                    "python": platform.python_version(), "goals": GOALS}
+
+    # 1. the A100 trace, alternating
     runs: dict[str, list] = {"ours": [], "hta": []}
-    run_ours(path)  # warm-up: imports and first-touch of the file
-    if have_hta:
-        run_hta(path)
     for _ in range(args.repeat):
-        gc.collect()
-        runs["ours"].append(run_ours(path))
+        runs["ours"].append(run_child("ours", path))
         if have_hta:
-            gc.collect()
-            runs["hta"].append(run_hta(path))
+            runs["hta"].append(run_child("hta", path))
 
-    def summarize(rs):
-        if not rs:
-            return None
-        total = [r[0] for r in rs]
-        load = [r[1] for r in rs]
-        cpu = [r[3] for r in rs]
-        return {"median_s": statistics.median(total), "min_s": min(total), "max_s": max(total),
-                "median_load_s": statistics.median(load), "median_cpu_s": statistics.median(cpu),
-                "runs_s": total, "load_runs_s": load, "cpu_runs_s": cpu, "stream7_max_queue": rs[0][2]}
+    def med(rs, key):
+        vals = [r[key] for r in rs if r and key in r]
+        return statistics.median(vals) if vals else None
 
-    ours, theirs = summarize(runs["ours"]), summarize(runs["hta"])
-    import numpy
-    import pandas
+    a100 = {side: {"median_s": med(rs, "total_s"), "median_load_s": med(rs, "load_s"), "median_cpu_s": med(rs, "cpu_s"),
+                   "median_peak_mb": med(rs, "peak_mb"), "runs": rs} for side, rs in runs.items() if rs}
+    if have_hta and a100["hta"]["median_s"] and a100["ours"]["median_s"]:
+        a100["speedup"] = a100["hta"]["median_s"] / a100["ours"]["median_s"]
+        a100["same_max_queue"] = runs["ours"][0].get("max_queue") == runs["hta"][0].get("max_queue")
+    result["a100"] = a100
 
-    result = {
-        "benchmark": "load a100_training_step.json.gz (109k events) + queue-length summary",
-        "repeat": args.repeat,
-        "target_s": TARGET_S,
-        "ours": ours,
-        "hta": theirs if have_hta else "holistictraceanalysis not installed",
-        "speedup": (theirs["median_s"] / ours["median_s"]) if theirs else None,
-        "meets_target": ours["median_s"] <= TARGET_S,
-        "same_max_queue": (ours["stream7_max_queue"] == theirs["stream7_max_queue"]) if theirs else None,
-        "load_average_1min": {"before": load_before, "after": os.getloadavg()[0]},
-        "note": "wall-clock medians; the machine is shared, so a load average above its core count "
-                "slows both sides alike; median_cpu_s is the process CPU time, which contention barely moves",
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-                    "numpy": numpy.__version__, "pandas": pandas.__version__, "device": "CPU only (parsing)"},
-        "command": "python benchmarks/bench_trace.py --repeat " + str(args.repeat),
-        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+    # 2. the generated ~200 MB trace
+    with tempfile.TemporaryDirectory() as d:
+        big = Path(d) / "large_kineto.json"
+        t0 = time.perf_counter()
+        result["large_file"] = make_large(path, big)
+        result["large_file"]["generate_s"] = time.perf_counter() - t0
+        large_runs = [run_child("ours", big) for _ in range(max(1, min(args.repeat, 2)))]
+        result["large"] = {"ours": {"median_s": med(large_runs, "total_s"), "median_load_s": med(large_runs, "load_s"),
+                                    "median_cpu_s": med(large_runs, "cpu_s"),
+                                    "median_peak_mb": med(large_runs, "peak_mb"), "runs": large_runs}}
+        if args.hta_large and have_hta:
+            result["large"]["hta"] = run_child("hta", big, timeout=1800)
+
+        # 3. JSON decoders on the A100 trace
+        result["json"] = {job: run_child(job, path) for job in ("json", "orjson", "msgspec", "msgspec_typed")}
+    shutil.rmtree(d, ignore_errors=True)
+
+    ours_a = a100["ours"]
+    large = result["large"]["ours"]
+    result["meets"] = {
+        "a100_speedup": bool(a100.get("speedup") and a100["speedup"] >= GOALS["a100_speedup_vs_hta"]),
+        "large_s": bool(large["median_s"] is not None and large["median_s"] <= GOALS["large_s"]),
+        "large_peak_mb": bool(large["median_peak_mb"] is not None and large["median_peak_mb"] <= GOALS["large_peak_mb"]),
     }
-    print(f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs")
-    print(f"ours: median {ours['median_s']:.3f} s (load {ours['median_load_s']:.3f} s, CPU {ours['median_cpu_s']:.3f} s) runs "
-          + ", ".join(f"{t:.3f}" for t in ours["runs_s"]) + f"; stream 7 max queue {ours['stream7_max_queue']}")
-    if theirs:
-        print(f"HTA:  median {theirs['median_s']:.3f} s (load {theirs['median_load_s']:.3f} s, CPU {theirs['median_cpu_s']:.3f} s) runs "
-              + ", ".join(f"{t:.3f}" for t in theirs["runs_s"]) + f"; stream 7 max queue {theirs['stream7_max_queue']}")
-        print(f"speed-up {result['speedup']:.2f}x; target <= {TARGET_S} s: {'met' if result['meets_target'] else 'MISSED'}")
+    result["load_average_1min"] = {"before": load_before, "after": os.getloadavg()[0]}
+    result["when"] = time.strftime("%Y-%m-%d %H:%M:%S")
+    print(f"{mach.describe()}; load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after")
+    print(f"A100 109k events: ours {ours_a['median_s']:.3f} s (CPU {ours_a['median_cpu_s']:.3f} s), "
+          f"peak {ours_a['median_peak_mb']:.0f} MB", end="")
+    if "hta" in a100:
+        print(f"; HTA {a100['hta']['median_s']:.3f} s (CPU {a100['hta']['median_cpu_s']:.3f} s), "
+              f"peak {a100['hta']['median_peak_mb']:.0f} MB; "
+              f"speed-up {a100.get('speedup', float('nan')):.2f}x (goal >= {GOALS['a100_speedup_vs_hta']}x)")
+    else:
+        print("; HTA not installed")
+    lf = result["large_file"]
+    print(f"large {lf['mb']:.0f} MB, {lf['events']} events: ours {large['median_s']:.2f} s "
+          f"(load {large['median_load_s']:.2f} s, CPU {large['median_cpu_s']:.2f} s), peak {large['median_peak_mb']:.0f} MB "
+          f"(goals <= {GOALS['large_s']} s, <= {GOALS['large_peak_mb']} MB)")
+    if "hta" in result["large"]:
+        h = result["large"]["hta"]
+        print(f"large, HTA: {h.get('total_s', float('nan')):.2f} s, peak {h.get('peak_mb', float('nan')):.0f} MB {h.get('error', '')}")
+    for job, r in result["json"].items():
+        print(f"json decoder {job}: " + (f"{r['total_s']:.3f} s, +{r['added_mb']:.0f} MB" if "total_s" in r else r.get("error", "")[-120:]))
+    print("goals met:", result["meets"])
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(result, indent=2) + "\n")
+    OUT.write_text(json.dumps(result, indent=2, default=str) + "\n")
     print(f"saved {OUT}")
-    return 0 if result["meets_target"] else 1
+    return 0 if all(result["meets"].values()) else 1
 
 
 if __name__ == "__main__":

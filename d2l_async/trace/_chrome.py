@@ -107,11 +107,15 @@ def read_chrome_trace(path: str | os.PathLike[str], *, python_stack: bool = True
             gc.enable()
 
 
-def _take(values: list[Any], idx: list[int]) -> list[Any]:
+def _take(values: Any, idx: list[int]) -> Any:
+    if isinstance(values, np.ndarray):
+        return values[np.asarray(idx, dtype=np.int64)]
     return [values[i] for i in idx]
 
 
-def _numbers(values: list[Any], label: str, path: Path, dtype: Any, default: Any) -> np.ndarray:
+def _numbers(values: Any, label: str, path: Path, dtype: Any, default: Any) -> np.ndarray:
+    if isinstance(values, np.ndarray):  # the fast reader's column: typed, defaults filled
+        return values.astype(dtype, copy=False)
     vals = [default if v is None else v for v in values]
     try:
         arr = np.asarray(vals, dtype=dtype)
@@ -221,8 +225,11 @@ def _parse(f: Fields, path: Path, python_stack: bool) -> Trace:
         pid_b = np.array([p if isinstance(p, int) and not isinstance(p, bool) else -1 for p in _take(f.pid, b_rows)],
                          dtype=np.int64)
         gdev = np.where(dev_b >= 0, dev_b, pid_b)
-        keys = np.stack([gdev, stream_b], axis=1)
-        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+        # one int64 key per (device, stream): a 1-D unique is ~10x faster than unique(axis=0)
+        lo_s = int(stream_b.min()) if len(stream_b) else 0
+        width = int(stream_b.max()) - lo_s + 1 if len(stream_b) else 1
+        code, inv = np.unique((gdev - int(gdev.min())) * width + (stream_b - lo_s), return_inverse=True)
+        uniq = np.stack([code // width + int(gdev.min()), code % width + lo_s], axis=1)
         names = np.array([f"{prefix}:{d} stream {s}" if s >= 0 else f"{prefix}:{d} (no stream)" for d, s in uniq],
                          dtype=object)
         lane_col[back] = names[inv.reshape(-1)]
@@ -364,7 +371,7 @@ def _unplaced(f: Fields, x_idx: list[int], cat_x: list[Any], canon: dict[Any, An
     out = set()
     streams, pids = f.args["stream"], f.pid
     for i, c in zip(x_idx, cat_x):
-        if c in unknown and (streams[i] is not None or pids[i] in device_pids):
+        if c in unknown and (streams[i] is not None and streams[i] != -1 or pids[i] in device_pids):
             out.add(str(c))
     return sorted(out)
 

@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ._model import TraceError
 
@@ -38,53 +41,57 @@ except ImportError:  # pragma: no cover - exercised by forcing the fallback in t
     msgspec = None
     HAVE_MSGSPEC = False
 
-#: args entries the reader uses (file key -> attribute)
-ARGS = {"correlation": "correlation", "stream": "stream", "device": "device", "bytes": "bytes",
-        "name": "name", "labels": "labels", "d2l": "d2l", "Python id": "python_id",
-        "Python parent id": "python_parent_id", "rank": "rank"}
+#: args entries the reader uses
+ARGS = ("correlation", "stream", "device", "bytes", "name", "labels", "d2l")
 
 
 @dataclass
 class Fields:
-    """Per-event fields, one list each, in file order (``args`` entries: None when absent)."""
+    """Per-event fields in file order: lists, or numpy arrays from the fast path (``ts`` NaN and
+    numeric ``args`` -1 / 0 when absent; other ``args`` entries None when absent)."""
 
     ph: list[Any]
     cat: list[Any]
     name: list[Any]
     pid: list[Any]
     tid: list[Any]
-    ts: list[Any]
-    dur: list[Any]
+    ts: Any  # list or float64 array
+    dur: Any
     args: dict[str, list[Any]]
     has_args: list[bool]
     top: dict[str, Any]  # the file's top-level fields other than traceEvents
 
 
 if HAVE_MSGSPEC:
-    class _Args(msgspec.Struct, rename=dict(python_id="Python id", python_parent_id="Python parent id")):
-        correlation: Any = None
-        stream: Any = None
-        device: Any = None
-        bytes: Any = None
+    class _Args(msgspec.Struct, gc=False):
+        correlation: int = -1
+        stream: int = -1
+        device: int = -1
+        bytes: int = 0
         name: Any = None
         labels: Any = None
         d2l: Any = None
-        python_id: Any = None
-        python_parent_id: Any = None
-        rank: Any = None
 
-    class _Ev(msgspec.Struct):
+    class _Ev(msgspec.Struct, gc=False):
         ph: Any = None
         cat: Any = None
         name: Any = ""
         pid: Any = 0
         tid: Any = 0
-        ts: Any = None
-        dur: Any = 0
+        ts: float = math.nan
+        dur: float = 0.0
         args: _Args | None = None
 
     _DECODER = msgspec.json.Decoder(list[_Ev])
+    _RAWS = msgspec.json.Decoder(list[msgspec.Raw])
     _TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+#: events decoded into records at a time: the records of one chunk (~1 KB each) are turned into
+#: compact columns before the next chunk is decoded, so they never all exist at once
+CHUNK = 50_000
+#: numeric args -> (dtype, value when absent)
+_NUMERIC = {"correlation": (np.int64, -1), "stream": (np.int64, -1), "device": (np.int64, -1),
+            "bytes": (np.int64, 0)}
 
 
 def read_bytes(path: Path) -> bytes:
@@ -120,23 +127,56 @@ def load_fields(path: Path, *, fast: bool | None = None) -> Fields:
 
 
 def _fast(raw: bytes) -> Fields | None:
-    """msgspec typed decoding; None when the file needs the generic path (for its errors)."""
+    """msgspec typed decoding, chunk by chunk, into compact columns: strings interned (one object
+    per distinct name), numbers in numpy arrays.  None when the file needs the generic path
+    (which gives the precise error messages)."""
     try:
         top = _TOP.decode(raw)
         if "traceEvents" not in top:
             return None
-        events = _DECODER.decode(top.pop("traceEvents"))
+        raws = _RAWS.decode(top.pop("traceEvents"))
         rest = {k: msgspec.json.decode(v) for k, v in top.items()}
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, ValueError):
         return None
-    args = [e.args for e in events]
-    has = [a is not None for a in args]
+    n = len(raws)
+    strs: dict[Any, Any] = {}
+    ph: list[Any] = []
+    cat: list[Any] = []
+    name: list[Any] = []
+    pid: list[Any] = []
+    tid: list[Any] = []
+    ts = np.empty(n)
+    dur = np.empty(n)
+    nums = {k: np.empty(n, dtype=dt) for k, (dt, _) in _NUMERIC.items()}
+    objs: dict[str, list[Any]] = {"name": [], "labels": [], "d2l": []}
+    has: list[bool] = []
     empty = _Args()
-    args = [a if a is not None else empty for a in args]
-    cols = {key: [getattr(a, attr) for a in args] for key, attr in ARGS.items()}
-    return Fields([e.ph for e in events], [e.cat for e in events], [e.name for e in events],
-                  [e.pid for e in events], [e.tid for e in events], [e.ts for e in events],
-                  [e.dur for e in events], cols, has, rest)
+    put = strs.setdefault
+    try:
+        for lo in range(0, n, CHUNK):
+            hi = min(lo + CHUNK, n)
+            events = _DECODER.decode(b"[" + b",".join(raws[lo:hi]) + b"]")
+            ph += [put(e.ph, e.ph) for e in events]
+            cat += [put(e.cat, e.cat) for e in events]
+            name += [put(e.name, e.name) for e in events]
+            pid += [put(e.pid, e.pid) for e in events]
+            tid += [put(e.tid, e.tid) for e in events]
+            ts[lo:hi] = [e.ts for e in events]
+            dur[lo:hi] = [e.dur for e in events]
+            args = [e.args for e in events]
+            has += [a is not None for a in args]
+            args = [empty if a is None else a for a in args]
+            block = np.array([(a.correlation, a.stream, a.device, a.bytes) for a in args], dtype=np.int64)
+            for j, key in enumerate(_NUMERIC):
+                nums[key][lo:hi] = block[:, j] if len(block) else 0
+            objs["name"] += [a.name for a in args]
+            objs["labels"] += [a.labels for a in args]
+            objs["d2l"] += [a.d2l for a in args]
+            del events, args
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, TypeError, ValueError, OverflowError):
+        return None  # a field of the wrong type or shape: the generic path says which
+    del raws
+    return Fields(ph, cat, name, pid, tid, ts, dur, {**nums, **objs}, has, rest)
 
 
 def _slow(raw: bytes, path: Path) -> Fields:

@@ -207,7 +207,7 @@ class Trace:
         if len(known) != len(self.lanes):
             raise TraceError("lane names must be unique")
         if len(self.columns["lane"]):
-            unknown = set(np.unique(self.columns["lane"].astype(str))) - known
+            unknown = {str(x) for x in set(self.columns["lane"].tolist())} - known
             if unknown:
                 raise TraceError(f"events on undeclared lanes {sorted(unknown)}; declare them in lanes")
 
