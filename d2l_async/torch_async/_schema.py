@@ -53,6 +53,9 @@ class FuncInfo:
 
 
 _CACHE: dict = {}
+#: Ops that write arguments their schema does not mark ``(a!)``: ``native_batch_norm`` updates
+#: ``running_mean``/``running_var`` (positions 3, 4) in training mode.
+_EXTRA_WRITES = {"native_batch_norm": {3, 4}}
 
 
 def func_info(func) -> FuncInfo:
@@ -84,6 +87,7 @@ def _compute(func) -> FuncInfo:
             if written:
                 write_pos.add(pos)
             pos += 1
+    write_pos |= _EXTRA_WRITES.get(name, set())
     returns = [str(r.type) for r in schema.returns]
     non_tensor = any(r not in _TENSOR_RETURNS for r in returns)
     query = non_tensor and any(w in name for w in _QUERY_WORDS) and not write_pos and not write_kw

@@ -89,3 +89,25 @@ def test_model_conversion_after_make_async_is_explicit():
         assert all(p.dtype is torch.float64 and type(p) is AsyncTensor for p in net.parameters())
         out = net(torch.ones(2, 20, dtype=torch.float64))
         assert out.shape == (2, 10) and out.dtype is torch.float64
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_batchnorm_and_adam_equal_eager(workers):
+    """BatchNorm's running statistics are written by native_batch_norm without a ``(a!)`` in its
+    schema: the runtime knows, so two workers still order them."""
+    def run(wrap):
+        torch.manual_seed(0)
+        net = wrap(nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 1)))
+        opt = torch.optim.Adam(net.parameters(), 0.01)
+        X = torch.randn(16, 4)
+        for _ in range(3):
+            opt.zero_grad()
+            net(X).pow(2).mean().backward()
+            opt.step()
+        net.eval()
+        return net(X).tolist(), net[1].running_var.tolist(), int(net[1].num_batches_tracked)
+
+    expected = run(lambda m: m)
+    with asynchronous(workers=workers):
+        got = run(make_async)
+    assert got == expected

@@ -1,0 +1,186 @@
+"""Plain PyTorch inside ``d2l_async.asynchronous()``: what the frontend pays, and when it pays off.
+
+1. **Frontend cost per op** of ``y = x + 1`` once its metadata is cached: the time the Python loop
+   takes to *queue* N ops (before the barrier), with recording off and on, as the frontend
+   thread's CPU time and as wall time.  Goal (issue 14): <= 40 us per op on the 2-core
+   development machine (checked on the CPU time: the wall time adds waits for the GIL, which the
+   worker's Python bookkeeping holds, and for CPUs other processes hold).  Beside it: the same op with the metadata
+   cache cleared before every call (meta kernels run each time), and eager torch.
+2. **The book's 10,000 increments**: ``y = x + 1`` 10,000 times, synchronous (the barrier
+   ``d2l_async.synchronize()`` after each op, as ``torch.cuda.synchronize()`` would be) vs
+   asynchronous (one barrier at the end) vs eager torch, per op.
+3. **20 matmuls of 1000 x 1000**: the time the loop takes to return vs the time until the barrier
+   returns, in the same run, and eager torch's time for the same work.
+
+Every number is the median of ``--repeat`` runs, alternating the variants so a busy neighbour slows
+them alike; the raw runs, the machine and its load average are saved with them.
+
+Run: ``.venv/bin/python benchmarks/bench_torch_async.py [--repeat 5] [--out benchmarks/results/torch_async.json]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from d2l_async import devices
+from d2l_async.torch_async import asynchronous, synchronize
+from d2l_async.torch_async._runtime import CACHE
+
+OUT = Path(__file__).parent / "results" / "torch_async.json"
+N = 10_000
+GOAL_FRONTEND_US = 40.0
+
+
+def frontend_us(record: bool, n: int = N) -> tuple[float, float]:
+    """Microseconds per ``y = x + 1`` spent queueing (the loop), metadata cached: wall time, and
+    the frontend thread's own CPU time (``time.thread_time``: what the frontend itself pays,
+    without the waits for the GIL the worker holds, or for a CPU other processes hold)."""
+    with asynchronous(record=record):
+        x = torch.ones(1)
+        for _ in range(200):  # warm up: metadata cache, worker start
+            y = x + 1
+        synchronize()
+        c0, t0 = time.thread_time(), time.perf_counter()
+        for _ in range(n):
+            y = x + 1
+        c1, t1 = time.thread_time(), time.perf_counter()
+        synchronize()
+    del y
+    return (t1 - t0) / n * 1e6, (c1 - c0) / n * 1e6
+
+
+def uncached_us(n: int = 300) -> float:
+    """Microseconds per ``y = x + 1`` when the meta kernel runs every time (cache cleared)."""
+    with asynchronous(record=False):
+        x = torch.ones(1)
+        total = 0.0
+        for _ in range(n):
+            CACHE.entries.clear()
+            t0 = time.perf_counter()
+            y = x + 1
+            total += time.perf_counter() - t0
+        synchronize()
+    del y
+    return total / n * 1e6
+
+
+def eager_us(n: int = N, clock=time.perf_counter) -> float:
+    x = torch.ones(1)
+    t0 = clock()
+    for _ in range(n):
+        y = x + 1
+    del y
+    return (clock() - t0) / n * 1e6
+
+
+def book(mode: str) -> float:
+    """The book's benchmark, microseconds per op, on one worker with recording on (as notebooks run)."""
+    if mode == "eager":
+        return eager_us()
+    with asynchronous():
+        x = torch.ones(1)
+        for _ in range(200):
+            y = x + 1
+        synchronize()
+        t0 = time.perf_counter()
+        if mode == "sync":
+            for _ in range(N):
+                y = x + 1
+                synchronize()
+        else:
+            for _ in range(N):
+                y = x + 1
+            synchronize()
+        dt = time.perf_counter() - t0
+    del y
+    return dt / N * 1e6
+
+
+def matmuls(count: int = 20, size: int = 1000) -> dict:
+    """Seconds until the loop returned and until the barrier returned (same run); eager's total."""
+    g = torch.Generator().manual_seed(0)
+    x0 = torch.randn(size, size, generator=g)
+    t0 = time.perf_counter()
+    for _ in range(count):
+        y = x0 @ x0
+    eager = time.perf_counter() - t0
+    with asynchronous():
+        x = x0 + 0  # an asynchronous copy, so the loop reads no plain tensor
+        synchronize()
+        t0 = time.perf_counter()
+        for _ in range(count):
+            y = x @ x
+        returned = time.perf_counter() - t0
+        synchronize()
+        finished = time.perf_counter() - t0
+    del y
+    return {"returned_s": returned, "finished_s": finished, "eager_s": eager}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--out", type=Path, default=OUT)
+    args = p.parse_args(argv)
+    if args.repeat < 1:
+        p.error("--repeat must be >= 1")
+    machine = devices.machine()
+    raw: dict[str, list] = {k: [] for k in ("frontend_us", "frontend_cpu_us", "frontend_recording_us",
+                                            "frontend_recording_cpu_us", "uncached_us", "eager_us", "eager_cpu_us",
+                                            "book_sync_us", "book_async_us", "book_eager_us", "matmuls")}
+    for _ in range(args.repeat):
+        for record, name in ((False, "frontend"), (True, "frontend_recording")):
+            wall, cpu = frontend_us(record)
+            raw[f"{name}_us"].append(wall)
+            raw[f"{name}_cpu_us"].append(cpu)
+        raw["eager_us"].append(eager_us())
+        raw["eager_cpu_us"].append(eager_us(clock=time.thread_time))
+        raw["uncached_us"].append(uncached_us())
+        for mode in ("sync", "async", "eager"):
+            raw[f"book_{mode}_us"].append(book(mode))
+        raw["matmuls"].append(matmuls())
+    med = {k: statistics.median(v) for k, v in raw.items() if k != "matmuls"}
+    mm = {k: statistics.median(r[k] for r in raw["matmuls"]) for k in raw["matmuls"][0]}
+    result = {
+        "what": "plain PyTorch inside d2l_async.asynchronous(): frontend cost, the book's 10,000 increments, "
+                "20 matmuls 1000x1000 (CPU numbers; virtual device = a worker thread)",
+        "command": " ".join([os.path.relpath(sys.executable), *sys.argv]),
+        "machine": machine.describe(), "load_avg_1min_before": machine.load_avg,
+        "load_avg_1min_after": os.getloadavg()[0], "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(), "python": platform.python_version(),
+        "repeat": args.repeat, "median": {**med, "matmuls": mm}, "raw": raw,
+        "goal_frontend_us": GOAL_FRONTEND_US,
+        "frontend_goal_met": med["frontend_cpu_us"] <= GOAL_FRONTEND_US,
+        "frontend_goal_met_wall": med["frontend_us"] <= GOAL_FRONTEND_US,
+        "book_ratio_sync_over_async": med["book_sync_us"] / med["book_async_us"],
+        "book_async_over_eager": med["book_async_us"] / med["book_eager_us"],
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"machine: {machine.describe()}")
+    print(f"load average {machine.load_avg:.2f} before, {result['load_avg_1min_after']:.2f} after")
+    print(f"frontend y = x + 1 (metadata cached), frontend thread CPU: {med['frontend_cpu_us']:.1f} us/op recording "
+          f"off, {med['frontend_recording_cpu_us']:.1f} recording on (goal <= {GOAL_FRONTEND_US:.0f}: "
+          f"{'met' if result['frontend_goal_met'] else 'NOT met'}); eager {med['eager_cpu_us']:.1f}")
+    print(f"  the same, wall clock: {med['frontend_us']:.1f} / {med['frontend_recording_us']:.1f} us/op "
+          f"(eager {med['eager_us']:.1f}); metadata not cached: {med['uncached_us']:.0f} us/op")
+    print(f"book, 10,000 x y = x + 1: sync {med['book_sync_us']:.1f} us/op, async {med['book_async_us']:.1f} us/op "
+          f"(sync/async {result['book_ratio_sync_over_async']:.2f}x), eager {med['book_eager_us']:.1f} us/op "
+          f"(async/eager {result['book_async_over_eager']:.1f}x)")
+    print(f"20 matmuls 1000x1000: loop returned after {mm['returned_s'] * 1e3:.1f} ms, finished after "
+          f"{mm['finished_s'] * 1e3:.0f} ms (eager {mm['eager_s'] * 1e3:.0f} ms)")
+    print(f"saved {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
