@@ -158,6 +158,19 @@ def _facts(r: Any) -> str:
     return facts.sentence() if facts is not None else "machine not sampled"
 
 
+def _one_cpu(r: Any) -> bool:
+    """Thread-devices of a run that had fewer than two usable CPUs: they cannot have run at once."""
+    facts = getattr(r, "facts", None)
+    return bool(getattr(r, "virtual", True) and not getattr(r, "modelled", None) and facts is not None
+                and facts.usable_cpus < 2)
+
+
+_ONE_CPU = ("with {cpus:g} usable CPU two threads cannot run at the same moment: their ops' intervals overlap only "
+            "because the OS switched between them, and a shorter run comes from this process getting a larger "
+            "share of the CPU against the other work (two threads against one). The modelled devices show the "
+            "schedule here; for threads, use a machine with two spare cores")
+
+
 def _why_slow(facts: RunFacts | None, modelled: Any, threads_hint: str) -> str:
     """The measured reason a parallel run did not overlap, and what to change."""
     where = facts.sentence() if facts is not None else "machine not sampled"
@@ -188,8 +201,10 @@ def two_device_checks(r: Any) -> list[lesson.Check]:
     a, b = r.devices
     ov = overlap_seconds(r.trace_concurrent, a, b)
     gap = gap_after(r.trace_serialized, a, b)
-    side = r.speedup >= SIDE_BY_SIDE and ov > 0
+    side = r.speedup >= SIDE_BY_SIDE and ov > 0 and not _one_cpu(r)
     why = _why_slow(r.facts, r.modelled, _THREADS_HINT) if r.virtual else _GPU_WHY
+    if _one_cpu(r):
+        why = _ONE_CPU.format(cpus=r.facts.usable_cpus)
     what = "modelled devices" if r.modelled else ("GPUs" if not r.virtual else "thread-devices")
     iv = device_intervals(r.trace_concurrent)
     if r.modelled and iv:  # where the time went, measured: the devices' busy time against the run's span
@@ -224,9 +239,11 @@ def independence_checks(rows: Sequence[Any]) -> list[lesson.Check]:
     dep_gain = one.dependent_seconds / many.dependent_seconds
     conc = max_concurrency(many.trace_dependent)
     why = _why_slow(getattr(many, "facts", None), getattr(many, "modelled", None), _THREADS_HINT)
+    if _one_cpu(many):
+        why = _ONE_CPU.format(cpus=many.facts.usable_cpus)
     return [
         lesson.check(f"independent chains run side by side on {many.workers} workers ({what})",
-                     gain >= SIDE_BY_SIDE and max_concurrency(many.trace_independent) >= 2,
+                     gain >= SIDE_BY_SIDE and max_concurrency(many.trace_independent) >= 2 and not _one_cpu(many),
                      shown=(f"{one.independent_seconds * 1e3:.1f} ms on 1 worker, {many.independent_seconds * 1e3:.1f} ms "
                             f"on {many.workers}: {gain:.2f}× faster" + (
                                 f" (above the ideal {many.workers}×: an op took {_mean_op(one.trace_independent) * 1e3:.1f} "
@@ -254,12 +271,14 @@ def mlp_checks(r: Any) -> list[lesson.Check]:
     busy = sum(e - s for s, e in _union(device_intervals(r.trace, devs[0]))) if devs else 0.0
     what = "modelled devices" if r.modelled else ("GPUs" if not r.virtual else "thread-devices")
     why = _why_slow(r.facts, r.modelled, _THREADS_HINT) if r.virtual else _GPU_WHY
+    if _one_cpu(r):
+        why = _ONE_CPU.format(cpus=r.facts.usable_cpus)
     return [
         lesson.check(f"the two devices computed their halves side by side ({what})",
-                     busy > 0 and both >= 0.5 * busy,
+                     busy > 0 and both >= 0.5 * busy and not _one_cpu(r),
                      shown=f"both busy at once {both * 1e3:.1f} ms of {devs[0]}'s {busy * 1e3:.1f} ms busy",
                      otherwise=why),
-        lesson.check(f"communication overlaps computation ({what})", hidden >= HIDDEN,
+        lesson.check(f"communication overlaps computation ({what})", hidden >= HIDDEN and not _one_cpu(r),
                      shown=(f"copies ran {copies * 1e3:.1f} ms, {o.both * 1e3:.1f} ms of it ({hidden:.0%}) while "
                             "compute ran"),
                      otherwise=why),

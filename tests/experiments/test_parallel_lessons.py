@@ -74,16 +74,16 @@ def test_two_device_checks_hold_and_fail_with_reasons():
     assert not overlapping[1].holds  # a "serialized" run whose devices overlapped
 
 
-def _row(workers, ind_ms, dep_ms, ti, td, modelled=None):
+def _row(workers, ind_ms, dep_ms, ti, td, modelled=None, facts=IDLE):
     return SimpleNamespace(workers=workers, independent_seconds=ind_ms / 1e3, dependent_seconds=dep_ms / 1e3,
-                           trace_independent=ti, trace_dependent=td, facts=BUSY, modelled=modelled)
+                           trace_independent=ti, trace_dependent=td, facts=facts, modelled=modelled, virtual=True)
 
 
 def test_independence_checks():
     chain = _trace([("cpu:0", 0, 10), ("cpu:0", 10, 20), ("cpu:0", 20, 30), ("cpu:0", 30, 40)])
     good = pl.independence_checks([_row(1, 40, 40, chain, chain), _row(2, 20, 40, SIDE, chain)])
     assert [c.holds for c in good] == [True, True]
-    noisy = pl.independence_checks([_row(1, 40, 50, chain, chain), _row(2, 38, 40, TURNS, chain)])
+    noisy = pl.independence_checks([_row(1, 40, 50, chain, chain, facts=BUSY), _row(2, 38, 40, TURNS, chain, facts=BUSY)])
     assert [c.holds for c in noisy] == [False, False]
     assert all(c.explained for c in noisy) and "timing noise" in noisy[1].otherwise
 
@@ -156,3 +156,14 @@ def test_two_gpus_checks_are_explained():
     assert "GPUs" in checks[0].name and all(c.holds or c.explained for c in checks)
     m = run_mlp_parallel(backend="cuda", batches=2)
     assert all(c.holds or c.explained for c in pl.mlp_checks(m))
+
+
+def test_threads_on_one_cpu_never_ran_side_by_side():
+    """A shorter run on one CPU is a larger share of it, not parallelism: the check says so."""
+    r = _two(20, 36, SIDE, APART, facts=BUSY)  # 1.8x, overlapping intervals, but 1 usable CPU
+    c = pl.two_device_checks(r)[0]
+    assert not c.holds and "cannot run at the same moment" in c.otherwise
+    rows = [_row(1, 40, 40, TURNS, TURNS, facts=BUSY), _row(2, 20, 40, SIDE, TURNS, facts=BUSY)]
+    assert not pl.independence_checks(rows)[0].holds
+    modelled = _two(20, 36, SIDE, APART, facts=BUSY, modelled={"cpu:0": {"ops": 4, "overruns": 0}})
+    assert pl.two_device_checks(modelled)[0].holds  # modelled devices sleep: one CPU is enough
