@@ -111,7 +111,7 @@ class EngineArray(EngineVar):
     blocker.
     """
 
-    __slots__ = ("_engine", "_data", "_shape", "_dtype", "_dev", "_alone")
+    __slots__ = ("_engine", "_data", "_shape", "_dtype", "_dev", "_alone", "_name")
 
     def __init__(self, engine: Any, data: torch.Tensor | None, shape: torch.Size, dtype: torch.dtype,
                  dev: Device, label: str | None) -> None:
@@ -123,8 +123,13 @@ class EngineArray(EngineVar):
         self.error = None
         self.last_write = -1
         self.read_ids = None
-        engine._arrays += 1
-        self.label = label if label is not None else f"a{engine._arrays - 1}"
+        n = engine._arrays
+        engine._arrays = n + 1
+        if label is None:  # "a{n}", made when someone reads it (see ``label``): no string per op
+            self.num = n
+        else:
+            self.num = -1
+            self._name = label
         self._engine = engine
         self._data = data
         self._shape = shape
@@ -156,6 +161,12 @@ class EngineArray(EngineVar):
     def device(self) -> str:
         """The virtual device name (``"cpu:1"``): a thread on this CPU, not hardware."""
         return self._dev.name
+
+    @property
+    def label(self) -> str:  # type: ignore[override]
+        """The name in traces and graphs: the one given, else ``"a{n}"`` (n-th array of its engine)."""
+        n = self.num
+        return f"a{n}" if n >= 0 else self._name
 
     @property
     def name(self) -> str:

@@ -8,6 +8,7 @@ buy?" and the debugging mode (``D2L_ASYNC_ENGINE=naive``).
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable, Sequence
 
 import torch
@@ -15,7 +16,7 @@ import torch
 from ..trace import Trace
 from ._array import EngineArray
 from ._errors import EngineError
-from ._observer import Recorder
+from ._observer import RECORD_LIMIT, Recorder
 from ._deps import split_access
 from ._modelled import modelled_meta, resolve_models
 from ._op import EngineOp
@@ -32,12 +33,26 @@ def _run_push(op: EngineOp) -> None:
 class _ArrayAPI(Scheduler):
     """What both engines add to the scheduler: arrays, ``push``, traces."""
 
-    def _setup_recording(self, record: bool) -> None:
+    def _setup_recording(self, record: bool | int) -> None:
         self._arrays = 0
         self._recorder: Recorder | None = None
+        if isinstance(record, bool) or record is None:
+            self._record_limit = RECORD_LIMIT
+        elif isinstance(record, int) and record > 0:
+            self._record_limit = record
+        else:
+            raise ValueError(f"record={record!r}: pass True, False, or the number of events to record")
         if record:
-            self._recorder = Recorder(self.devices, self.workers, self.engine_kind, self._t0)
-            self._set_observers((self._recorder,))
+            self._start_recorder(self._t0)
+
+    def _start_recorder(self, t0: float | None) -> None:
+        rec = Recorder(self.devices, self.workers, self.engine_kind, t0, limit=self._record_limit)
+        # at the limit the recorder stops, and so does the stamping of ops (they run at full speed)
+        ref = weakref.ref(self)  # not the engine itself: the recorder must not keep it alive
+        rec.on_full = lambda: ref() is not None and ref()._set_observers(())
+        self._recorder_base = self._done + self._failed  # ops finished before this recording
+        self._recorder = rec
+        self._set_observers((rec,))
 
     def array(self, data: Any, *, device: str | None = None, name: str | None = None,
               dtype: torch.dtype | None = None) -> EngineArray:
@@ -114,6 +129,8 @@ class _ArrayAPI(Scheduler):
         if rec is None:
             raise EngineError("recording is off; create the engine with record=True to get a trace")
         stats = self.statistics()
+        if rec.recorded >= rec.limit:  # the ops that finished after the recorder stopped listening
+            rec.dropped = max(rec.dropped, stats.done + stats.failed - self._recorder_base - rec.ops)
         return rec.trace(pending=stats.pending, **modelled_meta(self._devices))  # says which are modelled
 
     def reset_trace(self) -> None:
@@ -121,8 +138,7 @@ class _ArrayAPI(Scheduler):
         if self._recorder is None:
             raise EngineError("recording is off; create the engine with record=True to get a trace")
         with self._lock:
-            self._recorder = Recorder(self.devices, self.workers, self.engine_kind)
-            self._set_observers((self._recorder,))
+            self._start_recorder(None)
 
     def _attach_models(self, model: Any) -> None:
         """``model=``: the devices whose op durations are modelled (see ._modelled)."""
@@ -152,7 +168,8 @@ class ThreadedEngine(_ArrayAPI):
         devices: virtual device names, ``"cpu:0"``, ``"cpu:1"``, ... (threads on this CPU, not GPUs).
         max_pending: make ``push`` block while this many ops are pending (back-pressure, like the
             bounded CUDA launch queue); the blocked time is recorded as a ``"full queue"`` block.
-        record: record a trace (``eng.trace()``); ``False`` costs nothing.
+        record: record a trace (``eng.trace()``) of up to 1,000,000 events (ops and blocks; an int
+            sets another limit; the trace says where recording stopped); ``False`` costs nothing.
         torch_threads: torch intra-op threads in each worker (None: leave torch's default).
         model: modelled devices (:mod:`._modelled`): a ``DeviceModel`` for all devices, or a mapping
             ``device -> DeviceModel``; their ops compute real values but hold the device for a
@@ -164,7 +181,7 @@ class ThreadedEngine(_ArrayAPI):
     engine_kind = "threaded"
 
     def __init__(self, *, workers: int = 1, devices: Sequence[str] = ("cpu:0",),
-                 max_pending: int | None = None, record: bool = True, torch_threads: int | None = 1,
+                 max_pending: int | None = None, record: bool | int = True, torch_threads: int | None = 1,
                  model: Any = None) -> None:
         if torch_threads is not None and (isinstance(torch_threads, bool) or not isinstance(torch_threads, int)
                                           or torch_threads < 1):
@@ -187,7 +204,7 @@ class NaiveEngine(_ArrayAPI):
 
     engine_kind = "naive"
 
-    def __init__(self, *, devices: Sequence[str] = ("cpu:0",), record: bool = True, model: Any = None) -> None:
+    def __init__(self, *, devices: Sequence[str] = ("cpu:0",), record: bool | int = True, model: Any = None) -> None:
         resolve_models(model, devices if not isinstance(devices, str) else (devices,))  # bad model: fail first
         super().__init__(devices=devices, workers=0, inline=True)
         self._attach_models(model)

@@ -12,18 +12,35 @@ The engine calls each observer at six moments (all times are ``time.perf_counter
 ``on_push``/``on_ready``/``on_finish`` run with the engine's lock held: keep them to an append.
 With no observer (``record=False``) the engine skips every stamp and call: recording costs
 nothing when it is off.  :class:`Recorder` turns the calls into a :class:`~d2l_async.trace.Trace`.
+
+What recording costs, and its bound (issue 11).  The recorder keeps one typed column per field
+(``array.array``: 8 bytes per time stamp, 1-4 per code), with names, labels, files and reasons
+stored once in small tables and referred to by number: about 80-90 bytes per op, where a tuple or
+a list of Python objects per op cost 300 and more (and gave the garbage collector more to walk).
+Array labels made by the engine (``a17``) are not stored at all: their number is.  And it stops:
+after ``limit`` events (ops plus blocks, default :data:`RECORD_LIMIT`) it records nothing more --
+the engine stops stamping ops, so the rest runs at full speed -- and the trace says so, in
+``meta["recording"]`` and with a marker on the frontend lane, ``"recording stopped at N events"``.
+A student's 10-million-op loop on Binder (2 GB) thus costs at most ~100 MB of recording.
+:meth:`Recorder.trace` builds the Trace with numpy, a column at a time, never a row at a time.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from typing import Any, Protocol, Sequence
+from array import array
+from typing import Any, Callable, Protocol, Sequence
+
+import numpy as np
 
 from ..trace import Kind, Lane, LaneRole, Trace
 from ._source import format_source
 
-__all__ = ["Observer", "Recorder"]
+__all__ = ["Observer", "Recorder", "RECORD_LIMIT"]
+
+#: Events (ops + blocks) a recorder keeps by default before it stops (about 90 MB at most).
+RECORD_LIMIT = 1_000_000
 
 
 class Observer(Protocol):
@@ -45,19 +62,26 @@ class Observer(Protocol):
     hooks: frozenset[str]
 
 
-#: What the recorder keeps per finished op, one list per field (see :meth:`Recorder.on_finish`).
-_OP_FIELDS = ("id", "device", "worker", "kind", "name", "t_launch", "t_issue", "t_start", "t_end", "deps",
-              "reads", "writes", "file", "line", "nbytes", "failed")
-_SEP = "\x1f"  # joins the labels of an op with several inputs (a str is not tracked by the gc)
+class _Table:
+    """Strings stored once: ``code(s)`` gives a small int, ``values`` the strings in code order."""
+
+    __slots__ = ("codes", "values")
+
+    def __init__(self) -> None:
+        self.codes: dict[Any, int] = {}
+        self.values: list[Any] = []
+
+    def code(self, value: Any) -> int:
+        c = self.codes.get(value)
+        if c is None:
+            c = self.codes[value] = len(self.values)
+            self.values.append(value)
+        return c
 
 
 class Recorder:
     """Keeps what finished ops did, column-wise, and the frontend's blocks; :meth:`trace` builds
-    the Trace.
-
-    Column-wise, with strings for the labels, because of Python's garbage collector: a tuple or a
-    list per op would be one more object to allocate per op, and the collector runs a full
-    collection of the whole heap (torch's included) after every few tens of thousands.
+    the Trace.  Stops after ``limit`` events (see the module docstring).
 
     Args:
         devices: the engine's virtual device names.
@@ -65,22 +89,66 @@ class Recorder:
             drawn on ``"<device> worker 0"``).
         engine: ``"threaded"`` or ``"naive"``.
         t0: the time origin (perf_counter seconds); traces report times relative to it.
+        limit: events (ops + blocks) to keep; afterwards nothing more is recorded.
+
+    Attributes:
+        on_full: called once (with no argument) when the limit is reached; the engine uses it to
+            stop stamping ops.
+        dropped: ops (and blocks) that finished after the limit, not recorded.  The recorder
+            counts what still reaches it; the engine, which stops calling it, sets the rest.
+        ops: ops recorded.
     """
 
     #: The engine stamps the times on the op itself; a Recorder needs only these calls.
     hooks = frozenset({"on_finish", "on_block_begin", "on_block_end"})
 
-    def __init__(self, devices: Sequence[str], workers: int, engine: str, t0: float | None = None) -> None:
+    def __init__(self, devices: Sequence[str], workers: int, engine: str, t0: float | None = None,
+                 limit: int = RECORD_LIMIT) -> None:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"limit={limit!r}: pass a positive int (events to record)")
         self.devices = tuple(devices)
         self.workers = workers
         self.engine = engine
         self.t0 = time.perf_counter() if t0 is None else t0
-        self._cols: dict[str, list] = {f: [] for f in _OP_FIELDS}
-        (self._id, self._device, self._worker, self._kind, self._name, self._tl, self._ti, self._ts,
-         self._te, self._deps, self._reads, self._writes, self._file, self._line, self._nbytes,
-         self._failed) = (self._cols[f].append for f in _OP_FIELDS)
-        self._blocks: list[tuple] = []
+        self.limit = limit
+        self.on_full: Callable[[], None] | None = None
+        self.dropped = 0
+        self.stopped_at = math.nan  # perf_counter time the limit was reached
+        self._events = 0
+        self.ops = 0
+        self._names, self._labels, self._files = _Table(), _Table(), _Table()
+        self._reasons, self._sources = _Table(), _Table()
+        # one typed column per field of a finished op
+        self._cols = {"id": array("q"), "device": array("H"), "worker": array("H"), "copy": array("b"),
+                      "name": array("I"), "t_launch": array("d"), "t_issue": array("d"),
+                      "t_start": array("d"), "t_end": array("d"), "file": array("I"), "line": array("I"),
+                      "nbytes": array("q"), "failed": array("b"), "n_deps": array("I"),
+                      "n_reads": array("H"), "n_writes": array("H")}
+        # variable-length parts, flat: n_deps/n_reads/n_writes say how many belong to each op
+        self._deps, self._reads, self._writes = array("q"), array("q"), array("q")
+        self._blocks = {"reason": array("H"), "t0": array("d"), "t1": array("d"), "source": array("I"),
+                        "n_deps": array("I")}
+        self._block_deps = array("q")
         self._open: tuple | None = None
+        c = self._cols
+        (self._a_id, self._a_dev, self._a_worker, self._a_copy, self._a_name, self._a_tl, self._a_ti,
+         self._a_ts, self._a_te, self._a_file, self._a_line, self._a_nbytes, self._a_failed, self._a_nd,
+         self._a_nr, self._a_nw) = (col.append for col in c.values())
+
+    # -- codes -----------------------------------------------------------------------------
+    def _label(self, v: Any) -> int:
+        """An array's label as a number: ``a17`` (made by the engine) is -18, a name's table code
+        is >= 0.  Nothing is stored for the engine's own labels."""
+        n = getattr(v, "num", -1)
+        return -n - 1 if n >= 0 else self._labels.code(v.label)
+
+    def _full(self) -> None:
+        self.stopped_at = time.perf_counter()
+        if self.on_full is not None:
+            try:
+                self.on_full()
+            finally:
+                self.on_full = None
 
     # -- the protocol ----------------------------------------------------------------------
     def on_push(self, op: Any) -> None:
@@ -93,35 +161,67 @@ class Recorder:
         pass
 
     def on_finish(self, op: Any) -> None:
-        self._id(op.id)
-        self._device(op.device.name)
-        self._worker(op.worker)
-        self._kind(op.kind)
-        self._name(op.name)
-        self._tl(op.t_launch)
-        self._ti(op.t_issue)
-        self._ts(op.t_start)
-        self._te(op.t_end)
-        self._deps(op.deps)
-        r, w = op.reads, op.writes
-        self._reads(r[0].label if len(r) == 1 else _SEP.join([v.label for v in r]))
-        out = op.out
-        if not w:
-            self._writes(out.label if out is not None else "")
-        else:
-            self._writes(_SEP.join([v.label for v in (*w, out) if v is not None]))
-        self._file(op.file)
-        self._line(op.line)
-        self._nbytes(op.nbytes)
-        self._failed(op.error is not None)
+        if self._events >= self.limit:
+            self.dropped += 1
+            return
+        self._events += 1
+        self.ops += 1
+        self._a_id(op.id)
+        self._a_dev(op.device.index)  # the device's position in ``devices``
+        self._a_worker(op.worker)
+        self._a_copy(op.kind == "copy")
+        names = self._names.codes
+        c = names.get(op.name)
+        self._a_name(c if c is not None else self._names.code(op.name))
+        self._a_tl(op.t_launch)
+        self._a_ti(op.t_issue)
+        self._a_ts(op.t_start)
+        self._a_te(op.t_end)
+        deps = op.deps
+        self._a_nd(len(deps))
+        if deps:
+            self._deps.extend(deps)
+        label = self._label
+        r = op.reads
+        self._a_nr(len(r))
+        for v in r:
+            self._reads.append(label(v))
+        w, out = op.writes, op.out
+        self._a_nw(len(w) + (out is not None))
+        for v in w:
+            self._writes.append(label(v))
+        if out is not None:
+            n = out.num
+            self._writes.append(-n - 1 if n >= 0 else self._labels.code(out.label))
+        f = op.file
+        files = self._files.codes
+        c = files.get(f)
+        self._a_file(c if c is not None else self._files.code(f))
+        self._a_line(op.line)
+        self._a_nbytes(op.nbytes)
+        self._a_failed(op.error is not None)
+        if self._events == self.limit:
+            self._full()
 
     def on_block_begin(self, reason: str, t: float, source: tuple[str, int] | None) -> None:
         self._open = (reason, t, source)
 
     def on_block_end(self, reason: str, t: float, deps: tuple[int, ...]) -> None:
         opened, self._open = self._open, None
+        if self._events >= self.limit:
+            self.dropped += 1
+            return
+        self._events += 1
         t0, source = (opened[1], opened[2]) if opened and opened[0] == reason else (t, None)
-        self._blocks.append((reason, t0, t, tuple(deps), source))
+        b = self._blocks
+        b["reason"].append(self._reasons.code(reason))
+        b["t0"].append(t0)
+        b["t1"].append(t)
+        b["source"].append(self._sources.code(source))
+        b["n_deps"].append(len(deps))
+        self._block_deps.extend(deps)
+        if self._events == self.limit:
+            self._full()
 
     # -- the result ------------------------------------------------------------------------
     def lanes(self) -> list[Lane]:
@@ -131,49 +231,151 @@ class Recorder:
                 lanes.append(Lane(f"{d} worker {k}", LaneRole.BACKEND, device=d, virtual=True, stream=k))
         return lanes
 
+    @property
+    def recorded(self) -> int:
+        """Events (ops + blocks) recorded so far."""
+        return self._events
+
+    def nbytes(self) -> int:
+        """Bytes the recorded columns hold (the tables of names and labels not counted)."""
+        cols = (*self._cols.values(), *self._blocks.values(), self._deps, self._reads, self._writes,
+                self._block_deps)
+        return sum(c.buffer_info()[1] * c.itemsize for c in cols)
+
     def trace(self, **meta: Any) -> Trace:
         """Everything finished so far, as a Trace (ops, their launches, and the frontend's blocks)."""
-        cols = {f: list(c) for f, c in self._cols.items()}  # copies: workers keep appending
-        n = min(len(c) for c in cols.values())  # a row a worker is half-way through is left out
-        blocks = list(self._blocks)
-        rows: list[dict[str, Any]] = []
+        ops = {k: _numpy(c) for k, c in self._cols.items()}
+        n = min(len(c) for c in ops.values())  # a row a worker is half-way through is left out
+        ops = {k: c[:n] for k, c in ops.items()}
+        blocks = {k: _numpy(c) for k, c in self._blocks.items()}
+        nb = min(len(c) for c in blocks.values())
+        blocks = {k: c[:nb] for k, c in blocks.items()}
         t0 = self.t0
-        sources: dict[Any, str] = {}
-
-        def src(s: Any) -> str:
-            if s not in sources:
-                sources[s] = format_source(s)
-            return sources[s]
-
-        def labels(s: str) -> tuple[str, ...]:
-            return tuple(s.split(_SEP)) if s else ()
-
-        next_id = max(cols["id"][:n], default=-1) + 1
-        failed_ids = sorted(i for i, bad in zip(cols["id"][:n], cols["failed"][:n]) if bad)
-        for k in range(n):
-            oid, dev, name, ti = cols["id"][k], cols["device"][k], cols["name"][k], cols["t_issue"][k]
-            tl = cols["t_launch"][k]
-            text = src((cols["file"][k], cols["line"][k]) if cols["file"][k] else None)
-            rows.append(dict(id=oid, lane=f"{dev} worker {cols['worker'][k]}", kind=cols["kind"][k], name=name,
-                             issue=ti - t0, start=cols["t_start"][k] - t0, end=cols["t_end"][k] - t0,
-                             device=dev, deps=tuple(cols["deps"][k]), reads=labels(cols["reads"][k]),
-                             writes=labels(cols["writes"][k]), flow=oid, source=text, reason="",
-                             nbytes=cols["nbytes"][k]))
-            rows.append(dict(id=next_id, lane="frontend", kind=Kind.LAUNCH.value, name=f"push {name}",
-                             issue=tl - t0, start=tl - t0, end=ti - t0, device=dev, deps=(), reads=(),
-                             writes=(), flow=oid, source=text, reason="", nbytes=0))
-            next_id += 1
-        for reason, tb, te, deps, source in blocks:
-            rows.append(dict(id=next_id, lane="frontend", kind=Kind.BLOCK.value, name=reason, issue=math.nan,
-                             start=tb - t0, end=te - t0, device="", deps=deps, reads=(), writes=(), flow=-1,
-                             source=src(source), reason=reason, nbytes=0))
-            next_id += 1
-        rows.sort(key=lambda r: (r["start"], r["id"]))
-        columns = {name: [r[name] for r in rows] for name in rows[0]} if rows else {}
-        info = {"source": "engine", "virtual": True, "engine": self.engine, "workers": self.workers,
-                "devices": list(self.devices), "failed_ops": failed_ids,
-                "device": (f"virtual devices {', '.join(self.devices)}: threads on this CPU, "
-                           f"{self.workers} worker(s) each" if self.workers else
-                           f"virtual devices {', '.join(self.devices)}: ops run inline on the frontend thread")}
+        ids = ops["id"].astype(np.int64)
+        next_id = int(ids.max()) + 1 if n else 0
+        names = _objects(self._names.values)
+        devices = _objects(self.devices)
+        lanes_w = max(self.workers, 1)
+        lane_names = _objects([f"{d} worker {k}" for d in self.devices for k in range(lanes_w)])
+        dev = ops["device"].astype(np.intp)
+        src_text = self._op_sources(ops["file"], ops["line"])
+        deps = _split(_numpy(self._deps), ops["n_deps"])
+        reads = self._label_tuples(_numpy(self._reads), ops["n_reads"])
+        writes = self._label_tuples(_numpy(self._writes), ops["n_writes"])
+        op_dev, op_name = devices[dev], names[ops["name"].astype(np.intp)]
+        empty = _filled(n, ())
+        push = _objects([f"push {x}" for x in self._names.values])[ops["name"].astype(np.intp)] if n else empty
+        tl, ti = ops["t_launch"] - t0, ops["t_issue"] - t0
+        parts = [
+            # the ops, on their workers' lanes
+            dict(id=ids, lane=lane_names[dev * lanes_w + ops["worker"].astype(np.intp)],
+                 kind=np.where(ops["copy"].astype(bool), Kind.COPY.value, Kind.OP.value).astype(object),
+                 name=op_name, issue=ti, start=ops["t_start"] - t0, end=ops["t_end"] - t0, device=op_dev,
+                 deps=deps, reads=reads, writes=writes, flow=ids, source=src_text, reason=_filled(n, ""),
+                 nbytes=ops["nbytes"].astype(np.int64)),
+            # their pushes, on the frontend
+            dict(id=np.arange(next_id, next_id + n, dtype=np.int64), lane=_filled(n, "frontend"),
+                 kind=_filled(n, Kind.LAUNCH.value), name=push, issue=tl, start=tl, end=ti, device=op_dev,
+                 deps=empty, reads=empty, writes=empty, flow=ids, source=src_text, reason=_filled(n, ""),
+                 nbytes=np.zeros(n, np.int64)),
+        ]
+        next_id += n
+        reasons = _objects(self._reasons.values)[blocks["reason"].astype(np.intp)]
+        sources = _objects([format_source(s) for s in self._sources.values])[blocks["source"].astype(np.intp)]
+        parts.append(dict(id=np.arange(next_id, next_id + nb, dtype=np.int64), lane=_filled(nb, "frontend"),
+                          kind=_filled(nb, Kind.BLOCK.value), name=reasons, issue=np.full(nb, math.nan),
+                          start=blocks["t0"] - t0, end=blocks["t1"] - t0, device=_filled(nb, ""),
+                          deps=_split(_numpy(self._block_deps), blocks["n_deps"]),
+                          reads=_filled(nb, ()), writes=_filled(nb, ()), flow=np.full(nb, -1, np.int64),
+                          source=sources, reason=reasons, nbytes=np.zeros(nb, np.int64)))
+        next_id += nb
+        info: dict[str, Any] = {
+            "source": "engine", "virtual": True, "engine": self.engine, "workers": self.workers,
+            "devices": list(self.devices), "failed_ops": sorted(ids[ops["failed"].astype(bool)].tolist()),
+            "device": (f"virtual devices {', '.join(self.devices)}: threads on this CPU, "
+                       f"{self.workers} worker(s) each" if self.workers else
+                       f"virtual devices {', '.join(self.devices)}: ops run inline on the frontend thread"),
+            "recording": {"limit": self.limit, "recorded": self._events, "dropped": self.dropped,
+                          "stopped": self._events >= self.limit}}
+        if self._events >= self.limit:
+            text = f"recording stopped at {self.limit:,} events"
+            info["recording_stopped"] = (f"{text}; {self.dropped:,} later ops were not recorded "
+                                         "(create the engine with a larger record=N, or call reset_trace())")
+            t = self.stopped_at - t0
+            parts.append(dict(id=np.array([next_id], np.int64), lane=_filled(1, "frontend"),
+                              kind=_filled(1, Kind.RUNTIME.value), name=_filled(1, text), issue=np.array([t]),
+                              start=np.array([t]), end=np.array([t]), device=_filled(1, ""), deps=_filled(1, ()),
+                              reads=_filled(1, ()), writes=_filled(1, ()), flow=np.array([-1], np.int64),
+                              source=_filled(1, ""), reason=_filled(1, "recording stopped"),
+                              nbytes=np.zeros(1, np.int64)))
         info.update(meta)
+        columns = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+        order = np.lexsort((columns["id"], columns["start"]))
+        columns = {k: v[order] for k, v in columns.items()}
         return Trace.from_columns(columns, self.lanes(), info)
+
+    def _op_sources(self, file: np.ndarray, line: np.ndarray) -> np.ndarray:
+        """Each op's source line as text, formatted once per distinct (file, line)."""
+        if not len(file):
+            return _filled(0, "")
+        key = file.astype(np.int64) << 32 | line.astype(np.int64)
+        uniq, inverse = np.unique(key, return_inverse=True)
+        files = self._files.values
+        text = [format_source((files[k >> 32], k & 0xFFFFFFFF)) if files[k >> 32] else "" for k in uniq.tolist()]
+        return _objects(text)[inverse.reshape(-1)]
+
+    def _label_tuples(self, flat: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """Per op, the tuple of its arrays' labels: one tuple per distinct label (or combination),
+        made once and shared by every op that has it."""
+        names = self._labels.values
+        out = _filled(len(counts), ())
+        if not len(counts) or not len(flat):
+            return out
+        ends = np.cumsum(counts.astype(np.int64))
+        one = np.nonzero(counts == 1)[0]
+        if len(one):  # the common case, vectorized: ``y = x + 1`` reads ("x",) and writes ("a17",)
+            uniq, inverse = np.unique(flat[ends[one] - 1], return_inverse=True)
+            out[one] = _objects([(f"a{-c - 1}",) if c < 0 else (names[c],) for c in uniq.tolist()])[inverse.reshape(-1)]
+        many = np.nonzero(counts > 1)[0]
+        if len(many):
+            codes, cache = flat.tolist(), {}
+            for i, end, cnt in zip(many.tolist(), ends[many].tolist(), counts[many].tolist()):
+                key = tuple(codes[end - cnt:end])
+                t = cache.get(key)
+                if t is None:
+                    t = cache[key] = tuple(f"a{-c - 1}" if c < 0 else names[c] for c in key)
+                out[i] = t
+        return out
+
+
+def _numpy(column: array) -> np.ndarray:
+    """A numpy copy of a column (slicing copies at once, under the GIL: workers may be appending;
+    a view would stop them from growing the column)."""
+    return np.frombuffer(column[: len(column)], dtype=column.typecode)
+
+
+def _objects(values: Sequence[Any]) -> np.ndarray:
+    """A 1-d object array holding ``values`` as they are (tuples stay tuples)."""
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        out[i] = v
+    return out
+
+
+def _filled(n: int, value: Any) -> np.ndarray:
+    out = np.empty(n, dtype=object)
+    out.fill(value)
+    return out
+
+
+def _split(flat: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per row, the tuple of its ``counts[i]`` ints from ``flat`` (``()`` when none)."""
+    out = _filled(len(counts), ())
+    if not len(counts) or not len(flat):
+        return out
+    values = flat.tolist()
+    ends = np.cumsum(counts.astype(np.int64))
+    rows = np.nonzero(counts)[0]
+    for i, end, cnt in zip(rows.tolist(), ends[rows].tolist(), counts[rows].tolist()):
+        out[i] = tuple(values[end - cnt:end])
+    return out

@@ -39,10 +39,13 @@ class EngineVar(Var):
         error: the exception that left this var's value undefined (None when fine).
         label: the name used in traces.
         last_write: id of the last op that wrote it (-1: none); recorded as a dependency.
-        read_ids: ids of ops that read it since that write (recorded only while recording).
+        read_ids: ids of ops that read it since that write (recorded only while recording; an
+            ``array("q")``, 8 bytes per read).
+        num: for a label the engine made (``"a17"``), its number (17), else -1; a recorder stores
+            the number, not the string (see ._observer).
     """
 
-    __slots__ = ("producer", "error", "label", "last_write", "read_ids")
+    __slots__ = ("producer", "error", "label", "last_write", "read_ids", "num")
 
     def __init__(self, label: str) -> None:
         Var.__init__(self)
@@ -50,7 +53,8 @@ class EngineVar(Var):
         self.error: BaseException | None = None
         self.label = label
         self.last_write = -1
-        self.read_ids: list[int] | None = None
+        self.read_ids: Any = None
+        self.num = -1
 
 
 class EngineOp(Op):

@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from array import array
 import time
 import warnings
 import weakref
@@ -304,7 +305,7 @@ class Scheduler:
             if v.last_write >= 0:
                 deps.append(v.last_write)
             if v.read_ids is None:
-                v.read_ids = []
+                v.read_ids = array("q")  # 8 bytes a read: 1M reads of one x are 8 MB, not 36
             v.read_ids.append(op.id)
         for v in op.writes:
             if v.last_write >= 0:
