@@ -1,0 +1,217 @@
+"""What runs synchronously: blocking points, and tensors from elsewhere.
+
+The slow paths of :class:`~._runtime.AsyncRuntime`, kept apart from its fast path.  A *blocking
+point* is an op queued like any other and then waited for (:meth:`SyncPaths.run_sync`), so it
+still runs after every earlier write it depends on, its wait is recorded as a block with the
+user's line, and an error it raises is eager torch's own, raised at the call.  :meth:`value` is
+the wait behind ``print``/``.numpy()``/``.tolist()``.  Outside a block's mode (after the block, or
+on another thread), :func:`dispatch_any` is AsyncTensor's ``__torch_dispatch__``: the tensor's own
+runtime if it is still open, else the op runs eagerly on the data.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import torch
+
+from ..engine._deps import split_access
+from ..engine._errors import deferred
+from ..engine._op import EngineOp, EngineVar
+from ._meta import map_tensors, meta_of, meta_tensor
+from ._schema import _CACHE as _INFO, func_info
+from ._tensor import AsyncTensor
+
+__all__ = ["SyncPaths", "answer_query", "run_eager", "dispatch_any"]
+
+aten = torch.ops.aten
+_make = AsyncTensor.make
+
+
+def _real(a: Any) -> Any:
+    return a._real if type(a) is AsyncTensor else a
+
+
+def _run_sync_op(op: EngineOp) -> None:
+    args, kwargs, holder = op.arg
+    ra, rk = map_tensors(args, kwargs, _real)
+    holder.append(op.fn(*ra, **rk))
+
+
+class SyncPaths:
+    """The runtime's slow paths (a mixin of :class:`~._runtime.AsyncRuntime`)."""
+
+    def _foreign(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        """Tensors of another (finished or open) runtime: wait for them and use their data."""
+        def fix(t: torch.Tensor) -> torch.Tensor:
+            if type(t) is AsyncTensor and t._rt is not self:
+                return t._rt.value(t, "a tensor of another asynchronous() block")
+            return t
+        return map_tensors(args, kwargs, fix)
+
+    def _passthrough(self, func, args: tuple, kwargs: dict) -> Any:
+        """CUDA (asynchronous already): wait for our inputs, run the op as it is."""
+        ra, rk = map_tensors(args, kwargs, lambda t: self.value(t, "to CUDA") if type(t) is AsyncTensor else t)
+        return func(*ra, **rk)
+
+    def rebind(self, t: AsyncTensor, value: AsyncTensor) -> None:
+        """``t.data = value``: from now on ``t`` stands for ``value``'s data (an op sets it)."""
+        t._m, t._var = value._m, value._var
+        if value._op is None and value._real is not None:
+            t._real, t._op, t._own = value._real, None, value._own
+            return
+        own = EngineVar(f"t{next(self._labels)}")
+        reads = (value._var,) if value._own is None else (value._var, value._own)
+
+        def run(op: EngineOp) -> None:
+            t._real = value._real
+        op = EngineOp("set_data", "op", run, None, None, reads, (), self._dev, 0, own)
+        t._own, t._op, t._real = own, op, None
+        self._submit(op, 4)
+
+    def run_sync(self, func, args: tuple, kwargs: dict, reason: str, depth: int = 3) -> Any:
+        """Queue ``func`` like any op, wait for it (a recorded block), return its outputs."""
+        info = _INFO.get(func) or func_info(func)
+        if self.closed:
+            return run_eager(func, args, kwargs)
+        args, kwargs = self._foreign(args, kwargs)
+        leaves, written = [], []
+        for i, a in enumerate(args):
+            for b in (a if type(a) in (list, tuple) else (a,)):
+                if isinstance(b, torch.Tensor):
+                    leaves.append(b)
+                    written.append(i in info.write_pos)
+        for name, a in kwargs.items():
+            for b in (a if type(a) in (list, tuple) else (a,)):
+                if isinstance(b, torch.Tensor):
+                    leaves.append(b)
+                    written.append(name in info.write_kw)
+        if any(b.device.type != "cpu" for b in leaves if type(b) is not AsyncTensor):
+            return self._passthrough(func, args, kwargs)
+        reads = [self._leaf_var(t) for t, w in zip(leaves, written) if not w]
+        reads += [t._own for t in leaves if type(t) is AsyncTensor and t._own is not None]
+        writes = [self._leaf_var(t) for t, w in zip(leaves, written) if w]
+        if info.seeded or info.has_generator:
+            writes.append(self._rng)
+        holder: list = []
+        r, w = split_access(reads, writes)
+        op = EngineOp(info.name, info.kind, _run_sync_op, func, (args, kwargs, holder), r, w, self._dev, 0, None)
+        self._submit(op, depth)
+        self._wait_op(op, reason)
+        if op.error is not None:
+            with self._lock:
+                if op in self._unreported:  # raised here, at the call: not again at synchronize()
+                    self._unreported.remove(op)
+            exc = op.error
+            raise deferred(exc, f"{info.name!r}, run synchronously ({reason})") from exc
+        res = holder[0]
+        by_real = {}
+        for t in leaves:
+            real = _real(t)
+            if isinstance(real, torch.Tensor):
+                by_real.setdefault(id(real), t)
+        return self._wrap_results(res, leaves, by_real)
+
+    def _wrap_results(self, res: Any, leaves: list, by_real: dict) -> Any:
+        if isinstance(res, torch.Tensor):
+            same = by_real.get(id(res))
+            if same is not None:
+                return same
+            if res.device.type != "cpu":
+                return res
+            ptr = res.untyped_storage().data_ptr()
+            for t in leaves:
+                real = _real(t)
+                if isinstance(real, torch.Tensor) and ptr and real.untyped_storage().data_ptr() == ptr:
+                    return _make(self, meta_of(res), self._leaf_var(t), res, None)
+            return _make(self, meta_of(res), self._var_new(), res, None)
+        if type(res) in (tuple, list):
+            return type(res)(self._wrap_results(r, leaves, by_real) for r in res)
+        return res
+
+    def value(self, t: AsyncTensor, reason: str) -> torch.Tensor:
+        """Block until ``t``'s data and every write to its storage queued so far are done."""
+        if not self.closed:
+            op = t._op
+            if op is not None:
+                self._wait_op(op, reason)
+            p = t._var.producer
+            if p is not None and p is not op:
+                self._wait_op(p, reason)
+        err = t._var.error
+        if err is not None:
+            raise deferred(err, f"a failed op, raised at {reason}") from err
+        if t._real is None:
+            raise RuntimeError(f"{reason}: this asynchronous tensor was never computed (its block ended early)")
+        return t._real
+
+    def wait_rng(self, reason: str = "RNG state") -> None:
+        """Block until every queued random op has drawn its numbers (before the state changes)."""
+        p = self._rng.producer
+        if p is not None and not self.closed:
+            self._wait_op(p, reason)
+
+    def synchronize(self, *, timeout: float | None = None) -> None:
+        """Wait for every queued op; raise, once, the first error not yet raised (``waitall``)."""
+        self.waitall(timeout=timeout)
+        with self._lock:
+            idle = not self._booked and not self._inbox
+        if idle:
+            with self._plain_lock:
+                self._plain.clear()  # no op refers to them any more: plain storages may be freed
+
+
+def answer_query(func, args: tuple, kwargs: dict) -> Any:
+    """A metadata question about an AsyncTensor, answered from its metadata (no waiting)."""
+    a = args[0] if args else None
+    if type(a) is AsyncTensor:
+        shape, stride, offset, _ = a._m
+        if func is aten.sym_size.default:
+            return shape
+        if func is aten.sym_stride.default:
+            return stride
+        if func is aten.dim.default:
+            return len(shape)
+        if func is aten.sym_numel.default or func is aten.numel.default:
+            n = 1
+            for s in shape:
+                n *= s
+            return n
+        if func is aten.sym_storage_offset.default:
+            return offset
+        if func is aten.sym_size.int:
+            return shape[args[1]]
+        if func is aten.sym_stride.int:
+            return stride[args[1]]
+    ra, rk = map_tensors(args, kwargs, lambda t: meta_tensor(t._m) if type(t) is AsyncTensor else t)
+    return func(*ra, **rk)
+
+
+def run_eager(func, args: tuple, kwargs: dict) -> Any:
+    """After the block: wait for nothing (the block's end waited), run the op on the data."""
+    leaves = []
+
+    def real(t: torch.Tensor) -> torch.Tensor:
+        if type(t) is AsyncTensor:
+            leaves.append(t)
+            return t._rt.value(t, "after the block")
+        return t
+    ra, rk = map_tensors(args, kwargs, real)
+    res = func(*ra, **rk)
+    for t in leaves:  # in-place ops return their input: give back the wrapper, not its data
+        if res is t._real:
+            return t
+    return res
+
+
+def dispatch_any(func, args: tuple, kwargs: dict) -> Any:
+    """AsyncTensor's own ``__torch_dispatch__`` (no mode active on this thread)."""
+    info = _INFO.get(func) or func_info(func)
+    if info.query:
+        return answer_query(func, args, kwargs)
+    for a in itertools.chain(args, kwargs.values()):
+        for b in (a if type(a) in (list, tuple) else (a,)):
+            if type(b) is AsyncTensor and not b._rt.closed:
+                return b._rt.dispatch(func, args, kwargs, 4)
+    return run_eager(func, args, kwargs)
