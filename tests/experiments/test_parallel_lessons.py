@@ -62,7 +62,7 @@ def test_two_device_checks_hold_and_fail_with_reasons():
     ok = pl.two_device_checks(_two(20, 41, SIDE, APART, modelled={"cpu:0": {"ops": 4, "overruns": 0}}))
     assert [c.holds for c in ok] == [True, True] and "modelled devices" in ok[0].name
     bad = pl.two_device_checks(_two(40, 41, TURNS, APART, facts=BUSY))
-    assert not bad[0].holds and "1 usable CPU(s)" in bad[0].otherwise and "take turns" in bad[0].otherwise
+    assert not bad[0].holds and "1 usable CPU" in bad[0].otherwise and "cannot run at the same moment" in bad[0].otherwise
     assert bad[0].explained
     over = pl.two_device_checks(_two(40, 41, TURNS, APART, modelled={
         "cpu:0": {"ops": 4, "overruns": 2, "worst_overrun": 3.0}}))
