@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from d2l_async import config
+from d2l_async import config, lesson
 
 from ._common import choice, positive_int, resolve_backend
 from .queue_memory import SampleQueueSummary, sample_queue_summary
 
-__all__ = ["ProfilingResult", "run_profiling", "sample_summaries", "export_perfetto", "PROFILE_SAMPLES"]
+__all__ = ["ProfilingResult", "run_profiling", "sample_summaries", "export_perfetto", "PROFILE_SAMPLES", "checks",
+           "sample_checks"]
 
 #: The shipped GPU traces :func:`sample_summaries` covers.
 PROFILE_SAMPLES = ("v100_training_step", "a100_training_step")
@@ -131,3 +132,41 @@ def export_perfetto(trace: Any, path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     trace.to_chrome_trace(path)
     return path
+
+
+# ---------------------------------------------------------------- did the lesson hold on this run?
+def checks(r: ProfilingResult) -> list[lesson.Check]:
+    """What the profile of this run shows, from its numbers only."""
+    if r.backend == "cuda":
+        return [lesson.check(
+            "on the GPU, kernels run on CUDA streams behind the frontend (a launch queue)",
+            r.backend_events > 0 and r.max_queue >= 1,
+            shown=f"{r.backend_events:,} of {r.events:,} events on CUDA streams; longest launch queue {r.max_queue}",
+            otherwise=(f"the profile holds {r.backend_events:,} kernel events and a queue of at most {r.max_queue}: "
+                       "each launch waited for the previous kernel (tiny kernels, or a synchronization in the "
+                       "step). Raise batch_size or steps."))]
+    return [lesson.check(
+        "a CPU profile has no backend queue: PyTorch runs CPU ops before the Python line returns",
+        r.backend_events == 0,
+        shown=f"{r.events:,} events, {r.backend_events:,} of them on backend lanes",
+        otherwise=(f"{r.backend_events:,} events landed on backend lanes: something in the step ran on another "
+                   "device or stream. Check the trace's lanes (r.trace.lanes)."))]
+
+
+def sample_checks(samples: tuple[SampleQueueSummary, ...], *, cap: int = 1024) -> list[lesson.Check]:
+    """What the shipped GPU traces show, computed from the files."""
+    out = []
+    for s in samples:
+        out.append(lesson.check(
+            f"{s.name}: the GPU keeps hundreds of kernels queued",
+            s.max_queue >= 100,
+            shown=f"longest launch queue on {s.lane}: {s.max_queue} (time-weighted mean {s.time_weighted_mean:.0f})",
+            otherwise=f"this trace's queue peaks at {s.max_queue}: its kernels are long enough that the CPU "
+                      "never got far ahead (see exercise 5)."))
+        if s.name.startswith("v100"):
+            out.append(lesson.check(
+                f"{s.name}: the queue runs into the CUDA launch-queue cap (about {cap})",
+                s.max_queue >= 0.97 * cap,
+                shown=f"longest queue {s.max_queue}, at its maximum {s.fraction_at_max:.0%} of the time",
+                otherwise=f"the longest queue is {s.max_queue}, below the cap of about {cap}."))
+    return out

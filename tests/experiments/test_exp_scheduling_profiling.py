@@ -48,3 +48,31 @@ def test_sample_summaries():
 def test_profiling_bad_backend():
     with pytest.raises(ValueError, match="backend"):
         run_profiling(backend="engine")
+
+
+# ---------------------------------------------------------------- profiling lesson checks (synthetic results)
+def _prof(backend, backend_events, max_queue):
+    from d2l_async.experiments.profiling import ProfilingResult
+
+    return ProfilingResult(None, "MLP", 2, 64, 300, backend_events, max_queue, 0.0, backend, "dev", False)
+
+
+def test_profiling_checks_read_the_result():
+    from d2l_async.experiments import profiling as P
+
+    assert [c.holds for c in P.checks(_prof("cpu", 0, 0))] == [True]
+    bad = P.checks(_prof("cpu", 5, 0))[0]
+    assert not bad.holds and bad.explained and "5 events landed" in bad.otherwise
+    gpu = P.checks(_prof("cuda", 200, 40))[0]
+    assert gpu.holds and "longest launch queue 40" in gpu.shown
+    flat = P.checks(_prof("cuda", 200, 0))[0]
+    assert not flat.holds and flat.explained
+
+
+def test_sample_checks_on_the_shipped_traces():
+    from d2l_async.experiments import profiling as P
+
+    checks = P.sample_checks(P.sample_summaries())
+    assert len(checks) == 3 and all(c.explained for c in checks)
+    v100 = [c for c in checks if "cap" in c.name][0]
+    assert v100.holds and "1022" in v100.shown  # computed from the shipped file
