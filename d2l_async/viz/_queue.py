@@ -7,11 +7,14 @@ drivers): when it is full, the next launch blocks the Python thread — the cap 
 
 Scale: the series of a 10^5-event trace has 10^5 steps per stream; :func:`queue_data` keeps,
 per pixel-wide bin, the first, largest, smallest and last value, so maxima survive exactly.
+
+Several ranks (a trace from ``d2l_async.trace.merge_ranks``): one panel per rank, rank 0 on top,
+sharing the time axis, so ranks stand one above the other as in the timeline.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -97,6 +100,25 @@ def queue_data(trace: Trace, *, in_flight: bool = False, memory: bool = False,
     return QueueData(queued, flight, mem, peak, cap, span, unit, factor)
 
 
+def rank_parts(trace: Trace, data: QueueData) -> list[tuple[str, QueueData]]:
+    """``data`` split by rank, in rank order, for a trace of several ranks (ranks with nothing
+    queued are left out); ``[("", data)]`` for a single-rank trace.  The pending-memory series
+    covers all ranks and goes with the first part."""
+    if len(trace.ranks) < 2:
+        return [("", data)]
+    out: list[tuple[str, QueueData]] = []
+    for r in trace.ranks:
+        names = {l.name for l in trace.backend_lanes if l.rank == r}
+        if not names & set(data.queued):
+            continue
+        part = replace(data, queued={k: v for k, v in data.queued.items() if k in names},
+                       in_flight={k: v for k, v in data.in_flight.items() if k in names},
+                       peak={k: v for k, v in data.peak.items() if k in names},
+                       memory=data.memory if not out else None)
+        out.append((f"rank {r}", part))
+    return out
+
+
 def _series(x: np.ndarray, y: np.ndarray, **kwargs) -> go.Scatter | go.Scattergl:
     cls = go.Scattergl if len(x) > _GL_POINTS else go.Scatter
     return cls(x=x, y=y, mode="lines", line_shape="hv", **kwargs)
@@ -165,15 +187,23 @@ def plot_queue_length(trace: Trace, *, in_flight: bool = False, cap: float | Non
     data = queue_data(trace, in_flight=in_flight, memory=memory, cap=cap)
     if not data.queued:
         return empty_figure(title, "no backend work with an issue time: nothing was queued")
-    fig = make_subplots(specs=[[{"secondary_y": True}]]) if data.memory is not None else go.Figure()
-    draw_queue(fig, data)
+    parts = rank_parts(trace, data)
+    if len(parts) > 1:  # one panel per rank, one above the other
+        fig = make_subplots(rows=len(parts), cols=1, shared_xaxes=True, vertical_spacing=0.06,
+                            subplot_titles=[name for name, _ in parts],
+                            specs=[[{"secondary_y": data.memory is not None}]] * len(parts))
+        for i, (_, part) in enumerate(parts):
+            draw_queue(fig, part, row=i + 1, col=1)
+    else:
+        fig = make_subplots(specs=[[{"secondary_y": True}]]) if data.memory is not None else go.Figure()
+        draw_queue(fig, data)
     if memory and data.memory is None:
         fig.add_annotation(text="no memory sizes (nbytes) recorded in this trace", xref="paper", yref="paper",
                            x=1, y=1, xanchor="right", yanchor="bottom", showarrow=False,
                            font={"color": style.OKABE_ITO["grey"], "size": 11})
-    fig.update_layout(**style.base_layout(title=title, height=380))
+    fig.update_layout(**style.base_layout(title=title, height=380 + 220 * (len(parts) - 1)))
     fit_title(fig)
-    fig.update_xaxes(title_text=style.time_axis_title(data.unit))
+    fig.update_xaxes(title_text=style.time_axis_title(data.unit), **({"row": len(parts), "col": 1} if len(parts) > 1 else {}))
     return fig
 
 
@@ -187,15 +217,19 @@ def plot_trace(trace: Trace, *, in_flight: bool = False, cap: float | None | Lit
     tl = timeline_data(trace, max_events=max_events)
     q = queue_data(trace, in_flight=in_flight, memory=memory, cap=cap)
     nl = len(tl.lanes)
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.04,
-                        row_heights=[0.62, 0.38], specs=[[{}], [{"secondary_y": q.memory is not None}]])
+    parts = rank_parts(trace, q) if q.queued else [("", q)]
+    nq = len(parts)
+    fig = make_subplots(rows=1 + nq, cols=1, shared_xaxes=True, vertical_spacing=0.04,
+                        row_heights=[0.62] + [0.38 / nq] * nq,
+                        specs=[[{}]] + [[{"secondary_y": q.memory is not None}]] * nq)
     draw_timeline(fig, tl, row=1, col=1)
-    if q.queued:
-        draw_queue(fig, q, row=2, col=1)
+    for i, (_, part) in enumerate(parts):
+        if part.queued:
+            draw_queue(fig, part, row=2 + i, col=1)
     notes = _notes(tl)
     fig.update_layout(**style.base_layout(
         title={"text": title, "subtitle": {"text": notes}} if notes else {"text": title},
-        barmode="overlay", bargap=0, height=420 + 46 * nl))
+        barmode="overlay", bargap=0, height=420 + 46 * nl + 160 * (nq - 1)))
     fig.update_layout(margin={"t": 90})
-    fig.update_xaxes(title_text=style.time_axis_title(tl.unit), row=2, col=1)
+    fig.update_xaxes(title_text=style.time_axis_title(tl.unit), row=1 + nq, col=1)
     return fig

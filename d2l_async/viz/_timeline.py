@@ -17,6 +17,12 @@ Scale: a profiler trace of a training step has 10^5 events, far more than pixels
 (``span / pixels``) until at most ``max_events`` bars remain, and keeps an evenly spaced subset of
 at most ``max_connectors`` connectors; the figure says when it did either.  Small traces are drawn
 exactly, one bar per event.
+
+Lane groups: a trace merged from several ranks (``d2l_async.trace.merge_ranks``) draws each rank's
+lanes together, rank 0 on top, a rule between ranks.  A ``with_stack=True`` profile's Python call
+stack (one lane per call depth, under its thread) is drawn when the trace has at most
+:data:`PYTHON_STACK_AUTO` events, or when asked (``python_stack=True``): in a large trace its
+hundreds of thousands of calls would crowd out the ops.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..trace import BACKEND_KINDS, Lane, Trace
+from ..trace import BACKEND_KINDS, Lane, Trace, is_python_lane
 from . import style
 from ._common import check_positive_int, check_trace, empty_figure, modelled_note, time_span, two_line_title
 
@@ -42,6 +48,8 @@ _TEXT_LIMIT = 40
 #: Plot width in pixels that the drawing assumes (minimum bar width, label spacing).
 _PIXELS = 1500
 _CHAR_PX = 7  # width of one label character at font size 11
+#: Traces with at most this many events show their Python call-stack lanes by default.
+PYTHON_STACK_AUTO = 20_000
 
 
 def _non_overlapping(blocks: pd.DataFrame, span: float):
@@ -70,6 +78,7 @@ class TimelineData:
         span: (first, last) time of the trace in seconds; the figure draws ``span[0]`` as 0.
         unit, factor: display unit and the factor from seconds to it.
         n_events: bars before merging.
+        hidden_python: Python call-stack events left out (``python_stack`` off).
     """
 
     lanes: tuple[Lane, ...]
@@ -82,6 +91,7 @@ class TimelineData:
     unit: str
     factor: float
     n_events: int
+    hidden_python: int = 0
 
     @property
     def origin(self) -> float:
@@ -109,8 +119,24 @@ def _merge(group: np.ndarray, start: np.ndarray, end: np.ndarray, gap: float) ->
     return np.cumsum(new) - 1
 
 
+def _without_python_stack(trace: Trace, python_stack: bool | None) -> tuple[Trace, int]:
+    """The trace without its Python call-stack lanes when they are not to be drawn."""
+    py_lanes = [l.name for l in trace.lanes if is_python_lane(l)]
+    if not py_lanes:
+        return trace, 0
+    if python_stack is None:
+        python_stack = len(trace) <= PYTHON_STACK_AUTO
+    if python_stack:
+        return trace, 0
+    wanted = set(py_lanes)
+    on_py = np.fromiter(map(wanted.__contains__, trace["lane"].tolist()), dtype=bool, count=len(trace))
+    kept = trace.filter(~on_py)
+    return type(trace)(tuple(l for l in trace.lanes if l.name not in wanted), kept.columns, kept.meta), int(on_py.sum())
+
+
 def timeline_data(
-    trace: Trace, *, max_events: int = 4000, max_connectors: int = 1500, pixels: int = 1500
+    trace: Trace, *, max_events: int = 4000, max_connectors: int = 1500, pixels: int = 1500,
+    python_stack: bool | None = None,
 ) -> TimelineData:
     """The timeline's data step: lanes, bars (merged below a pixel when needed), connectors, blocks.
 
@@ -121,8 +147,13 @@ def timeline_data(
             one bar per lane and kind).
         max_connectors: most issue→start connectors; an evenly spaced subset is kept beyond it.
         pixels: the plot width the merging assumes.
+        python_stack: draw the Python call-stack lanes of a ``with_stack=True`` profile; ``None``
+            (default) draws them for traces of at most :data:`PYTHON_STACK_AUTO` events.
     """
     trace = check_trace(trace, "timeline_data")
+    if python_stack is not None and not isinstance(python_stack, bool):
+        raise TypeError(f"python_stack must be True, False or None, got {python_stack!r}")
+    trace, hidden = _without_python_stack(trace, python_stack)
     max_events = check_positive_int(max_events, "max_events")
     max_connectors = check_positive_int(max_connectors, "max_connectors", minimum=0)
     pixels = check_positive_int(pixels, "pixels")
@@ -207,7 +238,7 @@ def timeline_data(
         "reason": trace["reason"][blk].astype(str), "source": trace["source"][blk].astype(str),
     })
     blocks["label"] = [style.block_label(r, s) for r, s in zip(blocks["reason"], blocks["source"])]
-    return TimelineData(lanes, labels, bars, connectors, n_conn, blocks, span, unit, factor, n_events)
+    return TimelineData(lanes, labels, bars, connectors, n_conn, blocks, span, unit, factor, n_events, hidden)
 
 
 # -- drawing ----------------------------------------------------------------------------------
@@ -309,6 +340,11 @@ def draw_timeline(fig: go.Figure, data: TimelineData, *, row: int | None = None,
             hovertext=[t for w in waits for t in (w, w, "")], hovertemplate="%{hovertext}<extra></extra>",
         ), **where)
 
+    # a rule between lane groups of different ranks: one rank above the other
+    ranks = [l.rank for l in data.lanes]
+    for i in range(1, nrows):
+        if ranks[i] != ranks[i - 1]:
+            fig.add_hline(y=i - 0.5, line={"color": style.OKABE_ITO["grey"], "width": 1.5}, **where)
     fig.update_yaxes(tickvals=list(range(nrows)), ticktext=list(data.labels), range=[nrows - 0.4, -0.6],
                      showgrid=False, zeroline=False, **where)
     fig.update_xaxes(range=[0.0, (data.span[1] - o) * f], **where)
@@ -320,6 +356,8 @@ def _notes(data: TimelineData) -> str:
         notes.append(f"{data.n_events:,} events drawn as {len(data.bars):,} bars (events closer than a pixel merged)")
     if len(data.connectors) < data.n_connectors:
         notes.append(f"{len(data.connectors):,} of {data.n_connectors:,} queue connectors shown")
+    if data.hidden_python:
+        notes.append(f"Python call stack ({data.hidden_python:,} calls) hidden: python_stack=True draws it")
     return "; ".join(notes)
 
 
@@ -334,7 +372,7 @@ def default_title(trace: Trace, what: str) -> str:
 
 
 def plot_timeline(trace: Trace, *, max_events: int = 4000, max_connectors: int = 1500,
-                  title: str | None = None) -> go.Figure:
+                  title: str | None = None, python_stack: bool | None = None) -> go.Figure:
     """The frontend/backend timeline of a trace: lanes as rows, ops as bars, queue connectors,
     shaded frontend waits.
 
@@ -343,6 +381,8 @@ def plot_timeline(trace: Trace, *, max_events: int = 4000, max_connectors: int =
         max_events: most bars drawn; denser traces merge bars closer than a pixel.
         max_connectors: most issue→start connectors drawn.
         title: figure title (default: what the trace is).
+        python_stack: draw a ``with_stack=True`` profile's Python call-stack lanes (default:
+            only for traces of at most :data:`PYTHON_STACK_AUTO` events).
 
     Returns:
         A ``plotly.graph_objects.Figure``; an empty trace gives a figure saying "no events".
@@ -352,7 +392,7 @@ def plot_timeline(trace: Trace, *, max_events: int = 4000, max_connectors: int =
     title = modelled_note(title, trace.meta)  # modelled devices say so on every figure
     if not len(trace):
         return empty_figure(title)
-    data = timeline_data(trace, max_events=max_events, max_connectors=max_connectors)
+    data = timeline_data(trace, max_events=max_events, max_connectors=max_connectors, python_stack=python_stack)
     fig = go.Figure()
     draw_timeline(fig, data)
     notes = _notes(data)
