@@ -1,0 +1,112 @@
+"""The notebooks' lessons about plain PyTorch in ``asynchronous()``, as checks of measured numbers.
+
+The notebooks run the plain torch code in their own cells -- that code is the point -- and pass
+what they measured here; each function returns :class:`d2l_async.lesson.Check` objects (not
+displayed: ``lesson.show(...)`` does that), computed from those numbers alone, so they are
+testable with synthetic numbers and cannot contradict what the notebook prints beside them.
+``machine`` is :func:`d2l_async.devices.machine`'s snapshot: a check that did not hold explains
+itself with the usable CPUs and the load it was measured under.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from .. import lesson
+
+__all__ = ["returned_before_done", "narrow_waits", "blockers_recorded", "increments"]
+
+
+def _load(machine: Any) -> str:
+    return (f"{machine.usable_cpus:g} usable CPU(s), load average {machine.load_avg:.1f}"
+            if machine is not None else "an unknown load")
+
+
+def returned_before_done(returned_s: float, finished_s: float, eager_s: float, n: int,
+                         machine: Any = None) -> list[lesson.Check]:
+    """``n`` queued products: the loop returned after ``returned_s``, the barrier after
+    ``finished_s`` (both from the loop's start); eager torch took ``eager_s`` for the same work."""
+    return [
+        lesson.check(
+            "plain torch in asynchronous(): the loop returns before the products are computed",
+            returned_s < 0.25 * finished_s,
+            shown=f"{n} products queued in {returned_s * 1e3:.1f} ms; computed after {finished_s * 1e3:.0f} ms",
+            otherwise=(f"queueing took {returned_s / max(finished_s, 1e-12):.0%} of the time: each op costs the "
+                       f"frontend 20-40 µs of Python, so products this small are not much longer than queueing "
+                       f"them ({_load(machine)}). Raise the size.")),
+        lesson.check(
+            "queueing does not make the work faster: it takes about eager torch's time",
+            finished_s <= 1.5 * eager_s + 0.02,
+            shown=f"{finished_s * 1e3:.0f} ms queued vs {eager_s * 1e3:.0f} ms eager",
+            otherwise=(f"the worker thread got less CPU than eager torch did ({_load(machine)}): other processes "
+                       "or the frontend's own Python competed with it. Rerun when the machine is quiet.")),
+    ]
+
+
+def narrow_waits(item_two_s: float, done_two_s: float, item_one_s: float, done_one_s: float,
+                 machine: Any = None) -> list[lesson.Check]:
+    """A long chain of unrelated products, then a tiny ``z``: ``item_*`` is when ``z.item()``
+    returned, ``done_*`` when the barrier returned (from the chain's start), on two workers and
+    on one."""
+    return [
+        lesson.check(
+            "with two workers, z.item() waits for z only, not for the unrelated products",
+            item_two_s < 0.5 * done_two_s,
+            shown=f"z.item() returned after {item_two_s * 1e3:.1f} ms; synchronize() after {done_two_s * 1e3:.0f} ms",
+            otherwise=(f"the second worker did not get a CPU while the first multiplied ({_load(machine)}): "
+                       "with one busy CPU a thread waits its turn. Run on a machine with a spare core.")),
+        lesson.check(
+            "with one worker (like one CUDA stream), z.item() waits for everything queued before z",
+            item_one_s >= 0.8 * done_one_s,
+            shown=f"z.item() returned after {item_one_s * 1e3:.0f} ms; synchronize() after {done_one_s * 1e3:.0f} ms",
+            otherwise="ops ran out of program order on one worker: a bug to report (d2l_async issue 14)."),
+    ]
+
+
+def blockers_recorded(blocks: Iterable[tuple[str, str, float]], expected: Iterable[str],
+                      product_s: float, machine: Any = None) -> list[lesson.Check]:
+    """``blocks``: ``(reason, source, seconds)`` of the frontend's waits in the trace; ``expected``
+    the reasons the cell's blockers should have caused; ``product_s`` one product's eager time."""
+    blocks = list(blocks)
+    expected = list(expected)
+    seen = {r for r, _, _ in blocks}
+    missing = [r for r in expected if r not in seen]
+    waited = {r: max(s for rr, _, s in blocks if rr == r) for r in seen}
+    short = [r for r in expected if r in waited and waited[r] < 0.3 * product_s]
+    unnamed = [r for r, src, _ in blocks if r in expected and not src]
+    return [
+        lesson.check(
+            "print, .item(), .numpy(), float() and bool() each made the frontend wait for its product",
+            not missing and not short,
+            shown=", ".join(f"{r} {waited[r] * 1e3:.1f} ms" for r in expected if r in waited) or "no waits",
+            otherwise=(f"{'not recorded: ' + ', '.join(missing) if missing else ''}"
+                       f"{' waited less than a third of a product: ' + ', '.join(short) if short else ''} "
+                       f"({_load(machine)}; a product takes {product_s * 1e3:.1f} ms eagerly). "
+                       "The product was done before the blocker ran: make it larger.")),
+        lesson.check(
+            "the trace names the line of each blocker",
+            not unnamed and bool(blocks),
+            shown=f"{len(blocks)} waits, each with its source line",
+            otherwise=f"waits without a source line: {', '.join(unnamed) or 'none recorded'}"),
+    ]
+
+
+def increments(sync_s: float, async_s: float, eager_s: float, n: int, machine: Any = None) -> list[lesson.Check]:
+    """The book's ``n`` x ``y = x + 1``: total seconds synchronous (a barrier after each op),
+    asynchronous (one barrier at the end), and eager torch."""
+    us = lambda s: s / n * 1e6  # noqa: E731
+    return [
+        lesson.check(
+            "asynchronous beats synchronous in plain torch too",
+            async_s < sync_s,
+            shown=f"{us(sync_s):.1f} µs/op synchronous vs {us(async_s):.1f} µs/op asynchronous "
+                  f"({sync_s / max(async_s, 1e-12):.2f}x)",
+            otherwise=(f"the worker's share of the CPU was what limited both ({_load(machine)}): with one usable "
+                       "CPU the barrier after each op costs little more than the op. Rerun on a quiet machine.")),
+        lesson.check(
+            "for a one-element op the frontend is the bottleneck: queueing costs more than eager torch's op",
+            async_s > eager_s,
+            shown=f"{us(async_s):.1f} µs/op queued vs {us(eager_s):.1f} µs/op eager",
+            otherwise="eager torch was slower than queueing here, unlike on every machine measured so far: "
+                      f"{_load(machine)}; rerun when the machine is quiet."),
+    ]

@@ -1,0 +1,39 @@
+"""The plain-torch lesson checks are pure functions of the numbers: both outcomes, each explained."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from d2l_async.torch_async import lessons
+
+M = SimpleNamespace(usable_cpus=1.0, load_avg=3.5)
+
+
+def test_returned_before_done():
+    good = lessons.returned_before_done(0.002, 1.0, 0.9, 20, M)
+    assert [c.holds for c in good] == [True, True]
+    bad = lessons.returned_before_done(0.5, 0.6, 0.2, 20, M)
+    assert [c.holds for c in bad] == [False, False]
+    assert all(c.explained and "load average 3.5" in c.otherwise for c in bad)
+
+
+def test_narrow_waits():
+    assert [c.holds for c in lessons.narrow_waits(0.01, 1.0, 0.95, 1.0, M)] == [True, True]
+    bad = lessons.narrow_waits(0.9, 1.0, 0.1, 1.0, M)
+    assert [c.holds for c in bad] == [False, False] and all(c.explained for c in bad)
+
+
+def test_blockers_recorded():
+    blocks = [("print", "In[3]:2: print(b)", 0.05), ("item", "In[3]:3: b.item()", 0.04)]
+    ok = lessons.blockers_recorded(blocks, ["print", "item"], 0.05, M)
+    assert [c.holds for c in ok] == [True, True]
+    bad = lessons.blockers_recorded(blocks[:1] + [("item", "", 0.001)], ["print", "item", "numpy"], 0.05, M)
+    assert [c.holds for c in bad] == [False, False]
+    assert "numpy" in bad[0].otherwise and "item" in bad[0].otherwise and "item" in bad[1].otherwise
+
+
+def test_increments():
+    assert [c.holds for c in lessons.increments(3.0, 0.3, 0.05, 10_000, M)] == [True, True]
+    bad = lessons.increments(0.3, 0.4, 0.5, 10_000, M)
+    assert [c.holds for c in bad] == [False, False] and all(c.explained for c in bad)
+    assert "µs/op" in bad[0].shown
