@@ -40,6 +40,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ._model import COLUMNS, Lane, Trace, TraceError
+from ._stack import PYTHON_GROUP
 
 __all__ = ["merge_ranks", "read_trace_dir", "rank_lanes", "RankLanes", "COLLECTIVE_PREFIXES"]
 
@@ -61,6 +62,7 @@ class RankLanes:
     frontend: tuple[str, ...]
     compute: tuple[str, ...]
     communication: tuple[str, ...]
+    python_stack: tuple[str, ...] = ()  # the call-stack lanes of a with_stack=True profile
 
 
 def _is_comm_lane(trace: Trace, lane: Lane, names: np.ndarray) -> bool:
@@ -87,17 +89,19 @@ def rank_lanes(trace: Trace, rank: int | None = None) -> tuple[RankLanes, ...] |
     lane_col = trace["lane"]
     out = []
     for r in trace.ranks or (-1,):
-        front, comp, comm = [], [], []
+        front, comp, comm, stack = [], [], [], []
         for lane in trace.lanes:
             if lane.rank != r:
                 continue
-            if lane.is_frontend:
+            if lane.group.endswith(PYTHON_GROUP):
+                stack.append(lane.name)
+            elif lane.is_frontend:
                 front.append(lane.name)
             elif _is_comm_lane(trace, lane, trace["name"][lane_col == lane.name]):
                 comm.append(lane.name)
             else:
                 comp.append(lane.name)
-        out.append(RankLanes(r, tuple(front), tuple(comp), tuple(comm)))
+        out.append(RankLanes(r, tuple(front), tuple(comp), tuple(comm), tuple(stack)))
     if rank is None:
         return tuple(out)
     for rl in out:

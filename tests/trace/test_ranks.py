@@ -132,3 +132,15 @@ def test_rank_from_the_file_name_when_the_file_has_none(tmp_path):
     (tmp_path / "nameless.json").write_text(json.dumps(doc))
     with pytest.raises(TraceError, match="nameless.json: no distributedInfo.rank"):
         read_trace_dir(tmp_path)
+
+
+def test_python_stack_lanes_stay_in_their_rank_and_are_listed_apart():
+    stack = read_chrome_trace(Path(__file__).parent / "data" / "with_stack_cpu.json.gz")
+    m = merge_ranks({0: stack, 1: stack})
+    for rl in rank_lanes(m):
+        assert len(rl.frontend) == 1 and len(rl.python_stack) > 3
+        assert all(m.lane(n).group == f"rank {rl.rank} · python call stack" for n in rl.python_stack)
+    names = [l.name for l in m.lanes]
+    # rank 0's thread, its call stack, then rank 1's thread and its call stack
+    assert [l.rank for l in m.lanes] == sorted(l.rank for l in m.lanes)
+    assert names.index(rank_lanes(m, 0).python_stack[0]) == names.index(rank_lanes(m, 0).frontend[0]) + 1
