@@ -252,6 +252,8 @@ class IndependenceResult:
         backend: ``"engine"`` (threads) or ``"modelled"`` (modelled-time device).
         facts: usable and busy CPUs and the load when it ran (:class:`.parallel_lessons.RunFacts`).
         modelled: the model's speed and overruns (``trace.meta["modelled"]``), or None.
+        independent_cpu_seconds: this process's CPU time during the independent chains (median):
+            about ``workers`` times the wall time when thread-workers really ran side by side.
     """
 
     workers: int
@@ -267,6 +269,7 @@ class IndependenceResult:
     backend: str = "engine"
     facts: Any = None
     modelled: Any = None
+    independent_cpu_seconds: float = float("nan")
 
     @property
     def speedup(self) -> float:
@@ -320,10 +323,12 @@ def run_independent_vs_dependent(
         with ThreadedEngine(workers=w, devices=("cpu:0",), model=model) as eng:
             m = eng.array(base.clone(), name="m")
             _chain_run(eng, m, [base] * chains, ops // chains)  # warm-up: threads, allocator
-            ind_runs, dep_runs = [], []
+            ind_runs, dep_runs, ind_cpu = [], [], []
             for _ in range(repeat):
                 eng.reset_trace()
+                c0 = time.process_time()
                 ind_runs.append(_chain_run(eng, m, [base.clone() for _ in range(chains)], ops // chains))
+                ind_cpu.append(time.process_time() - c0)
                 t_ind = eng.trace()
                 eng.reset_trace()
                 dep_runs.append(_chain_run(eng, m, [base.clone()], (ops // chains) * chains))
@@ -338,7 +343,8 @@ def run_independent_vs_dependent(
         out.append(IndependenceResult(w, (ops // chains) * chains, chains, size, ind, dep,
                                       t_ind.with_meta(device=label, virtual=True, experiment="independent"),
                                       t_dep.with_meta(device=label, virtual=True, experiment="dependent"),
-                                      label, True, backend, facts, t_ind.meta.get("modelled")))
+                                      label, True, backend, facts, t_ind.meta.get("modelled"),
+                                      statistics.median(ind_cpu)))
     return tuple(out)
 
 

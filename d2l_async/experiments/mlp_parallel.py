@@ -62,6 +62,7 @@ class MLPResult:
             modelled-time devices, the host stays this CPU's threads).
         facts: usable and busy CPUs and the load when it ran.
         modelled: device -> the model's speed and overruns, or None.
+        cpu_seconds: this process's CPU time during the loop (NaN on GPUs).
     """
 
     losses: tuple[float, ...]
@@ -77,6 +78,7 @@ class MLPResult:
     virtual: bool
     facts: RunFacts | None = None
     modelled: Mapping[str, Any] | None = None
+    cpu_seconds: float = float("nan")
 
     @property
     def devices(self) -> tuple[str, ...]:
@@ -187,7 +189,7 @@ def _mlp_engine(batches: int, batch_size: int, hidden: int, features: int, lr: f
                       eng.array(w2_0.clone(), device=d, name=f"W2@{d}")) for d in devs}
         eng.waitall()
         eng.reset_trace()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for i in range(batches):
             grads = {}
             batch_losses = []
@@ -220,7 +222,7 @@ def _mlp_engine(batches: int, batch_size: int, hidden: int, features: int, lr: f
                     eng.push(sgd, reads=(summed[j][d],), writes=(params[d][j],), name=f"update W{j + 1}")
             losses_arrays.append(batch_losses)
         eng.waitall()
-        seconds = time.perf_counter() - t0
+        seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - c0
         trace = eng.trace()
         losses = tuple(float(np.mean([l.item() for l in pair])) for pair in losses_arrays)
     if model is None:
@@ -234,7 +236,7 @@ def _mlp_engine(batches: int, batch_size: int, hidden: int, features: int, lr: f
     modelled = trace.meta.get("modelled")
     trace = trace.with_meta(device=label, virtual=True, experiment="mlp_parallel")
     return MLPResult(losses, seconds, compute_comm_overlap(trace), trace, roles, batches, batch_size, hidden,
-                     setup.backend, label, True, facts, modelled)
+                     setup.backend, label, True, facts, modelled, cpu_seconds)
 
 
 def _mlp_cuda(batches: int, batch_size: int, hidden: int, features: int, lr: float, seed: int,

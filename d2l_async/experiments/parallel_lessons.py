@@ -27,7 +27,7 @@ from d2l_async import lesson
 
 __all__ = ["RunFacts", "run_facts", "DevicePlan", "plan_devices", "device_intervals", "overlap_seconds",
            "max_concurrency", "gap_after", "two_device_checks", "independence_checks", "mlp_checks",
-           "frontend_wait_check", "SIDE_BY_SIDE", "SERIAL", "HIDDEN"]
+           "frontend_wait_check", "SIDE_BY_SIDE", "SERIAL", "HIDDEN", "CONCURRENCY"]
 
 #: "Side by side": at least this speedup (2 is the most two devices can give).
 SIDE_BY_SIDE = 1.5
@@ -171,6 +171,26 @@ _ONE_CPU = ("with {cpus:g} usable CPU two threads cannot run at the same moment:
             "schedule here; for threads, use a machine with two spare cores")
 
 
+#: Thread-devices ran side by side: the process used at least this many CPUs at once (CPU time / wall).
+CONCURRENCY = 1.5
+
+
+def _threads_concurrency(r: Any, cpu: float, wall: float) -> float | None:
+    """CPU time / wall time of a thread-device run (None for modelled devices, GPUs, or no number)."""
+    if not getattr(r, "virtual", True) or getattr(r, "modelled", None) or not (cpu == cpu) or wall <= 0:
+        return None
+    return cpu / wall
+
+
+def _cpu_clause(conc: float | None, cpu: float, wall: float) -> str:
+    return "" if conc is None else f"; the process used {cpu * 1e3:.1f} ms of CPU in {wall * 1e3:.1f} ms: {conc:.2f} CPUs at once"
+
+
+_SHARE = ("the process used only {conc:.2f} CPUs at once ({facts}): the threads took turns, and a shorter run came from "
+          "a larger share of the CPU against the other work (two threads against one), not from running side by side. "
+          "The modelled devices show the schedule here; for threads, use a machine with two spare cores")
+
+
 def _why_slow(facts: RunFacts | None, modelled: Any, threads_hint: str) -> str:
     """The measured reason a parallel run did not overlap, and what to change."""
     where = facts.sentence() if facts is not None else "machine not sampled"
@@ -201,8 +221,12 @@ def two_device_checks(r: Any) -> list[lesson.Check]:
     a, b = r.devices
     ov = overlap_seconds(r.trace_concurrent, a, b)
     gap = gap_after(r.trace_serialized, a, b)
-    side = r.speedup >= SIDE_BY_SIDE and ov > 0 and not _one_cpu(r)
+    cpu = getattr(r, "concurrent_cpu_seconds", float("nan"))
+    conc = _threads_concurrency(r, cpu, r.concurrent_seconds)
+    side = r.speedup >= SIDE_BY_SIDE and ov > 0 and not _one_cpu(r) and (conc is None or conc >= CONCURRENCY)
     why = _why_slow(r.facts, r.modelled, _THREADS_HINT) if r.virtual else _GPU_WHY
+    if conc is not None and conc < CONCURRENCY and r.speedup >= SIDE_BY_SIDE:
+        why = _SHARE.format(conc=conc, facts=_facts(r))
     if _one_cpu(r):
         why = _ONE_CPU.format(cpus=r.facts.usable_cpus)
     what = "modelled devices" if r.modelled else ("GPUs" if not r.virtual else "thread-devices")
@@ -220,7 +244,7 @@ def two_device_checks(r: Any) -> list[lesson.Check]:
         lesson.check(f"independent work on two devices runs side by side ({what})", side,
                      shown=(f"concurrent {r.concurrent_seconds * 1e3:.1f} ms vs barrier between "
                             f"{r.serialized_seconds * 1e3:.1f} ms: {r.speedup:.2f}× ({bound}); both busy at once "
-                            f"for {ov * 1e3:.1f} ms"),
+                            f"for {ov * 1e3:.1f} ms" + _cpu_clause(conc, cpu, r.concurrent_seconds)),
                      otherwise=why),
         lesson.check(f"a barrier between them serializes the two devices ({what})", gap >= -1e-6,
                      shown=(f"{b}'s first product began {gap * 1e3:.2f} ms after {a}'s last ended"
@@ -239,16 +263,22 @@ def independence_checks(rows: Sequence[Any]) -> list[lesson.Check]:
     dep_gain = one.dependent_seconds / many.dependent_seconds
     conc = max_concurrency(many.trace_dependent)
     why = _why_slow(getattr(many, "facts", None), getattr(many, "modelled", None), _THREADS_HINT)
+    cpu = getattr(many, "independent_cpu_seconds", float("nan"))
+    at_once = _threads_concurrency(many, cpu, many.independent_seconds)
+    if at_once is not None and at_once < CONCURRENCY and gain >= SIDE_BY_SIDE:
+        why = _SHARE.format(conc=at_once, facts=_facts(many))
     if _one_cpu(many):
         why = _ONE_CPU.format(cpus=many.facts.usable_cpus)
     return [
         lesson.check(f"independent chains run side by side on {many.workers} workers ({what})",
-                     gain >= SIDE_BY_SIDE and max_concurrency(many.trace_independent) >= 2 and not _one_cpu(many),
+                     gain >= SIDE_BY_SIDE and max_concurrency(many.trace_independent) >= 2 and not _one_cpu(many)
+                     and (at_once is None or at_once >= CONCURRENCY),
                      shown=(f"{one.independent_seconds * 1e3:.1f} ms on 1 worker, {many.independent_seconds * 1e3:.1f} ms "
                             f"on {many.workers}: {gain:.2f}× faster" + (
                                 f" (above the ideal {many.workers}×: an op took {_mean_op(one.trace_independent) * 1e3:.1f} "
                                 f"ms on average on 1 worker vs {_mean_op(many.trace_independent) * 1e3:.1f} ms on "
-                                f"{many.workers})" if gain > many.workers else "")),
+                                f"{many.workers})" if gain > many.workers else "")
+                            + _cpu_clause(at_once, cpu, many.independent_seconds)),
                      otherwise=why),
         lesson.check(f"a dependent chain cannot use a second worker ({what})",
                      conc == 1 and dep_gain < SERIAL,
@@ -271,14 +301,23 @@ def mlp_checks(r: Any) -> list[lesson.Check]:
     busy = sum(e - s for s, e in _union(device_intervals(r.trace, devs[0]))) if devs else 0.0
     what = "modelled devices" if r.modelled else ("GPUs" if not r.virtual else "thread-devices")
     why = _why_slow(r.facts, r.modelled, _THREADS_HINT) if r.virtual else _GPU_WHY
+    cpu = getattr(r, "cpu_seconds", float("nan"))
+    at_once = _threads_concurrency(r, cpu, getattr(r, "seconds", 0.0))
+    side_why = why
+    if at_once is not None and at_once < CONCURRENCY:
+        why = side_why = (f"the process used only {at_once:.2f} CPUs at once ({_facts(r)}): the device threads took "
+                          "turns on the CPU, so their intervals overlap only because the OS switched between them. The "
+                          "modelled devices show the schedule here; for threads, use a machine with two spare cores")
     if _one_cpu(r):
-        why = _ONE_CPU.format(cpus=r.facts.usable_cpus)
+        why = side_why = _ONE_CPU.format(cpus=r.facts.usable_cpus)
     return [
         lesson.check(f"the two devices computed their halves side by side ({what})",
-                     busy > 0 and both >= 0.5 * busy and not _one_cpu(r),
-                     shown=f"both busy at once {both * 1e3:.1f} ms of {devs[0]}'s {busy * 1e3:.1f} ms busy",
-                     otherwise=why),
-        lesson.check(f"communication overlaps computation ({what})", hidden >= HIDDEN and not _one_cpu(r),
+                     busy > 0 and both >= 0.5 * busy and not _one_cpu(r) and (at_once is None or at_once >= CONCURRENCY),
+                     shown=(f"both busy at once {both * 1e3:.1f} ms of {devs[0]}'s {busy * 1e3:.1f} ms busy"
+                            + _cpu_clause(at_once, cpu, getattr(r, "seconds", 0.0))),
+                     otherwise=side_why),
+        lesson.check(f"communication overlaps computation ({what})",
+                     hidden >= HIDDEN and not _one_cpu(r) and (at_once is None or at_once >= CONCURRENCY),
                      shown=(f"copies ran {copies * 1e3:.1f} ms, {o.both * 1e3:.1f} ms of it ({hidden:.0%}) while "
                             "compute ran"),
                      otherwise=why),

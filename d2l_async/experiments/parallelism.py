@@ -77,6 +77,8 @@ class TwoDeviceResult:
         backend, device, virtual: where it ran (``backend="modelled"``: modelled-time devices).
         facts: usable and busy CPUs and the load when it ran (the reasons a lesson check gives).
         modelled: device -> the model's speed and overruns (``trace.meta["modelled"]``), or None.
+        concurrent_cpu_seconds: this process's CPU time during the concurrent run (median; NaN on
+            GPUs): about twice the wall time when two thread-devices really ran side by side.
     """
 
     concurrent_seconds: float
@@ -91,6 +93,7 @@ class TwoDeviceResult:
     virtual: bool
     facts: RunFacts | None = None
     modelled: Mapping[str, Any] | None = None
+    concurrent_cpu_seconds: float = float("nan")
 
     @property
     def speedup(self) -> float:
@@ -149,18 +152,23 @@ def run_two_devices(
 
             concurrent()  # warm-up
             times: dict[str, list[float]] = {"c": [], "s": []}
+            cpu: list[float] = []
             for _ in range(repeat):
                 eng.reset_trace()
+                c0 = time.process_time()
                 times["c"].append(_timed(concurrent))
+                cpu.append(time.process_time() - c0)
                 tr_c = eng.trace()
                 eng.reset_trace()
                 times["s"].append(_timed(serialized))
                 tr_s = eng.trace()
             t_c, t_s = statistics.median(times["c"]), statistics.median(times["s"])
+            cpu_c = statistics.median(cpu)
     meta = dict(device=setup.device, virtual=setup.virtual, experiment="two_devices")
     return TwoDeviceResult(t_c, t_s, tr_c.with_meta(**meta, mode="concurrent"),
                            tr_s.with_meta(**meta, mode="serialized"), devs, ops, size, setup.backend,
-                           setup.device, setup.virtual, facts, tr_c.meta.get("modelled"))
+                           setup.device, setup.virtual, facts, tr_c.meta.get("modelled"),
+                           cpu_c if setup.backend != "cuda" else float("nan"))
 
 
 def _two_device_programs(

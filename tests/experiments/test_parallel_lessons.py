@@ -167,3 +167,32 @@ def test_threads_on_one_cpu_never_ran_side_by_side():
     assert not pl.independence_checks(rows)[0].holds
     modelled = _two(20, 36, SIDE, APART, facts=BUSY, modelled={"cpu:0": {"ops": 4, "overruns": 0}})
     assert pl.two_device_checks(modelled)[0].holds  # modelled devices sleep: one CPU is enough
+
+
+def test_threads_that_took_turns_on_two_cpus_are_not_side_by_side():
+    two_busy = pl.RunFacts(2.0, 1.9, 4.0, "2 usable CPUs")
+    r = _two(20, 36, SIDE, APART, facts=two_busy)
+    r.concurrent_cpu_seconds = 0.021  # ~1 CPU at once over 20 ms
+    c = pl.two_device_checks(r)[0]
+    assert not c.holds and "1.05 CPUs at once" in c.shown and "took turns" in c.otherwise
+    r.concurrent_cpu_seconds = 0.038  # ~2 CPUs at once: really side by side
+    assert pl.two_device_checks(r)[0].holds
+    rows = [_row(1, 40, 40, TURNS, TURNS, facts=two_busy), _row(2, 20, 40, SIDE, TURNS, facts=two_busy)]
+    rows[1].independent_cpu_seconds = 0.02
+    assert not pl.independence_checks(rows)[0].holds
+    rows[1].independent_cpu_seconds = 0.038
+    assert pl.independence_checks(rows)[0].holds
+
+
+def test_mlp_threads_that_took_turns():
+    r = SimpleNamespace(overlap=Overlap("compute", "communication", both=0.004, only_a=0.02, only_b=0.004,
+                                        neither=0.0, span=0.03),
+                        roles={"cpu:0": "host: x", "cpu:1": "d1", "cpu:2": "d2"},
+                        trace=_trace([("cpu:1", 0, 10), ("cpu:2", 0, 10)]), losses=(1.0, 0.5),
+                        facts=pl.RunFacts(2.0, 1.9, 4.0, "2"), modelled=None, virtual=True, seconds=0.03,
+                        cpu_seconds=0.03)
+    side, comm, loss = pl.mlp_checks(r)
+    assert not side.holds and not comm.holds and loss.holds
+    assert "1.00 CPUs at once" in side.shown and "took turns" in comm.otherwise
+    r.cpu_seconds = 0.057
+    assert [c.holds for c in pl.mlp_checks(r)] == [True, True, True]
