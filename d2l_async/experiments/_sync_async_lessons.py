@@ -1,7 +1,8 @@
 """Lesson checks of notebook 05, as pure functions of a frozen result (D2L §13.2.3).
 
 :func:`run_checks` reads a :class:`~d2l_async.experiments.sync_async.SyncAsyncResult`,
-:func:`sweep_checks` a :class:`~d2l_async.experiments.sync_async.SyncAsyncSweep`; both return
+:func:`sweep_checks` a :class:`~d2l_async.experiments.sync_async.SyncAsyncSweep`, :func:`queue_check` the
+queue of a run's trace against its bottleneck; all return
 :class:`d2l_async.lesson.Check` objects without displaying them.  When the cost model misses the
 measured asynchronous time, the reason is read from the run's CPU clock: if the frontend's and the
 workers' CPU times add up to the wall time, they took turns, and whether the CPUs or Python's
@@ -14,7 +15,7 @@ from typing import Any
 
 from ._why import cpus_clause, few_cpus, fmt_time, overlap_clause
 
-__all__ = ["MODEL_TOLERANCE", "TAKES_TURNS", "run_checks", "sweep_checks"]
+__all__ = ["MODEL_TOLERANCE", "TAKES_TURNS", "queue_check", "run_checks", "sweep_checks"]
 
 #: The model "predicts" the asynchronous time when it is within this relative error.
 MODEL_TOLERANCE = 0.25
@@ -160,5 +161,37 @@ def _sync_waiting(p: Any) -> str:
     runs = max(1, round(c.wall / p.sync_seconds)) if p.sync_seconds > 0 else 1
     c = c.divided(runs)  # one run, like the medians
     return (f"; the synchronous run used {fmt_time(c.busy)} of CPU in {fmt_time(c.wall)} of wall time, so for "
-            f"{idle:.0%} of it no thread of ours ran: each wait hands the CPU over and waits for a wake-up")
+            f"{idle:.0%} of it no thread of ours ran: each wait hands the CPU over, and getting it back takes a wake-up and, on a "
+            "busy machine, a turn on the CPU")
 
+
+
+def queue_check(r: Any) -> Any:
+    """The queue of the traced asynchronous run agrees with the model's bottleneck: it fills when the
+    backend is the slower side, and stays short when the frontend is."""
+    from d2l_async import lesson
+    from d2l_async.analysis import queue_length_summary
+    from d2l_async.trace import BACKEND_KINDS
+
+    n = len(r.trace_async.where(kind=BACKEND_KINDS))
+    summary = queue_length_summary(r.trace_async)
+    q = int(summary["max"].max()) if len(summary) else 0
+    m = r.model
+    shown = (f"{r.numel:,} element(s): t1 {fmt_time(m.t1)} vs t2 {fmt_time(m.t2)} per op; longest queue {q} of "
+             f"{n} traced ops")
+    cpu = r.cpu_async.divided(_runs(r.async_)) if r.cpu_async is not None else None
+    ran = f"; {overlap_clause(cpu)}" if cpu is not None else ""
+    if m.bottleneck == "backend":
+        return lesson.check("the backend is the slower side here, so the queue of issued ops fills", bool(q >= n / 2),
+                            shown=shown,
+                            otherwise=(f"the frontend did not get far ahead although t1 < t2: the backend took ops "
+                                       f"as they came{ran}; {cpus_clause(r.machine)}. On a busy CPU the frontend "
+                                       "itself waits for the CPU between pushes; rerun, or use larger ops."))
+    short = max(10, n // 10)
+    return lesson.check("the frontend is the slower side here, so the queue stays short", bool(q <= short),
+                        shown=shown,
+                        otherwise=(f"the queue reached {q} > {short} ops: the worker did not run while the frontend "
+                                   f"issued{ran}; " + (f"with {cpus_clause(r.machine)}, the two threads did not have a "
+                                   "CPU each" if few_cpus(r.machine, 2) else
+                                   "the interpreter lock kept the worker waiting (up to sys.getswitchinterval())")
+                                   + ". sys.setswitchinterval(1e-5) hands the lock over sooner (exercise 4)."))

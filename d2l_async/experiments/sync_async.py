@@ -118,6 +118,12 @@ class SyncAsyncResult:
 
         return run_checks(self)
 
+    def queue_lesson(self) -> Any:
+        """Lesson check (not displayed): the traced run's queue agrees with the model's bottleneck."""
+        from ._sync_async_lessons import queue_check
+
+        return queue_check(self)
+
     @property
     def per_op_async(self) -> float:
         return self.async_.median / self.ops

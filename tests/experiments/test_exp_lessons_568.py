@@ -275,3 +275,33 @@ def test_figure_rows_keep_every_run_for_quantile_bars():
     rows = sched([6, 7, 8], [9, 10, 11]).figure_rows()
     assert {r["label"] for r in rows} == {"wall time per op", "CPU time per op (all threads)"}
     assert all(len(r["runs"]) == 3 for r in rows)
+
+
+# -- 05: the queue against the bottleneck (synthetic traces) ----------------------------------------------
+def _queue_run(*, issue_every, start_every, t1, t2, m):
+    from tests.experiments.test_exp_sync_async import _trace
+
+    from d2l_async.experiments._sync_async_lessons import queue_check
+
+    trace = _trace(100, issue_every=issue_every, start_every=start_every, duration=start_every * 0.9)
+    r = sync_async(async_s=1e-3, concurrency=0.5, m=m, t1=t1, t2=t2, n=100)
+    r.trace_async, r.numel = trace, 1
+    return queue_check(r)
+
+
+def test_backend_bound_run_whose_queue_fills_holds():
+    c = _queue_run(issue_every=1e-6, start_every=10e-6, t1=1e-6, t2=10e-6, m=machine())
+    assert c.holds and "longest queue" in c.shown and "of 100 traced ops" in c.shown
+
+
+def test_frontend_bound_run_whose_queue_fills_is_explained():
+    # the model says frontend-bound (t1 > t2), yet the trace's queue filled: the worker did not get to run
+    c = _queue_run(issue_every=1e-6, start_every=10e-6, t1=20e-6, t2=5e-6, m=machine(1.0, busy=1.0))
+    assert not c.holds and c.explained and "did not have a CPU each" in c.otherwise
+    c = _queue_run(issue_every=1e-6, start_every=10e-6, t1=20e-6, t2=5e-6, m=machine(2.0, busy=0.0))
+    assert "interpreter lock" in c.otherwise
+
+
+def test_frontend_bound_run_with_a_short_queue_holds():
+    c = _queue_run(issue_every=20e-6, start_every=5e-6, t1=20e-6, t2=5e-6, m=machine())
+    assert c.holds
