@@ -257,7 +257,7 @@ def sync_async(b: Backends) -> StepOutput:
              f"Book's async model t1 + n·t2 + t3 = {fmt_seconds(m.async_book)}; pipeline model "
              f"n·max(t1, t2) + min(t1, t2) + t3 = {fmt_seconds(m.async_pipeline)}; taking turns "
              f"n·(t1 + t2) + t3 = {fmt_seconds(m.async_serial)}; measured {fmt_seconds(r.async_.median)}.")
-    return StepOutput(rows, figs, nums, notes, tuple(r.lessons()) + tuple(sw.lessons()))
+    return StepOutput(rows, figs, nums, notes, (*r.lessons(), r.queue_lesson(), *sw.lessons()))
 
 
 def queue_memory(b: Backends) -> StepOutput:
