@@ -10,6 +10,7 @@ itself with the usable CPUs and the load it was measured under.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Iterable
 
 from .. import lesson
@@ -66,23 +67,23 @@ def narrow_waits(item_two_s: float, done_two_s: float, item_one_s: float, done_o
 def blockers_recorded(blocks: Iterable[tuple[str, str, float]], expected: Iterable[str],
                       product_s: float, machine: Any = None) -> list[lesson.Check]:
     """``blocks``: ``(reason, source, seconds)`` of the frontend's waits in the trace; ``expected``
-    the reasons the cell's blockers should have caused; ``product_s`` one product's eager time."""
-    blocks = list(blocks)
+    the reasons the cell's blockers should have caused, once per blocker (``float(t)`` and
+    ``bool(t)`` are ``"item"`` too: all three read one number); ``product_s`` one product's
+    eager time, shown for scale.  A wait is recorded only when the value was not ready yet."""
+    blocks = [b for b in blocks if b[0] != "waitall"]
     expected = list(expected)
-    seen = {r for r, _, _ in blocks}
-    missing = [r for r in expected if r not in seen]
-    waited = {r: max(s for rr, _, s in blocks if rr == r) for r in seen}
-    short = [r for r in expected if r in waited and waited[r] < 0.3 * product_s]
-    unnamed = [r for r, src, _ in blocks if r in expected and not src]
+    need, have = Counter(expected), Counter(r for r, _, _ in blocks)
+    missing = [f"{r} ({have[r]} of {k})" for r, k in need.items() if have[r] < k]
+    waits = {r: [s for rr, _, s in blocks if rr == r] for r in need}
+    unnamed = [r for r, src, _ in blocks if not src]
     return [
-        lesson.check(
-            "print, .item(), .numpy(), float() and bool() each made the frontend wait for its product",
-            not missing and not short,
-            shown=", ".join(f"{r} {waited[r] * 1e3:.1f} ms" for r in expected if r in waited) or "no waits",
-            otherwise=(f"{'not recorded: ' + ', '.join(missing) if missing else ''}"
-                       f"{' waited less than a third of a product: ' + ', '.join(short) if short else ''} "
-                       f"({_load(machine)}; a product takes {product_s * 1e3:.1f} ms eagerly). "
-                       "The product was done before the blocker ran: make it larger.")),
+        lesson.check(  # a wait is recorded only when the value was not ready: recorded = waited
+            "each blocker made the frontend wait for its product",
+            not missing,
+            shown=(", ".join(f"{r} {max(w) * 1e3:.1f} ms" for r, w in waits.items() if w) or "no waits")
+            + f" (one product: {product_s * 1e3:.1f} ms eagerly)",
+            otherwise=(f"not recorded: {', '.join(missing)}: the product was done before the blocker ran "
+                       f"({_load(machine)}). Make the product larger.")),
         lesson.check(
             "the trace names the line of each blocker",
             not unnamed and bool(blocks),

@@ -24,12 +24,15 @@ def test_narrow_waits():
 
 
 def test_blockers_recorded():
-    blocks = [("print", "In[3]:2: print(b)", 0.05), ("item", "In[3]:3: b.item()", 0.04)]
-    ok = lessons.blockers_recorded(blocks, ["print", "item"], 0.05, M)
+    blocks = [("print", "In[3]:2: print(b)", 0.05), ("item", "In[3]:3: b.item()", 0.04),
+              ("item", "In[3]:4: float(b)", 0.04), ("waitall", "", 0.0)]
+    ok = lessons.blockers_recorded(blocks, ["print", "item", "item"], 0.05, M)
     assert [c.holds for c in ok] == [True, True]
-    bad = lessons.blockers_recorded(blocks[:1] + [("item", "", 0.001)], ["print", "item", "numpy"], 0.05, M)
+    bad = lessons.blockers_recorded(blocks[:1] + [("item", "", 0.001)] * 2, ["print", "item", "item", "numpy"], 0.05, M)
     assert [c.holds for c in bad] == [False, False]
-    assert "numpy" in bad[0].otherwise and "item" in bad[0].otherwise and "item" in bad[1].otherwise
+    assert "numpy (0 of 1)" in bad[0].otherwise and "item (1 of 2)" not in bad[0].otherwise
+    assert "one product: 50.0 ms" in ok[0].shown
+    assert "item" in bad[1].otherwise
 
 
 def test_increments():
