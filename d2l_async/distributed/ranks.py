@@ -55,11 +55,19 @@ def profiled(ctx: RankContext, label: str) -> Iterator[None]:
         yield
         dist.barrier()
         return
+    from d2l_async.capture._quiet import quiet_kineto
+
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if ctx.backend == "nccl" else [])
-    with profile(activities=activities) as prof:
+    prof = profile(activities=activities)
+    with quiet_kineto():  # kineto's "profiler_start" lines would reach the notebook through fd 2
+        prof.__enter__()
+    try:
         yield
         if ctx.backend == "nccl":
             torch.cuda.synchronize()  # every kernel of the section ends inside the window
+    finally:
+        with quiet_kineto():
+            prof.__exit__(None, None, None)
     out = Path(ctx.trace_dir) / label
     out.mkdir(parents=True, exist_ok=True)
     prof.export_chrome_trace(str(out / f"rank{ctx.rank}.json"))
