@@ -41,6 +41,9 @@ __all__ = ["Observer", "Recorder", "RECORD_LIMIT"]
 
 #: Events (ops + blocks) a recorder keeps by default before it stops (about 90 MB at most).
 RECORD_LIMIT = 1_000_000
+#: Entries per op in ``Recorder._small`` (uint32): device << 16 | worker, name code, file code,
+#: line, number of dependencies, n_reads << 18 | n_writes << 2 | is_copy << 1 | failed.
+_SMALL = 6
 
 
 class Observer(Protocol):
@@ -96,7 +99,6 @@ class Recorder:
             stop stamping ops.
         dropped: ops (and blocks) that finished after the limit, not recorded.  The recorder
             counts what still reaches it; the engine, which stops calling it, sets the rest.
-        ops: ops recorded.
     """
 
     #: The engine stamps the times on the op itself; a Recorder needs only these calls.
@@ -115,33 +117,20 @@ class Recorder:
         self.dropped = 0
         self.stopped_at = math.nan  # perf_counter time the limit was reached
         self._events = 0
-        self.ops = 0
         self._names, self._labels, self._files = _Table(), _Table(), _Table()
         self._reasons, self._sources = _Table(), _Table()
-        # one typed column per field of a finished op
-        self._cols = {"id": array("q"), "device": array("H"), "worker": array("H"), "copy": array("b"),
-                      "name": array("I"), "t_launch": array("d"), "t_issue": array("d"),
-                      "t_start": array("d"), "t_end": array("d"), "file": array("I"), "line": array("I"),
-                      "nbytes": array("q"), "failed": array("b"), "n_deps": array("I"),
-                      "n_reads": array("H"), "n_writes": array("H")}
-        # variable-length parts, flat: n_deps/n_reads/n_writes say how many belong to each op
-        self._deps, self._reads, self._writes = array("q"), array("q"), array("q")
+        # per finished op, three typed columns (one ``extend`` each: every Python call counts here)
+        self._times = array("d")  # t_launch, t_issue, t_start, t_end
+        self._ints = array("q")  # id, nbytes
+        self._small = array("I")  # see _SMALL: device|worker, name, file, line, n_deps, counts|flags
+        # variable-length parts, flat: n_deps and the counts in _small say how many belong to each op
+        self._deps, self._codes = array("q"), array("i")  # dependency ids; read, then written labels
         self._blocks = {"reason": array("H"), "t0": array("d"), "t1": array("d"), "source": array("I"),
                         "n_deps": array("I")}
         self._block_deps = array("q")
         self._open: tuple | None = None
-        c = self._cols
-        (self._a_id, self._a_dev, self._a_worker, self._a_copy, self._a_name, self._a_tl, self._a_ti,
-         self._a_ts, self._a_te, self._a_file, self._a_line, self._a_nbytes, self._a_failed, self._a_nd,
-         self._a_nr, self._a_nw) = (col.append for col in c.values())
 
-    # -- codes -----------------------------------------------------------------------------
-    def _label(self, v: Any) -> int:
-        """An array's label as a number: ``a17`` (made by the engine) is -18, a name's table code
-        is >= 0.  Nothing is stored for the engine's own labels."""
-        n = getattr(v, "num", -1)
-        return -n - 1 if n >= 0 else self._labels.code(v.label)
-
+    # -- the limit -------------------------------------------------------------------------
     def _full(self) -> None:
         self.stopped_at = time.perf_counter()
         if self.on_full is not None:
@@ -165,41 +154,34 @@ class Recorder:
             self.dropped += 1
             return
         self._events += 1
-        self.ops += 1
-        self._a_id(op.id)
-        self._a_dev(op.device.index)  # the device's position in ``devices``
-        self._a_worker(op.worker)
-        self._a_copy(op.kind == "copy")
-        names = self._names.codes
-        c = names.get(op.name)
-        self._a_name(c if c is not None else self._names.code(op.name))
-        self._a_tl(op.t_launch)
-        self._a_ti(op.t_issue)
-        self._a_ts(op.t_start)
-        self._a_te(op.t_end)
+        name, f = op.name, op.file
+        nc = self._names.codes.get(name)
+        if nc is None:
+            nc = self._names.code(name)
+        fc = self._files.codes.get(f)
+        if fc is None:
+            fc = self._files.code(f)
         deps = op.deps
-        self._a_nd(len(deps))
         if deps:
             self._deps.extend(deps)
-        label = self._label
-        r = op.reads
-        self._a_nr(len(r))
-        for v in r:
-            self._reads.append(label(v))
-        w, out = op.writes, op.out
-        self._a_nw(len(w) + (out is not None))
+        r, w, out = op.reads, op.writes, op.out
+        code = self._codes.append
+        for v in r:  # an engine-made label "a17" is stored as ~17 == -18; a name by its table code
+            n = v.num
+            code(~n if n >= 0 else self._labels.code(v.label))
         for v in w:
-            self._writes.append(label(v))
+            n = v.num
+            code(~n if n >= 0 else self._labels.code(v.label))
+        nw = len(w)
         if out is not None:
             n = out.num
-            self._writes.append(-n - 1 if n >= 0 else self._labels.code(out.label))
-        f = op.file
-        files = self._files.codes
-        c = files.get(f)
-        self._a_file(c if c is not None else self._files.code(f))
-        self._a_line(op.line)
-        self._a_nbytes(op.nbytes)
-        self._a_failed(op.error is not None)
+            code(~n if n >= 0 else self._labels.code(out.label))
+            nw += 1
+        self._times.extend((op.t_launch, op.t_issue, op.t_start, op.t_end))
+        self._ints.extend((op.id, op.nbytes))
+        # appended last: a row is complete once its _small entry is there (trace() reads it first)
+        self._small.extend((op.device.index << 16 | op.worker, nc, fc, op.line, len(deps),
+                            len(r) << 18 | nw << 2 | (op.kind == "copy") << 1 | (op.error is not None)))
         if self._events == self.limit:
             self._full()
 
@@ -232,21 +214,34 @@ class Recorder:
         return lanes
 
     @property
+    def ops(self) -> int:
+        """Ops recorded so far."""
+        return len(self._small) // _SMALL
+
+    @property
     def recorded(self) -> int:
         """Events (ops + blocks) recorded so far."""
         return self._events
 
     def nbytes(self) -> int:
         """Bytes the recorded columns hold (the tables of names and labels not counted)."""
-        cols = (*self._cols.values(), *self._blocks.values(), self._deps, self._reads, self._writes,
+        cols = (self._times, self._ints, self._small, self._deps, self._codes, *self._blocks.values(),
                 self._block_deps)
         return sum(c.buffer_info()[1] * c.itemsize for c in cols)
 
     def trace(self, **meta: Any) -> Trace:
         """Everything finished so far, as a Trace (ops, their launches, and the frontend's blocks)."""
-        ops = {k: _numpy(c) for k, c in self._cols.items()}
-        n = min(len(c) for c in ops.values())  # a row a worker is half-way through is left out
-        ops = {k: c[:n] for k, c in ops.items()}
+        small = _numpy(self._small)  # first: every row it holds is complete in the other columns
+        n = len(small) // _SMALL
+        small = small[: n * _SMALL].reshape(n, _SMALL).astype(np.int64)
+        times = _numpy(self._times)[: 4 * n].reshape(n, 4)
+        ints = _numpy(self._ints)[: 2 * n].reshape(n, 2)
+        flags = small[:, 5]
+        n_reads, n_writes = flags >> 18, (flags >> 2) & 0xFFFF
+        ops = {"id": ints[:, 0], "nbytes": ints[:, 1], "device": small[:, 0] >> 16,
+               "worker": small[:, 0] & 0xFFFF, "name": small[:, 1], "file": small[:, 2], "line": small[:, 3],
+               "n_deps": small[:, 4], "copy": (flags >> 1) & 1, "failed": flags & 1,
+               "t_launch": times[:, 0], "t_issue": times[:, 1], "t_start": times[:, 2], "t_end": times[:, 3]}
         blocks = {k: _numpy(c) for k, c in self._blocks.items()}
         nb = min(len(c) for c in blocks.values())
         blocks = {k: c[:nb] for k, c in blocks.items()}
@@ -260,8 +255,10 @@ class Recorder:
         dev = ops["device"].astype(np.intp)
         src_text = self._op_sources(ops["file"], ops["line"])
         deps = _split(_numpy(self._deps), ops["n_deps"])
-        reads = self._label_tuples(_numpy(self._reads), ops["n_reads"])
-        writes = self._label_tuples(_numpy(self._writes), ops["n_writes"])
+        # per op, its read labels then its written ones: split the flat codes by the two counts
+        per_op = np.stack([n_reads, n_writes], axis=1).reshape(-1)
+        labels = self._label_tuples(_numpy(self._codes), per_op)
+        reads, writes = labels[0::2], labels[1::2]
         op_dev, op_name = devices[dev], names[ops["name"].astype(np.intp)]
         empty = _filled(n, ())
         push = _objects([f"push {x}" for x in self._names.values])[ops["name"].astype(np.intp)] if n else empty
