@@ -1,6 +1,9 @@
 """Render every figure of d2l_async.viz to build/figures/ (PNG via kaleido, HTML for animations).
 
 Run with ``make figures`` (or ``.venv/bin/python scripts/make_figures.py [--out DIR] [--only NAME]``).
+PNGs are written by kaleido >= 1 (the ``dev`` extra), which drives a Chrome or Chromium already on
+the machine: ``$BROWSER_PATH`` if set, else Debian's ``/usr/bin/chromium`` when it exists, else
+whatever kaleido finds (``kaleido_get_chrome`` downloads one).
 The inputs are the engine's ``z = x * y + 2``, a 10,000-increment engine run and the shipped V100
 training-step trace.  Animated figures are also saved as PNGs of a frame part-way through, so
 their states can be checked by eye.  When the engine is not importable, the engine inputs are
@@ -15,7 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("BROWSER_PATH", "/usr/bin/chromium")
+if "BROWSER_PATH" not in os.environ and os.path.exists("/usr/bin/chromium"):
+    os.environ["BROWSER_PATH"] = "/usr/bin/chromium"  # kaleido's choreographer reads it
 
 import numpy as np  # noqa: E402
 import plotly.graph_objects as go  # noqa: E402
@@ -110,6 +114,38 @@ def at_frame(fig: go.Figure, k: int) -> go.Figure:
     return out
 
 
+def render_pngs(figures: dict[str, go.Figure], out: Path, *, width: int = 1400) -> list[Path]:
+    """Write one PNG per figure under ``out`` (animated figures: a frame part-way through, plus the
+    animation as HTML), with one browser for all of them.  Returns the PNG paths.
+
+    Raises:
+        RuntimeError: kaleido >= 1 or a Chrome for it is missing (the message says how to get them).
+    """
+    try:
+        import kaleido  # noqa: F401
+    except ImportError as exc:
+        raise RuntimeError("PNG export needs kaleido >= 1: pip install -e '.[dev]' (or pip install 'kaleido>=1')") from exc
+    out.mkdir(parents=True, exist_ok=True)
+    stills, files, widths, heights = [], [], [], []
+    for name, fig in figures.items():
+        still = fig
+        if fig.frames:
+            fig.write_html(out / f"{name}.html", include_plotlyjs="directory", auto_play=False)
+            still = at_frame(fig, int(len(fig.frames) * 0.6))
+        stills.append(still)
+        files.append(out / f"{name}.png")
+        widths.append(width if "graph" not in name else 1100)
+        heights.append(int(fig.layout.height or 500))
+    try:
+        pio.write_images(stills, files, width=widths, height=heights, scale=1)  # one browser for all
+    except Exception as exc:  # noqa: BLE001 - kaleido's own errors name Chrome; add the fix here
+        if "chrome" in f"{type(exc).__name__} {exc}".lower():
+            raise RuntimeError(f"kaleido found no usable Chrome ({exc}); install chromium "
+                               "(apt-get install chromium) or set BROWSER_PATH") from exc
+        raise
+    return files
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="build/figures")
@@ -132,20 +168,8 @@ def main(argv: list[str] | None = None) -> int:
         figures[f"{key}_graph"] = viz.plot_dependency_graph(tr)
     figures["expression_graph"] = viz.plot_dependency_graph("z = x * y + 2")
     figures.update(measurement_figures())
-    stills, files, widths, heights = [], [], [], []
-    for name, fig in figures.items():
-        if args.only and args.only not in name:
-            continue
-        still = fig
-        if fig.frames:
-            fig.write_html(out / f"{name}.html", include_plotlyjs="directory", auto_play=False)
-            still = at_frame(fig, int(len(fig.frames) * 0.6))
-        stills.append(still)
-        files.append(out / f"{name}.png")
-        widths.append(1400 if "graph" not in name else 1100)
-        heights.append(int(fig.layout.height or 500))
     t0 = time.perf_counter()
-    pio.write_images(stills, files, width=widths, height=heights, scale=1)  # one browser for all
+    files = render_pngs({k: f for k, f in figures.items() if not args.only or args.only in k}, out)
     print(f"{len(files)} PNGs in {time.perf_counter() - t0:.1f} s under {out}/")
     for f in files:
         print(" ", f)

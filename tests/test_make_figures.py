@@ -1,0 +1,38 @@
+"""`make figures` renders PNGs on a fresh clone (issue 11, item 13): kaleido >= 1 drives the
+machine's Chromium.  Without Chromium the test skips, except under CI=true (a failure there)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import struct
+from pathlib import Path
+
+import plotly.graph_objects as go
+import pytest
+
+from tests.conftest import CHROMIUM, skip_or_fail
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "make_figures.py"
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("make_figures", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.timeout(180)
+def test_one_figure_renders_to_a_png(tmp_path, monkeypatch):
+    if not os.path.exists(CHROMIUM):
+        skip_or_fail(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    pytest.importorskip("kaleido", reason="kaleido>=1 is in the dev extra: pip install -e .[dev]")
+    monkeypatch.setenv("BROWSER_PATH", CHROMIUM)
+    script = load_script()
+    fig = go.Figure(go.Bar(x=["sync", "async"], y=[91.5, 11.5]), layout=dict(height=300))
+    (png,) = script.render_pngs({"bars": fig}, tmp_path, width=400)
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])  # the IHDR chunk
+    assert (width, height) == (400, 300)
