@@ -14,6 +14,13 @@
    machine (on a shared 2-core machine, other people's processes take their share of both).
 3. **Scheduling overhead** vs workers 1, 2, 4, 8, 16 (per-op cost of a tiny op):
    :func:`d2l_async.engine.measure_scheduling_overhead`, the table the notebooks read.
+4. **What recording costs** (issue 11): 1,000,000 tiny ops recorded (``y = x + 1``, and
+   ``x += 1``): bytes of the recorder's columns per op (goal <= 100), ``eng.trace()`` seconds for
+   them (goal <= 2 s on the 2-core development machine; the share spent in
+   ``Trace.from_columns``, the trace model's own copy, is reported beside it), and on 200,000 ops
+   the process's memory growth per op measured by ``tracemalloc`` (everything recording keeps:
+   columns, tables, read ids), with ``record=False`` beside it.  And from part 1, the async
+   per-op cost with recording on as a ratio to eager torch in the same run (goal <= 2.5).
 
 Run: ``.venv/bin/python benchmarks/bench_engine.py [--repeat 3] [--out benchmarks/results/engine.json]``.
 The machine is shared: the load average is saved with the numbers; rerun when it is quiet.
@@ -41,6 +48,10 @@ N = 10_000
 TARGET_RATIO = 3.5
 TARGET_ASYNC_US = 15.0
 TARGET_PROGRESS = 0.5
+TARGET_ASYNC_OVER_EAGER = 2.5
+TARGET_BYTES_PER_OP = 100
+TARGET_TRACE_S = 2.0
+RECORD_OPS = 1_000_000
 
 
 def book_run(mode: str, gc_on: bool = True) -> tuple[float, float]:
@@ -91,7 +102,9 @@ def book(repeat: int, gc_on: bool) -> dict:
             "eager_torch_us_per_op": statistics.median(eager),
             "sync_cpu_us_per_op": statistics.median(sync_cpu), "async_cpu_us_per_op": statistics.median(async_cpu),
             "runs": {"sync": sync, "async": asyn, "eager": eager, "sync_cpu": sync_cpu, "async_cpu": async_cpu},
-            "meets_targets": s / a >= TARGET_RATIO and a <= TARGET_ASYNC_US}
+            "async_over_eager": a / statistics.median(eager),
+            "meets_targets": s / a >= TARGET_RATIO and a <= TARGET_ASYNC_US,
+            "meets_async_over_eager": a / statistics.median(eager) <= TARGET_ASYNC_OVER_EAGER}
 
 
 def _python_work(iterations: int = 20_000) -> int:
@@ -147,11 +160,70 @@ def frontend_progress(matmuls: int = 100, size: int = 1000) -> dict:
             "plain_thread_fraction_of_solo": plain_during / solo}
 
 
+def _loop(eng: ThreadedEngine, n: int, kind: str) -> float:
+    """Push ``n`` tiny ops (``y = x + 1`` or ``x += 1``), wait for them; seconds per op."""
+    x = eng.array(torch.ones(1), name="x")
+    t0 = time.perf_counter()
+    if kind == "y = x + 1":
+        for _ in range(n):
+            y = x + 1
+        del y
+    else:
+        for _ in range(n):
+            x += 1
+    eng.waitall()
+    return (time.perf_counter() - t0) / n
+
+
+def recording_cost(n: int, kind: str) -> dict:
+    """Columns per op and ``trace()`` time for ``n`` recorded ops of ``kind``."""
+    from d2l_async.trace import Trace
+
+    with ThreadedEngine(record=n + 10) as eng:
+        per_op = _loop(eng, n, kind)
+        columns = eng._recorder.nbytes() / n
+        gc.collect()
+        t0 = time.perf_counter()
+        tr = eng.trace()
+        trace_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    Trace.from_columns(dict(tr.columns), tr.lanes, dict(tr.meta))  # the model's copy alone
+    model_s = time.perf_counter() - t0
+    rows = len(tr)
+    del tr
+    return {"ops": n, "loop": kind, "us_per_op": per_op * 1e6, "column_bytes_per_op": columns,
+            "trace_s": trace_s, "rows": rows, "of_which_trace_from_columns_s": model_s,
+            "meets_targets": columns <= TARGET_BYTES_PER_OP and trace_s <= TARGET_TRACE_S}
+
+
+def recording_memory(n: int = 200_000) -> dict:
+    """Process memory growth per op (tracemalloc), recording on and off, ``y = x + 1``."""
+    import tracemalloc
+
+    out = {"ops": n}
+    for record in (True, False):
+        with ThreadedEngine(record=n + 10 if record else False) as eng:
+            gc.collect()
+            tracemalloc.start()
+            try:
+                before = tracemalloc.get_traced_memory()[0]
+                _loop(eng, n, "y = x + 1")
+                gc.collect()
+                grown = tracemalloc.get_traced_memory()[0] - before
+            finally:
+                tracemalloc.stop()
+        out["record_on_bytes_per_op" if record else "record_off_bytes_per_op"] = grown / n
+    out["meets_target"] = out["record_on_bytes_per_op"] <= TARGET_BYTES_PER_OP
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--skip-gc-off", action="store_true")
+    parser.add_argument("--record-ops", type=int, default=RECORD_OPS, help="ops for the recording cost")
+    parser.add_argument("--only-recording", action="store_true", help="part 4 and the per-op ratio only")
     args = parser.parse_args(argv)
     load_before = os.getloadavg()
     result: dict = {"machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
@@ -166,12 +238,29 @@ def main(argv: list[str] | None = None) -> int:
           f"us/op, ratio {b['ratio']:.2f} (target >= {TARGET_RATIO}, async <= {TARGET_ASYNC_US}); "
           f"eager torch {b['eager_torch_us_per_op']:.2f} us/op; CPU time: sync {b['sync_cpu_us_per_op']:.1f}, "
           f"async {b['async_cpu_us_per_op']:.1f} us/op", flush=True)
+    print(f"async with recording / eager torch: {b['async_over_eager']:.2f}x (target <= {TARGET_ASYNC_OVER_EAGER})",
+          flush=True)
+    for kind in ("y = x + 1", "x += 1"):
+        r = recording_cost(args.record_ops, kind)
+        result.setdefault("recording", []).append(r)
+        print(f"recording {r['ops']:,} x `{kind}`: {r['column_bytes_per_op']:.0f} bytes/op of columns "
+              f"(target <= {TARGET_BYTES_PER_OP}), trace() {r['trace_s']:.2f} s for {r['rows']:,} rows "
+              f"(target <= {TARGET_TRACE_S} s; of which Trace.from_columns {r['of_which_trace_from_columns_s']:.2f} s)",
+              flush=True)
+    m = recording_memory()
+    result["recording_memory"] = m
+    print(f"memory growth per op (tracemalloc, {m['ops']:,} x `y = x + 1`): recording on "
+          f"{m['record_on_bytes_per_op']:.0f} B, off {m['record_off_bytes_per_op']:.0f} B", flush=True)
+    if args.only_recording:
+        args.skip_gc_off = True
     if not args.skip_gc_off:
         g = book(args.repeat, gc_on=False)
         result["book_gc_off"] = g
         print(f"book benchmark, gc off: sync {g['sync_us_per_op']:.1f} us/op, async {g['async_us_per_op']:.1f} "
               f"us/op, ratio {g['ratio']:.2f}; CPU time: async {g['async_cpu_us_per_op']:.1f} us/op", flush=True)
 
+    if args.only_recording:
+        return _save(args, result, load_before)
     p = frontend_progress()
     result["frontend_progress"] = p
     print(f"frontend progress during {p['matmuls']} matmuls {p['size']}x{p['size']}: "
@@ -182,6 +271,10 @@ def main(argv: list[str] | None = None) -> int:
     result["scheduling"] = [{"workers": r.workers, "per_op_us": r.per_op_us, "runs": list(r.runs)} for r in rows]
     print("scheduling overhead: " + ", ".join(f"{r.workers} workers {r.per_op_us:.1f} us" for r in rows))
 
+    return _save(args, result, load_before)
+
+
+def _save(args: argparse.Namespace, result: dict, load_before: tuple) -> int:
     result["load_average_after"] = os.getloadavg()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
