@@ -24,7 +24,7 @@ from d2l_async import config, lesson
 
 from ._common import Setup, checkpoint, make_measurement, positive_int, resolve_backend, time_runs
 
-__all__ = ["BLOCKERS", "BLOCKER_DEMO", "BlockEvent", "BlockersResult", "run_blockers", "checks"]
+__all__ = ["BLOCKERS", "BLOCKER_DEMO", "BlockEvent", "BlockersResult", "run_blockers", "checks", "report_check"]
 
 #: The blockers measured, in display order.
 BLOCKERS = ("print", "item", "asnumpy", "numpy", "float", "bool")
@@ -343,3 +343,18 @@ def _every_step_reason(r: BlockersResult, step_s: float) -> str:
     return (f"each step's 64x64 product takes only ~{_us(step_s)}, so the frontend's per-step cost dominates and "
             f"a wait per step adds little ({machine_words(m)}). On a GPU a wait is also a device round trip; "
             "with longer steps (larger matrices) the queue has more to hide.")
+
+
+def report_check(trace: Any, *, expected: int, size: int, machine: Any = None) -> lesson.Check:
+    """Check that ``expected`` source lines of a trace made the frontend wait (its blocker report)."""
+    from .asynchrony import machine_words
+
+    blocks = trace.where(kind="block")
+    sources = {str(s) for s, r in zip(blocks["source"], blocks["reason"]) if str(r) != "waitall"}
+    reasons = sorted({str(r) for r in blocks["reason"]} - {"waitall"})
+    return lesson.check(
+        f"each of the {expected} blockers made the frontend wait for its product",
+        len(sources) >= expected,
+        shown=f"{len(sources)} source lines made the frontend wait ({', '.join(reasons) or 'none'})",
+        otherwise=(f"a product of {size}x{size} was already done when the line that needed it ran (the engine "
+                   f"records a wait only when the value is not ready; {machine_words(machine)}). Use a larger size."))

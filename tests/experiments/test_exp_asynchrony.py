@@ -103,3 +103,12 @@ def test_checks_explain_a_frontend_that_took_turns_with_the_worker():
     assert missed.explained and ahead.explained
     assert "1 usable CPU, 0.0 of them spare" in missed.otherwise
     assert "97%" in ahead.otherwise  # 29 of the 30 ms of work were done before the last push
+
+
+def test_timer_check_alone():
+    ok = A.timer_check(0.001, 0.1)
+    assert ok.holds and "missed 99%" in ok.shown
+    bad = A.timer_check(0.09, 0.1, ONE_BUSY_CPU, name="hand-timed")
+    assert bad.name == "hand-timed" and not bad.holds and bad.explained and "0.0 of them spare" in bad.otherwise
+    with pytest.raises(ValueError, match="seconds"):
+        A.timer_check(0.1, 0.0)

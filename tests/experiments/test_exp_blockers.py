@@ -87,3 +87,18 @@ def test_run_result_carries_the_machine():
     r = run_blockers(steps=20, size=64, repeat=1, backend="engine")
     assert r.machine is not None and r.machine.usable_cpus > 0
     assert all(x.explained for x in B.checks(r))
+
+
+def test_report_check_reads_the_block_events():
+    from d2l_async.experiments import blockers as B
+    from d2l_async.trace import Event, Lane, LaneRole, Trace
+
+    lanes = [Lane("frontend", LaneRole.FRONTEND), Lane("cpu:0 worker 0", LaneRole.BACKEND, "cpu:0", True, 0)]
+    ev = [Event("frontend", "block", r, i, i + 0.5, reason=r, source=f"In[4]:{i}") for i, r in
+          enumerate(["print", "item", "asnumpy", "float", "bool"])]
+    ev.append(Event("frontend", "block", "waitall", 9, 10, reason="waitall", source="In[4]:9"))
+    t = Trace.from_events(ev, lanes)
+    c = B.report_check(t, expected=5, size=300)
+    assert c.holds and "5 source lines" in c.shown and "waitall" not in c.shown
+    short = B.report_check(Trace.from_events(ev[:3], lanes), expected=5, size=300)
+    assert not short.holds and short.explained and "300x300" in short.otherwise
