@@ -85,3 +85,29 @@ def test_ready_made_guards_refuse_minutes_of_matrix_products():
     assert guard({"size": 64, "matmuls": 1}) is None
     assert "choose smaller" in guard({"size": 4096, "matmuls": 50})
     assert guard({"size": 4096, "matmuls": 50, "backend": "cuda"}) is None  # not judged by the CPU's rate
+
+
+def test_time_estimate_is_the_same_kernel_at_the_requested_size():
+    # sizes above CALIBRATION_MAX are timed at the cap and scaled by n**3: exactly 8x per doubling
+    big = g.CALIBRATION_MAX * 2
+    assert g.matmul_seconds(big) == pytest.approx(8 * g.matmul_seconds(g.CALIBRATION_MAX), rel=1e-9)
+    assert g.matmul_seconds(big, 3) == pytest.approx(3 * g.matmul_seconds(big), rel=1e-9)
+    # one measurement per size and time window, so one setting gets one answer
+    assert g.matmul_rate(128) == g.matmul_rate(128)
+
+
+def test_calibration_is_renewed_after_its_window(monkeypatch):
+    monkeypatch.setattr(g, "_rates", {64: (1.0, 0.0)})  # a stale, absurd rate from long ago
+    assert g.matmul_rate(64) > 1e6  # measured again
+    assert g.cpu_flops() > 1e6
+
+
+def test_memory_message_names_the_container_limit(monkeypatch):
+    import d2l_async._machine as machine
+
+    monkeypatch.setattr(machine, "mem_available", lambda root="/": (GB, 2 * GB))
+    assert g.available_memory() == GB
+    msg = g.check_bytes(GB, what="size=16384")
+    assert msg is not None and "1.0 GiB of memory free now (container limit 2.0 GiB)" in msg
+    monkeypatch.setattr(machine, "mem_available", lambda root="/": (0, None))
+    assert g.available_memory() is None  # unknown: guards let the run go
