@@ -31,7 +31,7 @@ import numpy as np
 
 from d2l_async import config
 
-from ._common import engine_label, positive_int
+from ._common import checkpoint, engine_label, positive_int
 
 __all__ = ["OPS_PER_BATCH", "QueueMemoryResult", "SampleQueueSummary", "run_queue_memory",
            "compare_sync_every", "sample_queue_summary", "queue_checks", "backpressure_check", "launch_cap_check"]
@@ -136,6 +136,7 @@ def run_queue_memory(
             eng.push(update, reads=(x, h, loss), writes=(w,), name="update")
             if sync_every is not None and (i + 1) % sync_every == 0:
                 w.wait_to_read()  # minibatch synchronization
+            checkpoint(i + 1, batches, since=t0)  # a dashboard's time limit stops the run here
         eng.waitall()
         seconds = time.perf_counter() - t0
         label = engine_label(1)
