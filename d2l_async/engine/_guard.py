@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from ._op import Device
     from ._scheduler import Scheduler
 
-__all__ = ["inside", "inside_op", "wait_inside_op", "worker_loop", "abandoned", "IDLE_RECHECK"]
+__all__ = ["inside", "inside_op", "wait_inside_op", "worker_loop", "abandoned", "observer_failed",
+           "IDLE_RECHECK"]
 
 #: An idle worker looks at the inbox this often even if nobody woke it (a wake-up lost to a
 #: KeyboardInterrupt in the middle of ``notify`` costs at most this long).
@@ -131,3 +132,9 @@ def abandoned(devices: Iterable["Device"], lock: threading.Lock, what: str) -> N
             lock.release()
     warnings.warn(f"{what} was garbage-collected without shutdown(); its workers were stopped. Use it in "
                   "a `with` block or call eng.shutdown()", ResourceWarning, stacklevel=2)
+
+
+def observer_failed(exc: Exception) -> None:
+    """An observer raised.  It runs inside a worker with the engine's lock held, so raising would
+    kill the worker and hang every wait: warn instead."""
+    warnings.warn(f"d2l_async engine: an observer raised {exc!r}; ignored", RuntimeWarning, stacklevel=2)

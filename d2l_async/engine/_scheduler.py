@@ -48,7 +48,12 @@ Two details keep this honest under threads and Ctrl-C:
   of them sees the other.  (Idle workers also look again every ``IDLE_RECHECK`` seconds.)
 * The frontend never changes the dependency state: only workers do, and a KeyboardInterrupt is
   only ever raised in the main thread.  Ctrl-C in the middle of a push loop or a wait leaves the
-  engine consistent (the naive engine, which books on the frontend, is the exception).
+  engine consistent; the naive engine, whose frontend runs the ops, books them in ``_drain``,
+  one thread at a time, and never keeps a Ctrl-C as an array's error.
+
+The rest of the engine core lives beside this module: the waits (:mod:`._waits`), shutting down
+and cancelling (:mod:`._shutdown`), and what keeps a student from wedging the engine -- waits
+inside an op, the workers' weak hold on a dropped engine (:mod:`._guard`, issue 11).
 
 What an op costs (``benchmarks/bench_engine.py``; CPU time on the 2-core machine this was built
 on, where eager ``y = x + 1`` costs about 3 us): a push about 1.3 us (2.3 us while recording), a
@@ -65,17 +70,17 @@ import itertools
 import threading
 from array import array
 import time
-import warnings
 import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ._deps import finish_write
-from ._errors import EngineError, deferred
-from ._guard import IDLE_RECHECK, abandoned, inside, inside_op, wait_inside_op, worker_loop
-from ._op import (_DONE, _FAILED, _READY, _RUNNING, Device, EngineOp, EngineStatistics,
-                  EngineVar, parse_devices)
-from ._source import user_frame, user_source
+from ._errors import EngineError
+from ._guard import IDLE_RECHECK, abandoned, inside, inside_op, observer_failed as _observer_failed, worker_loop
+from ._op import _DONE, _FAILED, _READY, _RUNNING, Device, EngineOp, EngineStatistics, parse_devices
+from ._shutdown import Shutdown
+from ._source import user_frame
+from ._waits import WAIT_SLICE, Waits
 
 if TYPE_CHECKING:  # the observer module imports the trace model (numpy); the core does not
     from ._observer import Observer
@@ -84,20 +89,8 @@ __all__ = ["Scheduler", "live_engines", "WAIT_SLICE", "IDLE_RECHECK"]
 
 _perf = time.perf_counter
 
-#: Blocking waits sleep in slices this long, so a KeyboardInterrupt (a real Ctrl-C or
-#: ``_thread.interrupt_main``) reaches the frontend between slices; a finishing op wakes it earlier.
-WAIT_SLICE = 0.05
-#: How long ``__exit__`` waits for the op a worker is running when an exception (a Ctrl-C) ends a
-#: ``with`` block: the exception must reach the reader at once (issue 11); the worker exits after it.
-ABORT_JOIN = 0.1
 
 _LIVE: "weakref.WeakSet[Scheduler]" = weakref.WeakSet()
-
-
-def _observer_failed(exc: Exception) -> None:
-    """An observer raised.  It runs inside a worker with the engine's lock held, so raising would
-    kill the worker and hang every wait: warn instead."""
-    warnings.warn(f"d2l_async engine: an observer raised {exc!r}; ignored", RuntimeWarning, stacklevel=2)
 
 
 def live_engines() -> list["Scheduler"]:
@@ -105,7 +98,7 @@ def live_engines() -> list["Scheduler"]:
     return [e for e in list(_LIVE) if not e.closed]
 
 
-class Scheduler:
+class Scheduler(Waits, Shutdown):
     """The engine core: inbox, queues, workers, waits and statistics.  Ops are built by subclasses.
 
     Args:
@@ -502,114 +495,9 @@ class Scheduler:
                 f"{op.out.label!r} was not computed: its op {op.name!r} (#{op.id}) was interrupted "
                 "(KeyboardInterrupt); compute it again")
 
-    # -- waiting ---------------------------------------------------------------------------
-    def _wait_op(self, op: EngineOp, reason: str, timeout: float | None = None) -> None:
-        """Block the frontend until ``op`` finished (return at once when it has)."""
-        st = op.state
-        if st is _DONE or st is _FAILED:  # identity, not `in {...}`: an Enum's hash runs Python code
-            return
-        if inside_op(self._token):  # it would wait on itself (issue 11): refuse at once
-            raise wait_inside_op(f"a blocker ({reason})")
-        if self._inline:  # ops pushed from inside an op, or left by a Ctrl-C, run now
-            self._drain()
-            st = op.state
-            if st is _DONE or st is _FAILED:
-                return
-        t0 = _perf()
-        self._block_begin(reason, t0)
-        deadline = None if timeout is None else t0 + timeout
-        try:
-            with self._lock:
-                op.watched = True
-                while op.state is not _DONE and op.state is not _FAILED:
-                    if op.device.stopping and op.state is not _RUNNING:  # nobody will run it now
-                        raise EngineError(f"{reason}: the engine was shut down before this op ran (it was "
-                                          "cancelled); create a new engine and compute it again")
-                    self._front.wait(self._slice(deadline, reason))
-        finally:
-            t1 = _perf()
-            self._blocked += t1 - t0
-            self._block_end(reason, t1, (op.id,))
-
-    def _wait_var(self, var: EngineVar, reason: str, timeout: float | None = None) -> None:
-        """A blocker: wait for the last write of ``var``, then raise its error if it has one."""
-        op = var.producer
-        if op is not None:
-            self._wait_op(op, reason, timeout)
-        if var.error is not None:
-            error = var.error
-            with self._lock:  # delivered here: waitall does not raise it again (issue 11)
-                if self._unreported:
-                    self._unreported = [o for o in self._unreported if o.error is not error]
-            raise deferred(error, f"a failed op, raised at {reason}") from error
-
-    def waitall(self, *, timeout: float | None = None) -> None:
-        """Block until every pushed op has finished; raise, once, the first error not yet raised
-        (an error a blocker already raised is not raised again).
-
-        Args:
-            timeout: seconds before :class:`TimeoutError` (for tests; the book's API has none).
-
-        Raises:
-            EngineError: called from inside an op of this engine (it would wait for itself).
-        """
-        if self._inline and (self._inbox or self._inline_ready) and not inside_op(self._token):
-            self._drain()
-        if self._inbox or self._booked:
-            if inside_op(self._token):  # the op calling it is pending: it would wait for itself
-                raise wait_inside_op("waitall()")
-            t0 = _perf()
-            self._block_begin("waitall", t0)
-            deadline = None if timeout is None else t0 + timeout
-            try:
-                with self._lock:
-                    self._waitall_waiting += 1
-                    try:
-                        while self._booked or self._inbox:
-                            self._front.wait(self._slice(deadline, "waitall"))
-                    finally:
-                        self._waitall_waiting -= 1
-            finally:
-                t1 = _perf()
-                self._blocked += t1 - t0
-                self._block_end("waitall", t1, ())
-        self._raise_unreported("waitall")
-
-    def _raise_unreported(self, reason: str) -> None:
-        with self._lock:
-            failed, self._unreported = self._unreported, []
-        if failed:
-            first = failed[0]
-            more = f" ({len(failed) - 1} more ops failed)" if len(failed) > 1 else ""
-            raise deferred(first.error, f"op {first.name!r} (#{first.id}), raised at {reason}{more}") \
-                from first.error
-
-    def _slice(self, deadline: float | None, reason: str) -> float:
-        """How long the next wait may sleep (lock held); raise when waiting can no longer succeed."""
-        if self.closed and not any(t.is_alive() for d in self._devices.values() for t in d.threads):
-            raise EngineError(f"{reason}: the engine was shut down before this op ran")
-        if deadline is None:
-            return WAIT_SLICE
-        left = deadline - _perf()
-        if left <= 0:
-            raise TimeoutError(f"{reason} timed out; the engine is still running the queued ops")
-        return min(left, WAIT_SLICE)
-
-    def _block_begin(self, reason: str, t: float) -> None:
-        if self._on_block_begin:
-            src = user_source(2)  # waits come by several paths: walk from here
-            for f in self._on_block_begin:
-                try:  # zero cost unless it raises: an observer must not kill a worker
-                    f(reason, t, src)
-                except Exception as exc:  # noqa: BLE001
-                    _observer_failed(exc)
-
-    def _block_end(self, reason: str, t: float, deps: tuple) -> None:
-        for f in self._on_block_end:
-            try:  # zero cost unless it raises: an observer must not kill a worker
-                f(reason, t, deps)
-            except Exception as exc:  # noqa: BLE001
-                _observer_failed(exc)
+    def _forget(self) -> None:
+        """No longer a live engine (``live_engines``): called once it is shut down."""
+        _LIVE.discard(self)
 
     # -- state -----------------------------------------------------------------------------
     def statistics(self) -> EngineStatistics:
@@ -625,108 +513,3 @@ class Scheduler:
                 failed=self._failed, device_pending=per_device,
                 bytes_pending=max(0, self._bytes_pending + sum(op.nbytes for op in inbox)),
                 blocked_seconds=self._blocked, elapsed=_perf() - self._t0)
-
-    # -- shutdown --------------------------------------------------------------------------
-    def shutdown(self, *, wait: bool = True, timeout: float = 30.0) -> None:
-        """Stop the workers and join them.  Idempotent.
-
-        ``wait=True`` runs every queued op first (for at most ``timeout`` seconds); ``wait=False``
-        cancels what has not started (a blocker on a cancelled op raises :class:`EngineError`), and
-        so does a Ctrl-C while waiting, which is then raised.  Errors of failed ops are not raised
-        here (``waitall`` and the ``with`` block raise them).
-
-        Called again, it joins the workers an exception left finishing their op.
-
-        Raises:
-            EngineError: a worker did not stop within ``timeout`` seconds (an op still running), or
-                ``wait=True`` from inside an op of this engine.
-        """
-        if self.closed:  # again: join the workers an exception left finishing an op (__exit__)
-            me, end = threading.current_thread(), _perf() + timeout
-            for t in [t for d in self._devices.values() for t in d.threads if t is not me and t.is_alive()]:
-                t.join(max(0.0, end - _perf()))
-            return
-        deadline = _perf() + timeout
-        if wait:
-            if inside_op(self._token):
-                raise wait_inside_op("shutdown(wait=True)")
-            try:
-                if self._inline:
-                    self._drain()
-                with self._lock:
-                    self._waitall_waiting += 1
-                    try:
-                        while (self._booked or self._inbox) and _perf() < deadline:
-                            self._front.wait(WAIT_SLICE)
-                    finally:
-                        self._waitall_waiting -= 1
-            except BaseException:  # a Ctrl-C while draining: cancel the rest, raise it at once
-                self._close(cancel=True, join=ABORT_JOIN)
-                raise
-        _, stuck = self._close(cancel=not wait, join=max(0.0, deadline - _perf()) if wait else timeout)
-        if stuck:
-            raise EngineError(f"workers {stuck} did not stop within {timeout} s: an op is still running")
-
-    def _close(self, *, cancel: bool, join: float) -> tuple[int, list[str]]:
-        """Mark the engine closed, stop its workers (first dropping every op that has not started,
-        when ``cancel``) and join them for at most ``join`` seconds in all.
-
-        Returns:
-            ``(ops cancelled, names of workers still running an op)``.
-        """
-        self.closed = True
-        if self._finalizer is not None:
-            self._finalizer.detach()
-        dropped = 0
-        with self._lock:
-            if cancel:
-                dropped = self._cancel()
-            for dev in self._devices.values():
-                dev.stopping = True
-                dev.idle = 0
-                dev.cond.notify_all()
-            self._front.notify_all()  # blockers on cancelled ops wake up and raise
-        end = _perf() + join
-        stuck = []
-        me = threading.current_thread()
-        for dev in self._devices.values():
-            for t in dev.threads:
-                if t is not me:
-                    t.join(max(0.0, end - _perf()))
-                    if t.is_alive():
-                        stuck.append(t.name)
-        _LIVE.discard(self)
-        return dropped, stuck
-
-    def _cancel(self) -> int:
-        """Drop every op that has not started (lock held); returns how many.  Ops running now
-        finish; what they would grant is never run (workers stop)."""
-        dropped = len(self._inbox) + self._booked - self._running
-        self._inbox.clear()
-        self._inline_ready.clear()
-        for dev in self._devices.values():
-            dev.queue.clear()
-            dev.pending = dev.running
-        self._booked = self._running
-        self._bytes_pending = 0  # unknown for the running ops' outputs; statistics floor it at 0
-        self._cancelled += dropped
-        return dropped
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is not None:
-            # an exception (a Ctrl-C) ends the block: cancel the queue instead of running it first,
-            # and let the exception itself through at once (issue 11: 40 s of queued ops hid it)
-            if not self.closed:
-                dropped, _ = self._close(cancel=True, join=ABORT_JOIN)
-                if dropped and exc is not None:
-                    try:
-                        exc.add_note(f"d2l_async.engine: the `with` block ended with {exc_type.__name__}: "
-                                     f"{dropped} queued op(s) were cancelled and the engine shut down")
-                    except Exception:  # noqa: BLE001 - a note is a courtesy
-                        pass
-            return
-        self.shutdown(wait=True)
-        self._raise_unreported("the end of the `with` block")

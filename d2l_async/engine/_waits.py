@@ -1,0 +1,146 @@
+"""Waiting: the frontend's blockers and barriers, and what a Ctrl-C or a shutdown does to them.
+
+A blocker (``x.wait_to_read()``, ``print(x)``, ``x.item()``, ...) waits for the op that last wrote
+``x``; a barrier (``waitall``) for every op pushed.  Each sleeps on the engine's ``_front``
+condition in slices of :data:`WAIT_SLICE`, so a KeyboardInterrupt -- a real Ctrl-C or
+``_thread.interrupt_main`` -- reaches the reader between slices, and the engine stays consistent
+(the frontend never changes the dependency state).  Three waits can never succeed, and raise at
+once instead of hanging (issue 11):
+
+* a wait from inside an op of the same engine (the op would wait for itself, see ._guard);
+* a wait for an op a shut-down engine will never run (it was cancelled);
+* a wait past its ``timeout`` (tests give every wait one).
+
+An error delivered at a blocker is not raised again by ``waitall``.  The naive engine, whose ops run
+on the frontend, first runs what is queued (``_drain``): a push from inside an op, or one left by a
+Ctrl-C, runs then.  Mixed into :class:`._scheduler.Scheduler`, whose state it reads.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ._errors import EngineError, deferred
+from ._guard import inside_op, observer_failed as _observer_failed, wait_inside_op
+from ._op import _DONE, _FAILED, _RUNNING, EngineOp, EngineVar
+from ._source import user_source
+
+__all__ = ["Waits", "WAIT_SLICE"]
+
+_perf = time.perf_counter
+
+#: Blocking waits sleep in slices this long, so a KeyboardInterrupt (a real Ctrl-C or
+#: ``_thread.interrupt_main``) reaches the frontend between slices; a finishing op wakes it earlier.
+WAIT_SLICE = 0.05
+
+
+class Waits:
+    """Blockers and barriers of :class:`._scheduler.Scheduler` (a mixin: no state of its own)."""
+
+    def _wait_op(self, op: EngineOp, reason: str, timeout: float | None = None) -> None:
+        """Block the frontend until ``op`` finished (return at once when it has)."""
+        st = op.state
+        if st is _DONE or st is _FAILED:  # identity, not `in {...}`: an Enum's hash runs Python code
+            return
+        if inside_op(self._token):  # it would wait on itself (issue 11): refuse at once
+            raise wait_inside_op(f"a blocker ({reason})")
+        if self._inline:  # ops pushed from inside an op, or left by a Ctrl-C, run now
+            self._drain()
+            st = op.state
+            if st is _DONE or st is _FAILED:
+                return
+        t0 = _perf()
+        self._block_begin(reason, t0)
+        deadline = None if timeout is None else t0 + timeout
+        try:
+            with self._lock:
+                op.watched = True
+                while op.state is not _DONE and op.state is not _FAILED:
+                    if op.device.stopping and op.state is not _RUNNING:  # nobody will run it now
+                        raise EngineError(f"{reason}: the engine was shut down before this op ran (it was "
+                                          "cancelled); create a new engine and compute it again")
+                    self._front.wait(self._slice(deadline, reason))
+        finally:
+            t1 = _perf()
+            self._blocked += t1 - t0
+            self._block_end(reason, t1, (op.id,))
+
+    def _wait_var(self, var: EngineVar, reason: str, timeout: float | None = None) -> None:
+        """A blocker: wait for the last write of ``var``, then raise its error if it has one."""
+        op = var.producer
+        if op is not None:
+            self._wait_op(op, reason, timeout)
+        if var.error is not None:
+            error = var.error
+            with self._lock:  # delivered here: waitall does not raise it again (issue 11)
+                if self._unreported:
+                    self._unreported = [o for o in self._unreported if o.error is not error]
+            raise deferred(error, f"a failed op, raised at {reason}") from error
+
+    def waitall(self, *, timeout: float | None = None) -> None:
+        """Block until every pushed op has finished; raise, once, the first error not yet raised
+        (an error a blocker already raised is not raised again).
+
+        Args:
+            timeout: seconds before :class:`TimeoutError` (for tests; the book's API has none).
+
+        Raises:
+            EngineError: called from inside an op of this engine (it would wait for itself).
+        """
+        if self._inline and (self._inbox or self._inline_ready) and not inside_op(self._token):
+            self._drain()
+        if self._inbox or self._booked:
+            if inside_op(self._token):  # the op calling it is pending: it would wait for itself
+                raise wait_inside_op("waitall()")
+            t0 = _perf()
+            self._block_begin("waitall", t0)
+            deadline = None if timeout is None else t0 + timeout
+            try:
+                with self._lock:
+                    self._waitall_waiting += 1
+                    try:
+                        while self._booked or self._inbox:
+                            self._front.wait(self._slice(deadline, "waitall"))
+                    finally:
+                        self._waitall_waiting -= 1
+            finally:
+                t1 = _perf()
+                self._blocked += t1 - t0
+                self._block_end("waitall", t1, ())
+        self._raise_unreported("waitall")
+
+    def _raise_unreported(self, reason: str) -> None:
+        with self._lock:
+            failed, self._unreported = self._unreported, []
+        if failed:
+            first = failed[0]
+            more = f" ({len(failed) - 1} more ops failed)" if len(failed) > 1 else ""
+            raise deferred(first.error, f"op {first.name!r} (#{first.id}), raised at {reason}{more}") \
+                from first.error
+
+    def _slice(self, deadline: float | None, reason: str) -> float:
+        """How long the next wait may sleep (lock held); raise when waiting can no longer succeed."""
+        if self.closed and not any(t.is_alive() for d in self._devices.values() for t in d.threads):
+            raise EngineError(f"{reason}: the engine was shut down before this op ran")
+        if deadline is None:
+            return WAIT_SLICE
+        left = deadline - _perf()
+        if left <= 0:
+            raise TimeoutError(f"{reason} timed out; the engine is still running the queued ops")
+        return min(left, WAIT_SLICE)
+
+    def _block_begin(self, reason: str, t: float) -> None:
+        if self._on_block_begin:
+            src = user_source(2)  # waits come by several paths: walk from here
+            for f in self._on_block_begin:
+                try:  # zero cost unless it raises: an observer must not kill a worker
+                    f(reason, t, src)
+                except Exception as exc:  # noqa: BLE001
+                    _observer_failed(exc)
+
+    def _block_end(self, reason: str, t: float, deps: tuple) -> None:
+        for f in self._on_block_end:
+            try:  # zero cost unless it raises: an observer must not kill a worker
+                f(reason, t, deps)
+            except Exception as exc:  # noqa: BLE001
+                _observer_failed(exc)
