@@ -48,8 +48,10 @@ What a modelled device *cannot* show, and the notebooks do not claim:
   counts them and the trace's ``meta["modelled"]`` reports them, so a lesson check can say so.
 
 Measured on a 2-core machine pinned to one core beside a spinning process
-(``benchmarks/bench_parallelism.py --cpu 0 --busy``): two modelled devices 1.93× faster than one,
-1.0× with a barrier between them; the engine's thread-devices in the same run 1.35× and 1.03×.
+(``benchmarks/bench_parallelism.py --cpu 0 --busy``, three runs at load averages 2-13): two
+modelled devices 1.88-1.93× faster than one, 0.97-0.98× with a barrier between them; the engine's
+thread-devices in the same runs 1.07-1.37× and 0.93-1.09× (on one core any gain of threads is a
+larger share of the CPU against the busy neighbour, not parallelism).
 
 Wiring (the engine stays the engine): ``ThreadedEngine(model=DeviceModel())`` or
 ``model={"cpu:1": m, "cpu:2": m}`` attaches a :class:`ModelledDevice` to each named virtual device
