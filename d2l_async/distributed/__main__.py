@@ -83,7 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     ctx = RankContext(rank, world, backend, f"cuda:{local}" if backend == "nccl" else "cpu",
                       None if args.no_profile else args.trace_dir, options)
     value = run_rank(fn, ctx)
-    print(json.dumps({"rank": rank, "world_size": world, "backend": backend, "result": value}))
+    line = json.dumps({"rank": rank, "world_size": world, "backend": backend, "result": value}) + "\n"
+    sys.stdout.flush()
+    os.write(sys.stdout.fileno(), line.encode())  # one write: ranks share the pipe, lines must not interleave
     return 0
 
 
