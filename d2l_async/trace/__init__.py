@@ -1,8 +1,12 @@
 """The trace model every figure draws from: :class:`Trace`, its lanes and events.
 
-Also reads and writes Chrome-trace JSON (:func:`read_chrome_trace`, :func:`write_chrome_trace`)
-gives the launch-queue step function the analysis and the Perfetto export share, and merges the
-traces of several ranks into one (:func:`merge_ranks`, :func:`read_trace_dir`, ``_ranks.py``).
+Also reads and writes Chrome-trace JSON (:func:`read_chrome_trace`, :func:`write_chrome_trace`):
+torch.profiler traces of every Kineto generation (2020–2026), CUDA, ROCm and MTIA (one category
+table, ``_kineto.py``), a ``with_stack=True`` profile's Python call stack as lanes (``_stack.py``),
+files of any size with little memory (``_json.py``); gives the launch-queue step function the
+analysis and the Perfetto export share, with HTA's defaults (``_queue.py``); and merges the traces
+of several ranks into one, a lane group per rank (:func:`merge_ranks`, :func:`read_trace_dir`,
+``_ranks.py``).
 
 Loads neither torch, plotly nor ipywidgets.
 """

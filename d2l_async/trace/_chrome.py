@@ -98,8 +98,10 @@ def read_chrome_trace(path: str | os.PathLike[str], *, python_stack: bool = True
         fields = load_fields(path)
         try:
             return _parse(fields, path, python_stack)
-        except TraceError:
-            raise
+        except TraceError as exc:
+            if str(path) in str(exc):
+                raise
+            raise TraceError(f"{path}: {exc}") from None  # every error names the file
         except (KeyError, IndexError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise TraceError(f"{path}: malformed trace event data ({type(exc).__name__}: {exc})") from None
     finally:
