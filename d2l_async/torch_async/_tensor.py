@@ -22,8 +22,8 @@ Fields (set by the runtime, read by the worker)::
 Blocking points -- the methods that need the data, and so wait for it, recorded as a *block*
 with the user's line, as the engine's blockers are: ``print``/``repr`` ("print"), ``.numpy()``
 and ``np.asarray`` ("numpy"), ``.tolist()`` ("tolist"), pickling and ``torch.save`` ("pickle"),
-``copy.deepcopy`` ("deepcopy"), and through the dispatcher ``.item()``, ``float()``, ``bool()``,
-``if t:`` ("item").
+``copy.deepcopy`` ("deepcopy"), ``np.from_dlpack`` ("dlpack"), and through the dispatcher
+``.item()``, ``float()``, ``bool()``, ``if t:`` ("item").
 """
 
 from __future__ import annotations
@@ -110,6 +110,10 @@ class AsyncTensor(torch.Tensor):
 
     def tolist(self):
         return self._read("tolist", lambda r: r.tolist())
+
+    def __dlpack__(self, *args: Any, **kwargs: Any):
+        # numpy.from_dlpack and friends read the memory directly: hand them the data, once it is there
+        return self._read("dlpack", lambda r: r.__dlpack__(*args, **kwargs))
 
     def __reduce_ex__(self, proto: int):
         # pickled (torch.save, multiprocessing) as the plain tensor it holds

@@ -303,3 +303,28 @@ def test_cuda_ops_pass_through_unchanged():
         assert type(x) is torch.Tensor and x.is_cuda
         y = (torch.ones(3) + 1).cuda()
         assert y.is_cuda and y.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_every_way_out_to_raw_memory_waits_for_the_data():
+    """numpy, np.asarray, np.from_dlpack, pickle, torch.save and deepcopy all see the computed
+    values (they wait); storage access raises instead of handing out unfinished memory."""
+    import copy
+    import io
+    import pickle
+
+    with asynchronous() as rt:
+        x = torch.arange(4.) - 1
+        ev = hold(rt)
+        y = x * 2
+        threading.Timer(0.05, ev.set).start()
+        want = [-2.0, 0.0, 2.0, 4.0]
+        assert np.asarray(y).tolist() == want
+        assert np.from_dlpack(y).tolist() == want
+        assert pickle.loads(pickle.dumps(y)).tolist() == want
+        buf = io.BytesIO()
+        torch.save({"y": y}, buf)
+        buf.seek(0)
+        assert torch.load(buf)["y"].tolist() == want
+        assert copy.deepcopy(y).tolist() == want
+        with pytest.raises(RuntimeError, match="no storage"):
+            y.storage()
