@@ -99,6 +99,8 @@ if HAVE_MSGSPEC:
 #: events decoded into records at a time: the records of one chunk (~1 KB each) are turned into
 #: compact columns before the next chunk is decoded, so they never all exist at once
 CHUNK = 50_000
+#: files up to this many bytes of events are decoded in one go (their records fit in ~100 MB)
+WHOLE_BYTES = 32_000_000
 #: numeric args -> (dtype, value when absent)
 _NUMERIC = {"correlation": (np.int64, -1), "stream": (np.int64, -1), "device": (np.int64, -1),
             "bytes": (np.int64, 0)}
@@ -144,7 +146,10 @@ def _fast(raw: bytes) -> Fields | None:
         top = _TOP.decode(raw)
         if "traceEvents" not in top:
             return None
-        raws = _RAWS.decode(top.pop("traceEvents"))
+        events_raw = top.pop("traceEvents")
+        whole = len(events_raw) <= WHOLE_BYTES  # small file: one decode, no slicing
+        raws = _DECODER.decode(events_raw) if whole else _RAWS.decode(events_raw)
+        del events_raw
         rest = {k: msgspec.json.decode(v) for k, v in top.items()}
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, ValueError):
         return None
@@ -165,7 +170,7 @@ def _fast(raw: bytes) -> Fields | None:
     try:
         for lo in range(0, n, CHUNK):
             hi = min(lo + CHUNK, n)
-            events = _DECODER.decode(b"[" + b",".join(raws[lo:hi]) + b"]")
+            events = raws[lo:hi] if whole else _DECODER.decode(b"[" + b",".join(raws[lo:hi]) + b"]")
             ph += [put(e.ph, e.ph) for e in events]
             cat += [put(e.cat, e.cat) for e in events]
             name += [put(e.name, e.name) for e in events]

@@ -183,3 +183,18 @@ def test_fast_and_stdlib_readers_agree(monkeypatch):
     for col in fast.columns:
         a, b = fast[col], slow[col]
         assert (np.array_equal(a, b, equal_nan=True) if a.dtype.kind == "f" else a.tolist() == b.tolist()), col
+
+
+def test_chunked_decoding_gives_the_same_trace(monkeypatch):
+    from d2l_async.trace import _json
+
+    if not _json.HAVE_MSGSPEC:
+        pytest.skip("msgspec is not installed")
+    whole = load("rocm62_mi250_minitoy")
+    monkeypatch.setattr(_json, "WHOLE_BYTES", 0)  # split into raw slices ...
+    monkeypatch.setattr(_json, "CHUNK", 7)  # ... decoded 7 events at a time
+    chunked = load("rocm62_mi250_minitoy")
+    assert chunked.lanes == whole.lanes and chunked.meta["steps"] == whole.meta["steps"]
+    for col in whole.columns:
+        a, b = whole[col], chunked[col]
+        assert (np.array_equal(a, b, equal_nan=True) if a.dtype.kind == "f" else a.tolist() == b.tolist()), col
