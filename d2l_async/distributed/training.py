@@ -168,11 +168,12 @@ def run_straggler(*, ranks: int = 2, delay_ms: float | None = None, bucket_cap_m
     """Bucketed training with all ranks even, then with the last rank sleeping ``delay_ms`` per step.
 
     Args:
-        delay_ms: the straggler's extra time per step; default 50 ms (quick mode 20 ms).
+        delay_ms: the straggler's extra time per step; default 100 ms (quick mode 50 ms: it is sleep,
+            so it costs time but no CPU).
         Others as in :func:`run_overlap`.
     """
     cap = _bucket(bucket_cap_mb)
-    delay = _delay(delay_ms if delay_ms is not None else config.scale(50, 20))
+    delay = _delay(delay_ms if delay_ms is not None else config.scale(100, 50))
     if delay <= 0:
         raise ValueError("delay_ms must be > 0 for a straggler (0 would be two even runs)")
     settings = [{"label": "even", "mode": "bucketed", "bucket_cap_mb": cap, "delay_s": 0.0},
@@ -248,6 +249,16 @@ def straggler_checks(r: TrainingResult) -> list[Any]:
     slow = comm.get(r.slow_rank, 0.0)
     others = {k: v - slow for k, v in comm.items() if k != r.slow_rank}
     waited = bool(others) and min(others.values()) >= 0.5 * delay
+    comm_ms = ", ".join(f"rank {k} {1e3 * v:.1f} ms" for k, v in comm.items())
+    if r.ranks == 1:
+        why_wait = "a single rank has nobody to wait for: use ranks >= 2"
+    elif r.where.threads_per_cpu(r.ranks) > 1:
+        why_wait = (f"{r.where.cpu_sentence(r.ranks)}: in the one profiled step every rank's collectives also waited "
+                    f"for the core ({comm_ms}), which swamps a {1e3 * delay:.0f} ms delay. Raise delay_ms (e.g. 200) "
+                    "or run on a machine with spare cores")
+    else:
+        why_wait = (f"communication per rank: {comm_ms}; the slow rank's delay fell outside its collectives in the "
+                    "profiled step (a bucket reduced before the delay?): raise delay_ms or steps")
     return [
         lesson.check(
             "one slow rank slows every step by about its delay",
@@ -261,6 +272,5 @@ def straggler_checks(r: TrainingResult) -> list[Any]:
             waited,
             shown=f"in the trace, communication on the even ranks exceeds the slow rank's by "
                   + ", ".join(f"{1e3 * v:.1f} ms (rank {k})" for k, v in others.items()),
-            otherwise="the even ranks' waits did not show as collective time in this profiled step (a single "
-                      "rank run, or the wait happened outside the profiler's window): use ranks >= 2"),
+            otherwise=why_wait),
     ]

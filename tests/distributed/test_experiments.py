@@ -111,3 +111,14 @@ def test_overlap_checks_one_rank_has_nothing_to_hide(overlap):
                             ranks=1)
     faster = overlap_checks(r)[3]
     assert not faster.holds and "nobody to talk to" in faster.otherwise  # 0% hidden: a faster step is noise
+
+
+def test_straggler_checks_explain_a_swamped_delay(overlap):
+    comm = {"even": tuple(RankComm(r, 3, 1, 0.05, 0.0, 0.01) for r in range(2)),
+            "straggler": (RankComm(0, 3, 1, 0.030, 0.0, 0.01), RankComm(1, 3, 1, 0.054, 0.0, 0.01))}
+    r = dataclasses.replace(overlap, ranks=2, labels=("even", "straggler"), comm=comm, where=ONE_CORE, slow_rank=1,
+                            delay_s={"even": 0.0, "straggler": 0.02},
+                            step_s={"even": (0.140,), "straggler": (0.151,)})
+    slower, waited = straggler_checks(r)
+    assert slower.holds  # +11 ms >= half of 20 ms
+    assert not waited.holds and "swamps a 20 ms delay" in waited.otherwise and "rank 1 54.0 ms" in waited.otherwise
