@@ -21,7 +21,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..trace import Trace
+from ..trace import Trace, last_step_starts
 from . import style
 from ._common import check_positive_int, check_trace, decimate_steps, empty_figure, fit_title, time_span
 from ._series import pending_memory_series, queue_length_series
@@ -45,6 +45,7 @@ class QueueData:
         peak: lane -> exact maximum queue length (before decimation).
         cap: the queue cap to mark, or None.
         span, unit, factor: time range in seconds, display unit and factor.
+        note: what the counts leave out (work launched in the last ProfilerStep, as HTA does).
     """
 
     queued: dict[str, tuple[np.ndarray, np.ndarray]]
@@ -55,6 +56,7 @@ class QueueData:
     span: tuple[float, float]
     unit: str
     factor: float
+    note: str = ""
 
 
 def default_cap(trace: Trace) -> int | None:
@@ -97,7 +99,9 @@ def queue_data(trace: Trace, *, in_flight: bool = False, memory: bool = False,
         t, b = pending_memory_series(trace)
         if len(t):
             mem = decimate_steps(np.r_[span[0], t, span[1]], np.r_[0.0, b, b[-1]], bins)
-    return QueueData(queued, flight, mem, peak, cap, span, unit, factor)
+    note = ("work launched in the last ProfilerStep is not counted (HTA's default)"
+            if last_step_starts(trace) else "")
+    return QueueData(queued, flight, mem, peak, cap, span, unit, factor, note)
 
 
 def rank_parts(trace: Trace, data: QueueData) -> list[tuple[str, QueueData]]:
@@ -201,7 +205,8 @@ def plot_queue_length(trace: Trace, *, in_flight: bool = False, cap: float | Non
         fig.add_annotation(text="no memory sizes (nbytes) recorded in this trace", xref="paper", yref="paper",
                            x=1, y=1, xanchor="right", yanchor="bottom", showarrow=False,
                            font={"color": style.OKABE_ITO["grey"], "size": 11})
-    fig.update_layout(**style.base_layout(title=title, height=380 + 220 * (len(parts) - 1)))
+    fig.update_layout(**style.base_layout(title={"text": title, "subtitle": {"text": data.note}} if data.note else title,
+                                          height=380 + 220 * (len(parts) - 1)))
     fit_title(fig)
     fig.update_xaxes(title_text=style.time_axis_title(data.unit), **({"row": len(parts), "col": 1} if len(parts) > 1 else {}))
     return fig

@@ -71,3 +71,16 @@ def test_python_stack_is_off_by_default_in_large_traces(monkeypatch):
     assert data.hidden_python > 0 and not any(is_python_lane(l) for l in data.lanes)
     assert np.isin(data.bars["lane"], [l.name for l in data.lanes]).all()
     assert any(is_python_lane(l) for l in _timeline.timeline_data(t, python_stack=True).lanes)
+
+
+def test_queue_figure_says_when_the_last_profiler_step_is_left_out():
+    from d2l_async.analysis import queue_length_summary
+    from d2l_async.data import load_sample
+
+    multi = load_sample("a100_training_step")
+    fig = plot_queue_length(multi)
+    assert "last ProfilerStep is not counted" in fig.layout.title.subtitle.text
+    peaks = {tr.name.rsplit(": queued", 1)[0]: int(tr.name.rsplit("peak ", 1)[1].rstrip(")")) for tr in fig.data if "peak" in tr.name}
+    table = queue_length_summary(multi).set_index("lane")["max"].to_dict()
+    assert peaks == table  # the figure's peaks are the table's (HTA's) maxima
+    assert not plot_queue_length(load_sample("a100_simple_add")).layout.title.subtitle.text
