@@ -271,8 +271,9 @@ class EngineArray(EngineVar):
     def __ge__(self, o): return self._binary(o, "ge", _T.__ge__)
     __hash__ = EngineVar.__hash__  # by identity, like a tensor (defining __eq__ would drop it)
     #: NumPy defers to our reflected ops (``np.float64(2) + x`` is ``x.__radd__``), as it does for
-    #: torch: without this, numpy converted ``x`` through ``__array__``, a hidden blocker.
-    __array_ufunc__ = None
+    #: torch (the same value as ``torch.Tensor``): without it, numpy converted ``x`` through
+    #: ``__array__``, a hidden blocker.  ``np.exp(x)`` still converts, as it does a tensor.
+    __array_priority__ = 1000
 
     def sum(self) -> "EngineArray":
         """Sum of all elements (a 0-d array)."""
