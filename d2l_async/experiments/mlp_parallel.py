@@ -180,6 +180,9 @@ def _mlp_engine(batches: int, batch_size: int, hidden: int, features: int, lr: f
     def backward_w1(x: Any, h_pre: Any, d_out: Any, w2: Any, g1: Any) -> None:
         torch.matmul(x.T, (d_out @ w2.T) * (h_pre > 0), out=g1)
 
+    def add_into(x: Any, y: Any, out: Any) -> None:
+        torch.add(x, y, out=out)
+
     def sgd(g: Any, w: Any) -> None:
         w.sub_(0.5 * lr * g)  # g is the sum of the two devices' gradients: average it
 
@@ -215,7 +218,9 @@ def _mlp_engine(batches: int, batch_size: int, hidden: int, features: int, lr: f
             summed = {}
             for j in (1, 0):  # W2's gradient is ready first: its copy overlaps W1's backward
                 g = f"gW{j + 1}"
-                total = grads[a][j] + grads[b][j].to(a, name=f"{g}{i}({b})@{a}")
+                other = grads[b][j].to(a, name=f"{g}{i}({b})@{a}")
+                total = eng.array(torch.empty(other.shape), device=a, name=f"sum {g}{i}@{a}")  # named in the graph
+                eng.push(add_into, reads=(grads[a][j], other), writes=(total,), name="add")
                 summed[j] = {a: total, b: total.to(b, name=f"sum {g}{i}@{b}")}
             for d in devs:
                 for j in (0, 1):

@@ -61,7 +61,7 @@ class RunFacts:
     def sentence(self) -> str:
         busy = f"{self.busy_cpus:.1f} busy with other work" if self.busy_cpus is not None else \
             f"load average {self.load:.1f}"
-        return f"{self.usable_cpus:g} usable CPU(s), {busy}"
+        return f"{self.usable_cpus:g} usable CPU{'' if self.usable_cpus == 1 else 's'}, {busy}"
 
 
 def run_facts() -> RunFacts:
