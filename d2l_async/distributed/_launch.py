@@ -165,7 +165,8 @@ def _check(fn: Any, world_size: Any, backend: Any, timeout: Any) -> None:
 def launch(fn: Callable[[RankContext], Any], world_size: int = 2, *, backend: str = "gloo",
            trace_dir: str | os.PathLike[str] | None = None, profile: bool = True, timeout: float = 120.0,
            options: Mapping[str, Any] | None = None,
-           on_start: Callable[[tuple[int, ...]], None] | None = None) -> LaunchResult:
+           on_start: Callable[[tuple[int, ...]], None] | None = None,
+           start_method: str = "auto") -> LaunchResult:
     """Run ``fn(ctx)`` on ``world_size`` local ranks joined in one process group.
 
     Args:
@@ -179,6 +180,8 @@ def launch(fn: Callable[[RankContext], Any], world_size: int = 2, *, backend: st
         options: keyword arguments for the rank function, as ``ctx.options``.
         on_start: called with the ranks' process ids once all have started (a progress display,
             a test that checks no process outlives the call).
+        start_method: ``"auto"`` (the fork server where the platform has one, else spawn),
+            ``"forkserver"`` or ``"spawn"`` (a fresh interpreter per rank: slower, nothing shared).
 
     Returns:
         :class:`LaunchResult` (every rank has exited by then).
@@ -190,6 +193,8 @@ def launch(fn: Callable[[RankContext], Any], world_size: int = 2, *, backend: st
         ValueError: bad arguments, or NCCL without a GPU for every rank.
     """
     _check(fn, world_size, backend, timeout)
+    if start_method not in ("auto", "forkserver", "spawn"):
+        raise ValueError(f"start_method={start_method!r}: use 'auto', 'forkserver' or 'spawn'")
     if backend == "nccl":
         _check_gpus(world_size)
     if profile:
@@ -197,7 +202,7 @@ def launch(fn: Callable[[RankContext], Any], world_size: int = 2, *, backend: st
         Path(trace_dir).mkdir(parents=True, exist_ok=True)
     else:
         trace_dir = None
-    ctx = _context()
+    ctx = _context(start_method)
     results = ctx.Queue()
     port = free_port()
     procs: list[Any] = []
@@ -231,7 +236,7 @@ def launch(fn: Callable[[RankContext], Any], world_size: int = 2, *, backend: st
 _PRELOAD = ["torch", "torch.distributed", "torch.nn.parallel", "torch._dynamo", "d2l_async.distributed.ranks"]
 
 
-def _context() -> Any:
+def _context(start_method: str = "auto") -> Any:
     """``forkserver`` where the platform has it, else ``spawn``.
 
     Both start ranks from a clean process, never from a fork of the notebook's kernel.  The fork
@@ -239,7 +244,7 @@ def _context() -> Any:
     state, so the second and later runs of a notebook skip the ~2 s import per rank; ``spawn``
     pays it every time.
     """
-    if "forkserver" in mp.get_all_start_methods():
+    if start_method != "spawn" and "forkserver" in mp.get_all_start_methods():
         ctx = mp.get_context("forkserver")
         ctx.set_forkserver_preload(_PRELOAD)
         return ctx

@@ -29,6 +29,11 @@ def test_ranks_join_one_group_and_report(pids):
     assert not any(alive(p) for p in res.pids)
 
 
+def test_spawned_ranks_work_too(pids):
+    res = launch(_fns.rank_info, 2, profile=False, timeout=90, on_start=pids.extend, start_method="spawn")
+    assert {v["sum"] for v in res.values} == {1.0}
+
+
 def test_a_rank_that_raises_surfaces_with_its_traceback_within_10_s(pids):
     t0 = time.perf_counter()
     with pytest.raises(RankError) as info:
@@ -86,6 +91,7 @@ def _local():
     (_fns.rank_info, {"world_size": 0}, ValueError, "world_size must be an integer"),
     (_fns.rank_info, {"backend": "mpi"}, ValueError, "backend='mpi'"),
     (_fns.rank_info, {"timeout": 0}, ValueError, "timeout must be a positive"),
+    (_fns.rank_info, {"start_method": "fork"}, ValueError, "start_method='fork'"),
     ("not a function", {}, TypeError, "expects a function"),
 ])
 def test_bad_arguments_fail_before_any_process_starts(fn, kwargs, error, match):
