@@ -174,7 +174,8 @@ def launch(fn: Callable[[RankContext], Any], world_size: int = 2, *, backend: st
             :class:`RankContext` and returns something picklable and small (numbers, dicts).
         world_size: number of ranks (processes).
         backend: ``"gloo"`` (CPU) or ``"nccl"`` (needs one CUDA GPU per rank).
-        trace_dir: folder for the per-rank traces; default a new temporary folder.
+        trace_dir: folder for the per-rank traces; default a new temporary folder (the caller's to
+            delete: the experiments do, after reading it).
         profile: False to give the ranks no ``trace_dir`` (no traces written).
         timeout: seconds for the whole run, start-up included; then every rank is ended.
         options: keyword arguments for the rank function, as ``ctx.options``.
