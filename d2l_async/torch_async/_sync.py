@@ -100,10 +100,9 @@ class SyncPaths:
         self._submit(op, depth)
         self._wait_op(op, reason)
         if op.error is not None:
-            with self._lock:
-                if op in self._unreported:  # raised here, at the call: not again at synchronize()
-                    self._unreported.remove(op)
             exc = op.error
+            with self._lock:  # raised here, at the call (its own error or a failed input's): once
+                self._unreported = [o for o in self._unreported if o is not op and o.error is not exc]
             raise deferred(exc, f"{info.name!r}, run synchronously ({reason})") from exc
         res = holder[0]
         by_real = {}
@@ -141,6 +140,9 @@ class SyncPaths:
                 self._wait_op(p, reason)
         err = t._var.error
         if err is not None:
+            with self._lock:  # delivered here: synchronize() does not raise it again (as the engine)
+                if self._unreported:
+                    self._unreported = [o for o in self._unreported if o.error is not err]
             raise deferred(err, f"a failed op, raised at {reason}") from err
         if t._real is None:
             raise RuntimeError(f"{reason}: this asynchronous tensor was never computed (its block ended early)")
