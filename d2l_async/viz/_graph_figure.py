@@ -172,9 +172,9 @@ def plot_dependency_graph(source: Trace | str | DependencyGraph, *, max_ops: int
         ]))
     fig.frames = frames
     fig.update_layout(**animation_controls(times, factor, unit, origin=o))
-    fig.update_layout(**style.base_layout(title=title, height=max(380, 120 + 70 * (nodes["y"].max() - nodes["y"].min() + 2))))
+    fig.update_layout(**style.base_layout(title=title, height=max(380, 120 + 90 * (nodes["y"].max() - nodes["y"].min() + 2))))
     fig.update_layout(margin={"t": 90, "b": 90})
-    fig.update_xaxes(visible=False, range=[x_left - 0.5, float(nodes["depth"].max()) + 0.5])
+    fig.update_xaxes(visible=False, range=[x_left - 0.5, float(nodes["depth"].max()) + 0.9])  # room for the last label
     fig.update_yaxes(visible=False, range=[float(nodes["y"].min()) - 0.7, top + 0.5])
     if graph.n_ops_total > graph.n_ops:
         fig.add_annotation(text=f"first {graph.n_ops} of {graph.n_ops_total:,} ops", xref="paper", yref="paper",
