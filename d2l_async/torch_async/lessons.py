@@ -32,9 +32,10 @@ def returned_before_done(returned_s: float, finished_s: float, eager_s: float, n
             "plain torch in asynchronous(): the loop returns before the products are computed",
             returned_s < 0.25 * finished_s,
             shown=f"{n} products queued in {returned_s * 1e3:.1f} ms; computed after {finished_s * 1e3:.0f} ms",
-            otherwise=(f"queueing took {returned_s / max(finished_s, 1e-12):.0%} of the time: each op costs the "
-                       f"frontend 20-40 µs of Python, so products this small are not much longer than queueing "
-                       f"them ({_load(machine)}). Raise the size.")),
+            otherwise=(f"queueing took {returned_s / max(finished_s, 1e-12):.0%} of the time, "
+                       f"{returned_s / max(n, 1) * 1e3:.2f} ms per product where the frontend alone needs some "
+                       f"0.05 ms: it shared the CPU with the worker ({_load(machine)}), or the products were too "
+                       "small to hide it. Raise the size, or run where a core is spare.")),
         lesson.check(
             "queueing does not make the work faster: it takes about eager torch's time",
             finished_s <= 1.5 * eager_s + 0.02,
