@@ -9,8 +9,9 @@ Three measurements (issue 12), each job in a fresh child process so its peak RSS
    end to end (times shifted, correlation ids renumbered), never committed.  Goal on this machine:
    load + summary <= 8 s and <= 800 MB peak RSS.  HTA on it with ``--hta-large`` (slow, GBs).
 3. ``json``: the JSON decoders the reader could use, on the A100 trace: stdlib ``json``,
-   ``orjson``, ``msgspec`` untyped and ``msgspec`` typed into the reader's records (the choice in
-   ``d2l_async/trace/_json.py`` rests on this).
+   ``orjson``, ``msgspec`` untyped, ``msgspec`` typed into the reader's records (the choice in
+   ``d2l_async/trace/_json.py`` rests on this), and the reader's whole fast path (typed records
+   turned into its columns).
 
 Run: ``.venv/bin/python benchmarks/bench_trace.py [--repeat 3] [--hta-large]``; writes
 ``benchmarks/results/trace.json`` and prints the 1-minute load average before and after.
@@ -98,7 +99,11 @@ def child(job: str, path: str) -> dict:
         import msgspec
 
         n = len(msgspec.json.decode(raw)["traceEvents"])
-    elif job == "msgspec_typed":
+    elif job == "msgspec_typed":  # typed records, as the reader decodes them
+        from d2l_async.trace._json import _DECODER, _TOP
+
+        n = len(_DECODER.decode(_TOP.decode(raw)["traceEvents"]))
+    elif job == "reader_columns":  # the reader's whole fast path: typed records -> columns
         from d2l_async.trace._json import _fast
 
         n = len(_fast(raw).ph)
@@ -212,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
             result["large"]["hta"] = run_child("hta", big, timeout=1800)
 
         # 3. JSON decoders on the A100 trace
-        result["json"] = {job: run_child(job, path) for job in ("json", "orjson", "msgspec", "msgspec_typed")}
+        result["json"] = {job: run_child(job, path)
+                          for job in ("json", "orjson", "msgspec", "msgspec_typed", "reader_columns")}
     shutil.rmtree(d, ignore_errors=True)
 
     ours_a = a100["ours"]
