@@ -84,7 +84,10 @@ def blockers_recorded(blocks: Iterable[tuple[str, str, float]], expected: Iterab
             shown=(", ".join(f"{r} {max(w) * 1e3:.1f} ms" for r, w in waits.items() if w) or "no waits")
             + f" (one product: {product_s * 1e3:.1f} ms eagerly)",
             otherwise=(f"not recorded: {', '.join(missing)}: the product was done before the blocker ran "
-                       f"({_load(machine)}). Make the product larger.")),
+                       f"({_load(machine)})"
+                       + ("; with one usable CPU the worker computes while the frontend waits for the CPU, "
+                          "not for the value" if machine is not None and machine.usable_cpus < 2 else "")
+                       + ". Make the product larger, or run where a core is spare.")),
         lesson.check(
             "the trace names the line of each blocker",
             not unnamed and bool(blocks),
