@@ -47,10 +47,15 @@ class Setup:
 
 
 def engine_label(n_devices: int, workers: int = 1) -> str:
-    """The honest description of an engine run with ``n_devices`` virtual devices."""
+    """The honest description of an engine run with ``n_devices`` virtual devices, and how many CPUs
+    their threads really had (:func:`d2l_async._machine.read_machine`: affinity and cgroup quota)."""
+    from d2l_async._machine import read_machine
+
     dev = "virtual device" if n_devices == 1 else "virtual devices"
     thr = "" if workers == 1 else f", {workers} workers each"
-    return f"CPU engine, {n_devices} {dev} (threads{thr})"
+    usable = read_machine("/", sample_s=0).usable_cpus
+    cpus = f"{usable:g} usable CPU{'' if usable == 1 else 's'}"
+    return f"CPU engine, {n_devices} {dev} (threads{thr}) on {cpus}"
 
 
 def resolve_backend(backend: str, *, n_devices: int = 1, workers: int = 1, min_gpus: int = 1) -> Setup:
