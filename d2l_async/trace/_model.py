@@ -354,7 +354,12 @@ class Trace:
     # -- files (implemented in _chrome.py, _ranks.py) --------------------------------------
     @classmethod
     def from_chrome_trace(cls, path: Any) -> "Trace":
-        """Load a torch.profiler / Kineto Chrome-trace JSON file (plain or ``.gz``)."""
+        """Load a torch.profiler / Kineto Chrome-trace JSON file (plain or ``.gz``); a folder of
+        per-rank files loads as :meth:`from_trace_dir` does."""
+        import os
+
+        if isinstance(path, (str, os.PathLike)) and os.path.isdir(path):
+            return cls.from_trace_dir(path)
         from ._chrome import read_chrome_trace
 
         return read_chrome_trace(path)

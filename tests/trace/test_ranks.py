@@ -144,3 +144,8 @@ def test_python_stack_lanes_stay_in_their_rank_and_are_listed_apart():
     # rank 0's thread, its call stack, then rank 1's thread and its call stack
     assert [l.rank for l in m.lanes] == sorted(l.rank for l in m.lanes)
     assert names.index(rank_lanes(m, 0).python_stack[0]) == names.index(rank_lanes(m, 0).frontend[0]) + 1
+
+
+def test_from_chrome_trace_on_a_folder_reads_every_rank():
+    t = Trace.from_chrome_trace(PAIR)
+    assert t.ranks == (0, 1) and len(t) == len(read_trace_dir(PAIR))
