@@ -45,8 +45,8 @@ from typing import Any
 import numpy as np
 
 from ._json import Fields, load_fields
-from ._kineto import (BACK, CATEGORIES, COLLECTIVE_CATEGORY, LAUNCH_CALLS, SKIPPED_CATEGORIES, SYNC_CALLS,
-                      UnplacedDeviceEvents, category, device_prefix, is_mtia_copy)
+from ._kineto import (BACK, CATEGORIES, COLLECTIVE_CATEGORY, LAUNCH_CALLS, SYNC_CALLS, UnplacedDeviceEvents,
+                      category, device_names, device_prefix, is_mtia_copy, metadata, unplaced)
 from ._model import _DEFAULTS, COLUMNS, Kind, Lane, LaneRole, Trace, TraceError, _order_lanes
 from ._restore import apply_ours as _apply_ours
 from ._ranks import COLLECTIVE_PREFIXES
@@ -61,7 +61,6 @@ _KIND_TO_CAT = {
 }
 _FORMAT_KEY = "d2l_async"  # top-level record of files we write
 _PY = "python_function"
-_DEVICE_PROCESS = ("GPU", "MTIA", "XPU", "HPU")
 _MAX_US = 1e17  # µs: 3,000 years; absolute Kineto times are ~1.8e15 µs since 1970
 
 
@@ -213,7 +212,7 @@ def _parse(f: Fields, path: Path, python_stack: bool) -> Trace:
                          f"a profiler time is below {_MAX_US:.0e} µs (3,000 years)")
 
     pid_l, tid_l = _take(f.pid, rows), _take(f.tid, rows)
-    thread_names, device_pids = _metadata(f)
+    thread_names, device_pids = metadata(f)
     lane_col = np.empty(n, dtype=object)
     device_col = np.empty(n, dtype=object)
     device_col[:] = ""
@@ -254,8 +253,8 @@ def _parse(f: Fields, path: Path, python_stack: bool) -> Trace:
 
     known = {c for c in raw_cats if canon[c] is not None or c == _PY}
     generations = sorted({CATEGORIES[canon[c]][2] for c in known if canon.get(c)})
-    unplaced = _unplaced(f, x_idx, cat_x, canon, device_pids) if ours is None else []
-    device = _gpu_names(f.top) or ("GPU" if back.any() and prefix == "cuda" else
+    unplaced = unplaced(f, x_idx, cat_x, canon, device_pids) if ours is None else []
+    device = device_names(f.top) or ("GPU" if back.any() and prefix == "cuda" else
                                    "MTIA" if back.any() else "CPU only")
     if unplaced:
         device = f"{device if device != 'CPU only' else 'a device'} (events not placed: {', '.join(unplaced)})"
@@ -282,27 +281,6 @@ def _parse(f: Fields, path: Path, python_stack: bool) -> Trace:
         lanes, cols, meta = _apply_ours(ours, _take(f.args["d2l"], rows), cols, meta, path)
         return Trace.from_columns(cols, lanes, meta)
     return _fast_trace(cols, lanes, meta, n)
-
-
-def _metadata(f: Fields) -> tuple[dict[tuple[Any, Any], str], set[Any]]:
-    """Thread names by (pid, tid) and the pids whose process is a device (``GPU 0``, ``MTIA 9``)."""
-    names: dict[tuple[Any, Any], str] = {}
-    device_pids: set[Any] = set()
-    for i, p in enumerate(f.ph):
-        if p != "M":
-            continue
-        what = f.name[i]
-        if what == "thread_name":
-            tname, key = f.args["name"][i], (f.pid[i], f.tid[i])
-            # Kineto may name a thread twice: by the process's name when it saw the thread
-            # first, then by the name the thread gave itself (pt_gloo_runloop): keep the latter
-            if tname and not (key in names and str(tname).endswith("(python)")):
-                names[key] = str(tname)
-        elif what in ("process_labels", "process_name"):
-            label = f.args["labels"][i] if what == "process_labels" else f.args["name"][i]
-            if isinstance(label, str) and label.startswith(_DEVICE_PROCESS):
-                device_pids.add(f.pid[i])
-    return names, device_pids
 
 
 def _thread_lanes(lanes, back, kind, cat_arr, pid_l, tid_l, thread_names, lane_col, device_col, start, end):
@@ -364,20 +342,6 @@ def _pair(back, corr, kind, start, device_col):
     return issue, flow, int(len(bc_idx) - hit.sum()), int((~matched).sum())
 
 
-def _unplaced(f: Fields, x_idx: list[int], cat_x: list[Any], canon: dict[Any, Any], device_pids: set[Any]) -> list[str]:
-    """Unknown categories whose slices sit on a device (``args.stream`` or a ``GPU n`` process)."""
-    unknown = {c for c, k in canon.items()
-               if isinstance(c, str) and k is None and c not in SKIPPED_CATEGORIES and c != _PY}
-    if not unknown:
-        return []
-    out = set()
-    streams, pids = f.args["stream"], f.pid
-    for i, c in zip(x_idx, cat_x):
-        if c in unknown and (streams[i] is not None and streams[i] != -1 or pids[i] in device_pids):
-            out.add(str(c))
-    return sorted(out)
-
-
 def _unique_name(name: str, key: tuple[Any, Any], used: set[str]) -> str:
     """``name``, or ``name (tid)`` / ``name (pid P, tid T)`` when another thread has it already
     (Chrome's own traces name several threads of one process alike)."""
@@ -403,13 +367,6 @@ def _profiler_steps(f: Fields, idx: list[int], origin: float) -> list[dict[str, 
         start = (float(f.ts[i]) - origin) / 1e6
         out.append({"name": f.name[i], "start": start, "end": start + float(f.dur[i] or 0) / 1e6})
     return sorted(out, key=lambda d: d["start"])
-
-
-def _gpu_names(top: dict[str, Any]) -> str:
-    props = top.get("deviceProperties") or []
-    if not isinstance(props, list):
-        return ""
-    return ", ".join(dict.fromkeys(str(p.get("name", "?")) for p in props if isinstance(p, dict)))
 
 
 def _fast_trace(cols: dict[str, Any], lanes: list[Lane], meta: dict[str, Any], n: int) -> Trace:

@@ -24,10 +24,12 @@ list, CUDA, ROCm and MTIA), :data:`SYNC_CALLS` make the CPU thread wait.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._model import Kind
 
 __all__ = ["CATEGORIES", "SKIPPED_CATEGORIES", "LAUNCH_CALLS", "SYNC_CALLS", "COLLECTIVE_CATEGORY",
-           "UnplacedDeviceEvents", "category", "device_prefix"]
+           "UnplacedDeviceEvents", "category", "device_prefix", "device_names", "metadata", "unplaced"]
 
 FRONT, BACK = 0, 1
 #: the pseudo-category of a ``user_annotation`` that is a collective (``gloo:all_reduce``)
@@ -83,6 +85,8 @@ SYNC_CALLS = frozenset({
     "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cuMemcpyDtoH", "cuMemcpyHtoD",
     "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize", "hipMemcpy",
 })
+#: process labels of device processes (``GPU 0``, ``MTIA 9``)
+_DEVICE_PROCESS = ("GPU", "MTIA", "XPU", "HPU")
 #: MTIA's device events that move data (the rest are kernels)
 _MTIA_COPY_PREFIX = "dma_"
 
@@ -108,3 +112,45 @@ def device_prefix(cats: set[str]) -> str:
     """How the trace's device lanes are named: ``"mtia"`` for MTIA traces, else ``"cuda"``
     (ROCm builds of PyTorch call their GPUs ``cuda`` too)."""
     return "mtia" if "mtia_ccp_events" in cats else "cuda"
+
+
+def metadata(f: Any) -> tuple[dict[tuple[Any, Any], str], set[Any]]:
+    """Thread names by (pid, tid) and the pids whose process is a device (``GPU 0``, ``MTIA 9``)."""
+    names: dict[tuple[Any, Any], str] = {}
+    device_pids: set[Any] = set()
+    for i, p in enumerate(f.ph):
+        if p != "M":
+            continue
+        what = f.name[i]
+        if what == "thread_name":
+            tname, key = f.args["name"][i], (f.pid[i], f.tid[i])
+            # Kineto may name a thread twice: by the process's name when it saw the thread
+            # first, then by the name the thread gave itself (pt_gloo_runloop): keep the latter
+            if tname and not (key in names and str(tname).endswith("(python)")):
+                names[key] = str(tname)
+        elif what in ("process_labels", "process_name"):
+            label = f.args["labels"][i] if what == "process_labels" else f.args["name"][i]
+            if isinstance(label, str) and label.startswith(_DEVICE_PROCESS):
+                device_pids.add(f.pid[i])
+    return names, device_pids
+
+
+def unplaced(f: Any, x_idx: list[int], cat_x: list[Any], canon: dict[Any, Any], device_pids: set[Any]) -> list[str]:
+    """Unknown categories whose slices sit on a device (``args.stream`` or a ``GPU n`` process)."""
+    unknown = {c for c, k in canon.items()
+               if isinstance(c, str) and k is None and c not in SKIPPED_CATEGORIES and c != "python_function"}
+    if not unknown:
+        return []
+    out = set()
+    streams, pids = f.args["stream"], f.pid
+    for i, c in zip(x_idx, cat_x):
+        if c in unknown and (streams[i] is not None and streams[i] != -1 or pids[i] in device_pids):
+            out.add(str(c))
+    return sorted(out)
+
+
+def device_names(top: dict[str, Any]) -> str:
+    props = top.get("deviceProperties") or []
+    if not isinstance(props, list):
+        return ""
+    return ", ".join(dict.fromkeys(str(p.get("name", "?")) for p in props if isinstance(p, dict)))
