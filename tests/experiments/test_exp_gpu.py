@@ -30,12 +30,15 @@ def test_asynchrony_cuda():
     _is_gpu(r)
     assert len(r.trace.where(kind="kernel")) >= 4
     assert r.naive.median < r.synced.median
+    assert all(c.explained for c in E.asynchrony.checks(r))  # the checks read a CUDA trace too
 
 
 def test_barriers_cuda():
     r = E.run_barriers(long_ops=8, size=2048, follow_ops=10, repeat=1, backend="cuda")
     _is_gpu(r)
     assert r.wait_to_read_wait < r.waitall_wait
+    assert r.wait_to_read_next < r.waitall_next  # the frontend reaches its next statement sooner
+    assert all(c.explained for c in E.barriers.checks(r))
 
 
 def test_blockers_cuda_report_from_sync_debug_mode():
@@ -56,6 +59,7 @@ def test_profiling_cuda_sees_the_launch_queue():
     r = E.run_profiling(steps=2, backend="cuda")
     _is_gpu(r)
     assert r.backend_events > 0 and r.max_queue >= 1
+    assert [c.holds for c in E.profiling.checks(r)] == [True]
 
 
 @pytest.mark.skipif(_gpu_count() < 2 if cuda_available() else True, reason="needs two GPUs")
