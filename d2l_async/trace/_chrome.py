@@ -253,13 +253,13 @@ def _parse(f: Fields, path: Path, python_stack: bool) -> Trace:
 
     known = {c for c in raw_cats if canon[c] is not None or c == _PY}
     generations = sorted({CATEGORIES[canon[c]][2] for c in known if canon.get(c)})
-    unplaced = unplaced(f, x_idx, cat_x, canon, device_pids) if ours is None else []
+    not_placed = unplaced(f, x_idx, cat_x, canon, device_pids) if ours is None else []
     device = device_names(f.top) or ("GPU" if back.any() and prefix == "cuda" else
                                    "MTIA" if back.any() else "CPU only")
-    if unplaced:
-        device = f"{device if device != 'CPU only' else 'a device'} (events not placed: {', '.join(unplaced)})"
+    if not_placed:
+        device = f"{device if device != 'CPU only' else 'a device'} (events not placed: {', '.join(not_placed)})"
         warnings.warn(f"{path}: device events in categories the reader does not know were skipped: "
-                      f"{unplaced}; the figures miss them", UnplacedDeviceEvents, stacklevel=3)
+                      f"{not_placed}; the figures miss them", UnplacedDeviceEvents, stacklevel=3)
     cols: dict[str, Any] = {
         "lane": lane_col, "kind": kind, "name": name, "issue": issue, "start": start, "end": end,
         "device": device_col, "flow": flow, "reason": reason, "nbytes": np.maximum(nbytes, 0),
@@ -270,8 +270,8 @@ def _parse(f: Fields, path: Path, python_stack: bool) -> Trace:
         "skipped": skipped, "origin_us": origin, "generations": generations,
         "file": {k: v for k, v in f.top.items() if k not in (_FORMAT_KEY, "deviceProperties")},
     }
-    if unplaced:
-        meta["unplaced_device_events"] = unplaced
+    if not_placed:
+        meta["unplaced_device_events"] = not_placed
     if "baseTimeNanoseconds" in f.top:
         meta["base_time_ns"] = f.top["baseTimeNanoseconds"]
     steps = _profiler_steps(f, [x_idx[j] for j in steps_idx], origin)
