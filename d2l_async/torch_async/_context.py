@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import threading
 from typing import Any, Callable, Iterator
 
@@ -36,8 +37,10 @@ from ._runtime import AsyncRuntime, live_runtimes
 
 __all__ = ["asynchronous", "synchronize", "current_runtime"]
 
-add_internal_dir(__import__("os").path.dirname(__file__))
-add_internal_dir(__import__("os").path.dirname(torch.__file__))
+# the user's line is the first frame outside this package and outside torch (nn.Module.__call__,
+# optimizers, autograd's Python): where the reader called torch, not where torch called us
+add_internal_dir(os.path.dirname(__file__))
+add_internal_dir(os.path.dirname(torch.__file__))
 
 _local = threading.local()  # .stack: this thread's open runtimes, innermost last
 

@@ -31,6 +31,26 @@ def hold(rt) -> threading.Event:
     return ev
 
 
+class _ReleaseOnBlock:
+    """An observer that opens the gate when the frontend starts to wait: the wait is then
+    certainly recorded, whatever the machine's load (no sleeps, no timers)."""
+
+    hooks = frozenset({"on_block_begin"})
+
+    def __init__(self, ev: threading.Event) -> None:
+        self.ev = ev
+
+    def on_block_begin(self, reason: str, t: float, source) -> None:
+        self.ev.set()
+
+
+def hold_until_blocked(rt) -> threading.Event:
+    """:func:`hold`, released by the frontend's next wait."""
+    ev = hold(rt)
+    rt._set_observers((*rt._observers, _ReleaseOnBlock(ev)))
+    return ev
+
+
 def blocks(rt) -> list[tuple[str, str]]:
     df = rt.trace().to_frame()
     df = df[df["kind"] == "block"]
@@ -53,9 +73,8 @@ def test_ops_return_before_they_run_and_blockers_wait():
         assert type(y) is AsyncTensor and y.shape == (3,) and y._real is None  # queued, not run
         ev.set()
         assert y.sum().item() == 6.0  # a blocker: waits for y, then for sum
-        ev = hold(rt)
+        hold_until_blocked(rt)
         z = y * 2
-        threading.Timer(0.1, ev.set).start()
         print(z)                      # waits for the gate, then for z
     reasons = [r for r, _ in blocks(rt)]
     assert "item" in reasons and "print" in reasons
@@ -86,9 +105,8 @@ def test_a_plain_tensor_written_inside_the_block_is_written_before_the_call_retu
     x = torch.ones(3)
     view = x.numpy()
     with asynchronous() as rt:
-        ev = hold(rt)
+        hold_until_blocked(rt)
         y = x * 2                   # a queued read of x
-        threading.Timer(0.2, ev.set).start()
         x.add_(1)                   # must wait for the read, then run now
         assert view.tolist() == [2.0, 2.0, 2.0]  # memory already updated
         assert y.tolist() == [2.0, 2.0, 2.0]     # the read saw x before the write
@@ -135,8 +153,7 @@ def test_rng_state_functions_wait_for_queued_random_ops(workers):
         return [t.tolist() for t in (a, b, c, d)]
     expected = run()
     with asynchronous(workers=workers) as rt:
-        ev = hold(rt)  # with one worker, the random ops are still queued at get_rng_state()
-        threading.Timer(0.1, ev.set).start()
+        hold_until_blocked(rt)  # with one worker, the random ops are still queued at get_rng_state()
         got = run()
     assert got == expected and got[1] == got[2]
     if workers == 1:
@@ -317,9 +334,8 @@ def test_every_way_out_to_raw_memory_waits_for_the_data():
 
     with asynchronous() as rt:
         x = torch.arange(4.) - 1
-        ev = hold(rt)
+        hold_until_blocked(rt)
         y = x * 2
-        threading.Timer(0.05, ev.set).start()
         want = [-2.0, 0.0, 2.0, 4.0]
         assert np.asarray(y).tolist() == want
         assert np.from_dlpack(y).tolist() == want
