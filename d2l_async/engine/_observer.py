@@ -28,6 +28,7 @@ A student's 10-million-op loop on Binder (2 GB) thus costs at most ~100 MB of re
 from __future__ import annotations
 
 import math
+import struct
 import time
 from array import array
 from typing import Any, Callable, Protocol, Sequence
@@ -41,9 +42,14 @@ __all__ = ["Observer", "Recorder", "RECORD_LIMIT"]
 
 #: Events (ops + blocks) a recorder keeps by default before it stops (about 90 MB at most).
 RECORD_LIMIT = 1_000_000
-#: Entries per op in ``Recorder._small`` (uint32): device << 16 | worker, name code, file code,
-#: line, number of dependencies, n_reads << 18 | n_writes << 2 | is_copy << 1 | failed.
-_SMALL = 6
+#: One finished op, packed (72 bytes): id, nbytes, t_launch, t_issue, t_start, t_end, then uint32s:
+#: device << 16 | worker, name code, file code, line, number of dependencies,
+#: n_reads << 18 | n_writes << 2 | is_copy << 1 | failed.  One ``pack`` and one ``+=`` per op: the
+#: cheapest way found to append a dozen numbers from Python (three ``array.extend`` cost twice it).
+_ROW = struct.Struct("<qqddddIIIIII")
+_ROW_DTYPE = np.dtype([("id", "<i8"), ("nbytes", "<i8"), ("t_launch", "<f8"), ("t_issue", "<f8"),
+                       ("t_start", "<f8"), ("t_end", "<f8"), ("where", "<u4"), ("name", "<u4"),
+                       ("file", "<u4"), ("line", "<u4"), ("n_deps", "<u4"), ("flags", "<u4")])
 
 
 class Observer(Protocol):
@@ -119,11 +125,10 @@ class Recorder:
         self._events = 0
         self._names, self._labels, self._files = _Table(), _Table(), _Table()
         self._reasons, self._sources = _Table(), _Table()
-        # per finished op, three typed columns (one ``extend`` each: every Python call counts here)
-        self._times = array("d")  # t_launch, t_issue, t_start, t_end
-        self._ints = array("q")  # id, nbytes
-        self._small = array("I")  # see _SMALL: device|worker, name, file, line, n_deps, counts|flags
-        # variable-length parts, flat: n_deps and the counts in _small say how many belong to each op
+        # per finished op, one packed row (see _ROW: every Python call counts here)
+        self._rows = bytearray()
+        self._pack = _ROW.pack
+        # variable-length parts, flat: n_deps and the counts in its row say how many belong to an op
         self._deps, self._codes = array("q"), array("i")  # dependency ids; read, then written labels
         self._blocks = {"reason": array("H"), "t0": array("d"), "t1": array("d"), "source": array("I"),
                         "n_deps": array("I")}
@@ -177,11 +182,10 @@ class Recorder:
             n = out.num
             code(~n if n >= 0 else self._labels.code(out.label))
             nw += 1
-        self._times.extend((op.t_launch, op.t_issue, op.t_start, op.t_end))
-        self._ints.extend((op.id, op.nbytes))
-        # appended last: a row is complete once its _small entry is there (trace() reads it first)
-        self._small.extend((op.device.index << 16 | op.worker, nc, fc, op.line, len(deps),
-                            len(r) << 18 | nw << 2 | (op.kind == "copy") << 1 | (op.error is not None)))
+        # appended last, in one C call: trace() sees whole rows, and their deps and labels
+        self._rows += self._pack(op.id, op.nbytes, op.t_launch, op.t_issue, op.t_start, op.t_end,
+                                 op.device.index << 16 | op.worker, nc, fc, op.line, len(deps),
+                                 len(r) << 18 | nw << 2 | (op.kind == "copy") << 1 | (op.error is not None))
         if self._events == self.limit:
             self._full()
 
@@ -216,7 +220,7 @@ class Recorder:
     @property
     def ops(self) -> int:
         """Ops recorded so far."""
-        return len(self._small) // _SMALL
+        return len(self._rows) // _ROW.size
 
     @property
     def recorded(self) -> int:
@@ -225,23 +229,21 @@ class Recorder:
 
     def nbytes(self) -> int:
         """Bytes the recorded columns hold (the tables of names and labels not counted)."""
-        cols = (self._times, self._ints, self._small, self._deps, self._codes, *self._blocks.values(),
-                self._block_deps)
-        return sum(c.buffer_info()[1] * c.itemsize for c in cols)
+        cols = (self._deps, self._codes, *self._blocks.values(), self._block_deps)
+        return len(self._rows) + sum(c.buffer_info()[1] * c.itemsize for c in cols)
 
     def trace(self, **meta: Any) -> Trace:
         """Everything finished so far, as a Trace (ops, their launches, and the frontend's blocks)."""
-        small = _numpy(self._small)  # first: every row it holds is complete in the other columns
-        n = len(small) // _SMALL
-        small = small[: n * _SMALL].reshape(n, _SMALL).astype(np.int64)
-        times = _numpy(self._times)[: 4 * n].reshape(n, 4)
-        ints = _numpy(self._ints)[: 2 * n].reshape(n, 2)
-        flags = small[:, 5]
+        rows = bytes(self._rows)  # first (one C copy): its rows' deps and labels are already stored
+        n = len(rows) // _ROW.size
+        rec = np.frombuffer(rows, dtype=_ROW_DTYPE, count=n)
+        where, flags = rec["where"].astype(np.int64), rec["flags"].astype(np.int64)
         n_reads, n_writes = flags >> 18, (flags >> 2) & 0xFFFF
-        ops = {"id": ints[:, 0], "nbytes": ints[:, 1], "device": small[:, 0] >> 16,
-               "worker": small[:, 0] & 0xFFFF, "name": small[:, 1], "file": small[:, 2], "line": small[:, 3],
-               "n_deps": small[:, 4], "copy": (flags >> 1) & 1, "failed": flags & 1,
-               "t_launch": times[:, 0], "t_issue": times[:, 1], "t_start": times[:, 2], "t_end": times[:, 3]}
+        ops = {"id": rec["id"], "nbytes": rec["nbytes"], "device": where >> 16, "worker": where & 0xFFFF,
+               "name": rec["name"].astype(np.int64), "file": rec["file"].astype(np.int64),
+               "line": rec["line"].astype(np.int64), "n_deps": rec["n_deps"].astype(np.int64),
+               "copy": (flags >> 1) & 1, "failed": flags & 1, "t_launch": rec["t_launch"],
+               "t_issue": rec["t_issue"], "t_start": rec["t_start"], "t_end": rec["t_end"]}
         blocks = {k: _numpy(c) for k, c in self._blocks.items()}
         nb = min(len(c) for c in blocks.values())
         blocks = {k: c[:nb] for k, c in blocks.items()}
