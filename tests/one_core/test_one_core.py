@@ -48,3 +48,23 @@ def test_pinning_and_the_busy_neighbour_are_real():
         assert busy.poll() is None  # spinning
     assert busy.poll() is not None  # killed on leaving the block
     assert os.sched_getaffinity(0) == before
+
+
+def test_the_harness_sees_what_it_must_fail_on(tmp_path):
+    """A ✘ without its reason, a profiler line on stderr, a cell error: each is reported."""
+    import nbformat
+
+    def notebook(name, *sources):
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+        path = tmp_path / name
+        nbformat.write(nb, path)
+        return path
+
+    bad = run_pinned(notebook("bad.ipynb",
+                              "from d2l_async import lesson\nlesson.expect('claim', False, shown='1 vs 2')",
+                              "import sys\nprint('USDT:2026-01-01 00:00:00 1:1 X.cpp:1] profiler_start', "
+                              "file=sys.stderr)"), busy=False, timeout=120)
+    assert not bad.error and len(bad.checks) == 1 and len(bad.unexplained) == 1
+    assert len(bad.kineto_lines) == 1 and bad.affinity == (bad.cpu,)
+    broken = run_pinned(notebook("broken.ipynb", "1 / 0"), busy=False, timeout=120)
+    assert "ZeroDivisionError" in broken.error and not broken.checks
