@@ -84,8 +84,8 @@ def run_barriers(
     """Queue long unrelated work, compute a small ``z``, wait with each barrier, then use ``z``.
 
     Args:
-        long_ops: unrelated matrix products; default 10 (quick mode 6).
-        size: their matrix side; default 800 (quick mode 400).
+        long_ops: unrelated matrix products; default 10 (quick mode 8).
+        size: their matrix side; default 800 (quick mode 600).
         follow_ops: follow-up products of the same size, issued after the barrier on ``z``'s
             device; default ``long_ops``.
         repeat: runs of each variant; the medians are reported, the last run's traces kept;
@@ -95,8 +95,10 @@ def run_barriers(
     Raises:
         ValueError: bad counts or an unavailable backend.
     """
-    long_ops = positive_int("long_ops", long_ops if long_ops is not None else config.scale(10, 6), maximum=10_000)
-    size = positive_int("size", size if size is not None else config.scale(800, 400), maximum=8192)
+    # quick mode keeps the chain well above a scheduler time slice (a few ms), or on one shared core
+    # z's wake-up alone could outlast it
+    long_ops = positive_int("long_ops", long_ops if long_ops is not None else config.scale(10, 8), maximum=10_000)
+    size = positive_int("size", size if size is not None else config.scale(800, 600), maximum=8192)
     follow_ops = positive_int("follow_ops", follow_ops if follow_ops is not None else long_ops, maximum=10_000)
     repeat = positive_int("repeat", repeat if repeat is not None else config.scale(3, 2), maximum=1000)
     setup = resolve_backend(backend, n_devices=2)
