@@ -169,11 +169,21 @@ _DEFAULTS: dict[str, Any] = {
 def _as_column(name: str, values: Any, n: int) -> np.ndarray:
     dtype = COLUMNS[name]
     if dtype is object:
+        if isinstance(values, np.ndarray) and values.dtype == object and values.shape == (n,):
+            return values.copy()  # already a column (the engine's recorder builds these): no per-element loop
         out = np.empty(n, dtype=object)
         for i, v in enumerate(values):  # element-wise: tuples must stay tuples, not become axes
             out[i] = v
         return out
     return np.asarray(values, dtype=dtype).reshape(n)
+
+
+def _default_column(name: str, n: int) -> np.ndarray:
+    """A column of ``n`` copies of the column's default (a tuple default stays one tuple per row)."""
+    dtype = COLUMNS[name]
+    out = np.empty(n, dtype=dtype)
+    out.fill(_DEFAULTS[name])
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -231,7 +241,7 @@ class Trace:
             elif name == "id":
                 cols[name] = np.arange(n, dtype=np.int64)
             else:
-                cols[name] = _as_column(name, [_DEFAULTS[name]] * n, n)
+                cols[name] = _default_column(name, n)
         for col in cols.values():
             col.flags.writeable = False
         return cls(tuple(_order_lanes(lanes)), cols, dict(meta or {}))
