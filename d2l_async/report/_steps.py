@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from d2l_async.experiments._why import fmt_time
+
 from ._table import Row
 
 __all__ = ["Backends", "StepOutput", "Step", "STEPS", "fmt_seconds", "useful_sources"]
@@ -77,12 +79,7 @@ def fmt_seconds(s: float) -> str:
     """Seconds with a readable unit: ``0.0340 s``, ``12.3 ms``, ``4.56 µs``."""
     if s is None or not math.isfinite(s):
         return "n/a"
-    a = abs(s)
-    if a >= 1:
-        return f"{s:.2f} s"
-    if a >= 1e-3:
-        return f"{s * 1e3:.3g} ms"
-    return f"{s * 1e6:.3g} µs"
+    return fmt_time(s)
 
 
 def useful_sources(trace: Any) -> Any:

@@ -319,15 +319,6 @@ class AsyncRuntime(SyncPaths, Scheduler):
             return "write to a plain tensor"
         return ""
 
-    def synchronize(self, *, timeout: float | None = None) -> None:
-        """Wait for every queued op; raise, once, the first error not yet raised (``waitall``)."""
-        self.waitall(timeout=timeout)
-        with self._lock:
-            idle = not self._booked and not self._inbox
-        if idle:
-            with self._plain_lock:
-                self._plain.clear()  # no op refers to them any more: plain storages may be freed
-
     # -- traces --------------------------------------------------------------------------------
     def trace(self) -> Trace:
         """Everything recorded so far: ops, their pushes, and the frontend's blocks."""
