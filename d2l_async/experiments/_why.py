@@ -37,7 +37,7 @@ def cpus_clause(machine: Any) -> str:
         return "the machine was not recorded"
     usable, spare = float(machine.usable_cpus), float(machine.spare_cpus)
     plural = "" if usable == 1 else "s"
-    return f"{usable:g} usable CPU{plural}, {spare:.1f} spare of other work (load average {machine.load_avg:.1f})"
+    return f"{usable:g} usable CPU{plural}, {spare:.1f} of them not busy with other work (load average {machine.load_avg:.1f})"
 
 
 def overlap_clause(cpu: Any) -> str:
