@@ -47,6 +47,23 @@ class Where:
                 f"{self.usable_cpus:g} usable CPU(s), {self.spare_cpus:.1f} spare (load average {self.load_avg:.1f})")
 
 
+
+class OnRanks:
+    """What every distributed result says about where it ran (a mixin for the frozen results).
+
+    Real processes in a real process group: never virtual, whatever the device.
+    """
+
+    where: Where
+
+    @property
+    def device(self) -> str:
+        return self.where.device
+
+    @property
+    def virtual(self) -> bool:
+        return False
+
 def check_backend(backend: str, ranks: int) -> str:
     """``"auto"`` -> ``"nccl"`` when every rank can have its own GPU, else ``"gloo"``."""
     if backend == "auto":

@@ -22,14 +22,14 @@ import numpy as np
 
 from .. import config
 from ..trace import Trace, rank_lanes
-from ._common import Where, check_backend, run_and_load, where
+from ._common import OnRanks, Where, check_backend, run_and_load, where
 from .ranks import collective_rank
 
 __all__ = ["CollectiveResult", "run_collective", "checks", "returned_early"]
 
 
 @dataclass(frozen=True)
-class CollectiveResult:
+class CollectiveResult(OnRanks):
     """All ranks' view of one ``all_reduce`` of ``numel`` floats.
 
     Attributes:
@@ -57,14 +57,6 @@ class CollectiveResult:
     trace: Trace
     where: Where
     seconds: float
-
-    @property
-    def device(self) -> str:
-        return self.where.device
-
-    @property
-    def virtual(self) -> bool:
-        return False  # real processes, a real process group
 
 
 def run_collective(*, ranks: int = 2, numel: int | None = None, size: int | None = None, repeats: int | None = None,

@@ -33,7 +33,7 @@ import numpy as np
 
 from .. import config
 from ..trace import Trace
-from ._common import Where, check_backend, run_and_load, where
+from ._common import OnRanks, Where, check_backend, run_and_load, where
 from ._overlap import RankComm, comm_overlap
 from .collective import _int
 from .ranks import training_rank
@@ -42,7 +42,7 @@ __all__ = ["TrainingResult", "run_overlap", "run_straggler", "overlap_checks", "
 
 
 @dataclass(frozen=True)
-class TrainingResult:
+class TrainingResult(OnRanks):
     """Data-parallel training steps of one MLP under several settings, same processes.
 
     Attributes:
@@ -75,14 +75,6 @@ class TrainingResult:
     params_mb: float
     where: Where
     seconds: float
-
-    @property
-    def device(self) -> str:
-        return self.where.device
-
-    @property
-    def virtual(self) -> bool:
-        return False
 
     def median_step(self, label: str) -> float:
         """Median over timed steps of the slowest rank's step time."""
