@@ -56,18 +56,22 @@ class SyncPaths:
         return func(*ra, **rk)
 
     def rebind(self, t: AsyncTensor, value: AsyncTensor) -> None:
-        """``t.data = value``: from now on ``t`` stands for ``value``'s data (an op sets it)."""
-        t._m, t._var = value._m, value._var
-        if value._op is None and value._real is not None:
-            t._real, t._op, t._own = value._real, None, value._own
-            return
+        """``t.data = value``: from now on ``t`` stands for ``value``'s data (an op sets it).
+
+        Ops queued before the assignment still read and write ``t``'s old data when they run, so
+        ``t._real`` changes only when the queued ``set_data`` op runs, and that op writes ``t``'s
+        old vars: it waits for every earlier reader and writer of them (a worker that swapped the
+        data earlier made ``Module._apply``'s queued init ops run on ``None``).
+        """
+        old = tuple(v for v in (t._var, t._own) if v is not None)
         own = EngineVar(f"t{next(self._labels)}")
-        reads = (value._var,) if value._own is None else (value._var, value._own)
+        reads, writes = split_access((value._var,) if value._own is None else (value._var, value._own), old)
 
         def run(op: EngineOp) -> None:
             t._real = value._real
-        op = EngineOp("set_data", "op", run, None, None, reads, (), self._dev, 0, own)
-        t._own, t._op, t._real = own, op, None
+        op = EngineOp("set_data", "op", run, None, None, reads, writes, self._dev, 0, own)
+        t._m, t._var = value._m, value._var
+        t._own, t._op = own, op  # blockers on t wait for set_data; earlier ops keep t's old data
         self._submit(op, 4)
 
     def run_sync(self, func, args: tuple, kwargs: dict, reason: str, depth: int = 3) -> Any:

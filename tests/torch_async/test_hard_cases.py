@@ -198,6 +198,24 @@ def test_inplace_metadata_changes_t_resize_out_are_correct():
     assert out.startswith("ok")
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_data_assignment_waits_for_ops_queued_before_it(workers):
+    """``t.data = new`` while ops on ``t`` are still queued: those ops run on ``t``'s old data and
+    later ones on the new data (``Module._apply`` after ``nn.Linear``'s queued init; a swap made on
+    the frontend at once once handed those init ops ``None``)."""
+    with asynchronous(workers=workers) as rt:
+        t = torch.zeros(3)
+        ev = hold(rt)
+        t.add_(1)                         # queued behind the gate: must write t's old data
+        old_sum = t.sum()                 # queued: reads t's old data after the write
+        t.data = torch.full((2,), 5.0, dtype=torch.float64)   # while the two ops are still pending
+        new_sum = t.sum()                 # reads the new data
+        ev.set()
+        assert old_sum.item() == 3.0 and new_sum.item() == 10.0
+        assert t.dtype is torch.float64 and t.tolist() == [5.0, 5.0]
+        synchronize(timeout=WAIT)
+
+
 def test_module_apply_on_parameters_made_inside_the_block():
     """``Module._apply`` (``.double()``) assigns ``param.data``; on a storage-less tensor that
     assignment is re-pointed at the converted data instead of crashing or going stale."""
