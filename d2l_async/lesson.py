@@ -19,6 +19,21 @@ A ✘ always carries its *Why*: the measured reason (usable CPUs, load, sizes, w
 bottleneck) and what to change.  A ✘ without one is a bug in the notebook, and ``make test``'s
 one-core run fails on it (:attr:`Check.explained`).
 
+**Three outcomes** (issue 20).  A claim that compares timings is decided against the run's own
+spread by :mod:`d2l_async._verdict` (:func:`~d2l_async._verdict.compare` for two sets of repeated
+samples, :func:`~d2l_async._verdict.trend` for a series): pass its record as ``holds`` and the check
+is ✔ (the effect is larger than the spread, as claimed), ✘ (larger, the other way) or **can't tell**
+(inside the spread), rendered with its own mark::
+
+    ? the narrow wait lets the frontend go on sooner: waited 300 ms vs 310 ms — Can't tell: ratio 0.97
+      (bootstrap 90% interval 0.88–1.09, 5 vs 5 runs); more repeats, a larger size or a spare core ...
+
+The check then records which helper decided it (:attr:`Check.decided_by`), so the one-core test can
+fail a timing comparison that was decided from one number.  ``holds=None`` may also be given directly
+(with ``otherwise=`` saying what would make the effect visible).  A check about the machine
+(``role="machine"``: can this machine show a speed-up?) gates the checks that credit one
+(``role="speed-up"``): :func:`contradictions` lists the pairs that disagree.
+
 The three calls:
 
 * :func:`check` builds a frozen :class:`Check` without displaying it (use it in experiment modules:
@@ -43,15 +58,21 @@ from dataclasses import asdict, dataclass
 from typing import Any, Union
 
 __all__ = ["Check", "CheckList", "check", "expect", "show", "checks_in_outputs", "parse_line",
-           "METADATA_KEY", "HOLDS", "FAILS"]
+           "contradictions", "METADATA_KEY", "HOLDS", "FAILS", "UNSURE", "ROLES"]
 
 #: The marks; a rendered check line starts with one of them.
 HOLDS = "\u2714"  # ✔
 FAILS = "\u2718"  # ✘
+UNSURE = "?"  # can't tell: the difference is inside the run's spread
+#: What a check is about, for the rules between checks (:func:`contradictions`).
+ROLES = ("", "machine", "speed-up")
 #: The key under which a displayed check's fields are stored in the notebook output's metadata.
 METADATA_KEY = "d2l_async_lesson"
 #: Separates the numbers from the explanation in the text line.
 WHY = " \u2014 Why: "
+UNSURE_WHY = " \u2014 Can't tell: "
+_DEFAULT_UNCLEAR = ("the difference is inside this run's spread; more repeats, a larger size or a spare core "
+                    "would make it visible")
 
 
 @dataclass(frozen=True)
@@ -60,45 +81,52 @@ class Check:
 
     Attributes:
         name: the claim, e.g. ``"the narrow wait lets the frontend go on sooner"``.
-        holds: whether the condition computed from this run's numbers is true.
+        holds: True (✔), False (✘) or None (can't tell: the effect is inside the run's spread).
         shown: the numbers behind it, e.g. ``"waited 1.2 ms vs 310.4 ms"``.
-        otherwise: why it did not hold (measured reason + what to change); read only when
-            ``holds`` is False.
+        otherwise: why it did not hold (measured reason + what to change), or for can't tell the
+            spread and what would make the effect visible; read only when ``holds`` is not True.
+        decided_by: the rule that decided a comparison of timings (``"compare: ..."``,
+            ``"trend: ..."``, from :mod:`d2l_async._verdict`); ``""`` for a fact read off the run.
+        role: ``"machine"`` (whether this machine can show a speed-up), ``"speed-up"`` (a claim that
+            credits one) or ``""``; see :func:`contradictions`.
     """
 
     name: str
-    holds: bool
+    holds: bool | None
     shown: str
     otherwise: str = ""
+    decided_by: str = ""
+    role: str = ""
 
     @property
     def mark(self) -> str:
-        return HOLDS if self.holds else FAILS
+        return UNSURE if self.holds is None else HOLDS if self.holds else FAILS
 
     @property
     def explained(self) -> bool:
-        """True unless this is a ✘ without an explanation (a bug in whoever built it)."""
-        return self.holds or bool(self.otherwise.strip())
+        """True unless this is a ✘ (or can't tell) without an explanation (a bug in whoever built it)."""
+        return self.holds is True or bool(self.otherwise.strip())
 
     @property
     def text(self) -> str:
         """The one line shown in the notebook."""
         line = f"{self.mark} {self.name}: {self.shown}"
-        if not self.holds:
+        if self.holds is not True:
             why = self.otherwise.strip() or "(no explanation given: a bug in the notebook)"
-            line += f"{WHY}{why}"
+            line += f"{UNSURE_WHY if self.holds is None else WHY}{why}"
         return line
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def _repr_html_(self) -> str:
-        colour = "#1b7837" if self.holds else "#b2182b"
+        colour = "#8c6d00" if self.holds is None else "#1b7837" if self.holds else "#b2182b"
         body = (f'<span style="color:{colour};font-weight:bold">{self.mark}</span> '
                 f"<b>{html.escape(self.name)}</b>: {html.escape(self.shown)}")
-        if not self.holds:
+        if self.holds is not True:
             why = self.otherwise.strip() or "(no explanation given: a bug in the notebook)"
-            body += f"<br><i>Why:</i> {html.escape(why)}"
+            label = "Can't tell:" if self.holds is None else "Why:"
+            body += f"<br><i>{label}</i> {html.escape(why)}"
         return f'<div class="d2l-async-lesson">{body}</div>'
 
     def __str__(self) -> str:
@@ -134,23 +162,60 @@ def _is_bool(value: Any) -> bool:
     return isinstance(value, bool) or type(value).__name__ in {"bool_", "bool"}
 
 
-def check(name: str, holds: bool, *, shown: str, otherwise: str = "") -> Check:
+def _is_verdict(value: Any) -> bool:
+    # a record of d2l_async._verdict (compare / trend): duck-typed, so this module stays import-free
+    return hasattr(value, "holds") and isinstance(getattr(value, "method", None), str) and hasattr(value, "spread")
+
+
+def check(name: str, holds: Any, *, shown: str, otherwise: str = "", unclear: str = "",
+          role: str = "") -> Check:
     """A :class:`Check` built from this run's numbers, not displayed.
 
+    Args:
+        holds: a bool computed from the run (a fact: ✔ or ✘), ``None`` (can't tell), or a record of
+            :func:`d2l_async._verdict.compare` / :func:`~d2l_async._verdict.trend`: its outcome,
+            decided against the run's spread, with ``decided_by`` set to its method.
+        otherwise: the ✘'s reason (measured, with what to change).
+        unclear: for can't tell, what would make the effect visible (a default sentence otherwise);
+            with a verdict record the spread is put in front of it.
+        role: ``"machine"``, ``"speed-up"`` or ``""`` (see :func:`contradictions`).
+
     Raises:
-        TypeError: ``holds`` is not a bool (e.g. ``None`` or a number: compute the condition).
-        ValueError: ``name`` or ``shown`` is empty.
+        TypeError: ``holds`` is not a bool, None or a verdict (e.g. a number: compute the condition).
+        ValueError: ``name`` or ``shown`` is empty, or ``role`` is unknown.
     """
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"lesson check: name must be a non-empty string (the claim), got {name!r}")
-    if not _is_bool(holds):
-        raise TypeError(f"lesson check {name!r}: holds must be a bool computed from the run, "
-                        f"got {type(holds).__name__} {holds!r}")
+    decided_by, spread = "", ""
+    if _is_verdict(holds):
+        decided_by, spread, holds = holds.method, str(holds.spread), holds.holds
+    if holds is not None and not _is_bool(holds):
+        raise TypeError(f"lesson check {name!r}: holds must be a bool computed from the run, None (can't tell) "
+                        f"or a verdict of d2l_async._verdict, got {type(holds).__name__} {holds!r}")
     if not isinstance(shown, str) or not shown.strip():
         raise ValueError(f"lesson check {name!r}: shown must state the numbers, got {shown!r}")
-    if not isinstance(otherwise, str):
-        raise TypeError(f"lesson check {name!r}: otherwise must be a string, got {type(otherwise).__name__}")
-    return Check(name.strip(), bool(holds), shown.strip(), otherwise.strip())
+    if not isinstance(otherwise, str) or not isinstance(unclear, str):
+        raise TypeError(f"lesson check {name!r}: otherwise and unclear must be strings")
+    if role not in ROLES:
+        raise ValueError(f"lesson check {name!r}: role must be one of {ROLES}, got {role!r}")
+    if holds is None:
+        otherwise = "; ".join(p for p in (spread, unclear.strip() or otherwise.strip() or _DEFAULT_UNCLEAR) if p)
+    elif not holds and spread and spread not in otherwise:
+        otherwise = f"{otherwise.strip()} ({spread})" if otherwise.strip() else ""
+    return Check(name.strip(), None if holds is None else bool(holds), shown.strip(), otherwise.strip(),
+                 decided_by, role)
+
+
+def contradictions(checks: Iterable[Check]) -> list[tuple[Check, Check]]:
+    """Pairs of checks that contradict each other by the rules of issue 20.
+
+    A check about the machine that says it *cannot* show a speed-up (``role="machine"``, ✘) forbids a
+    ✔ on any check that credits a speed-up (``role="speed-up"``) among the same checks (one notebook).
+    """
+    items = list(checks)
+    no_speedup = [c for c in items if c.role == "machine" and c.holds is False]
+    credited = [c for c in items if c.role == "speed-up" and c.holds is True]
+    return [(m, s) for m in no_speedup for s in credited]
 
 
 def _as_check(item: CheckLike) -> Check:
@@ -193,9 +258,10 @@ def show(checks: CheckLike | Iterable[CheckLike]) -> CheckList:
     return out
 
 
-def expect(name: str, holds: bool, *, shown: str, otherwise: str = "") -> Check:
-    """Build a check from this run's numbers and display it; returns the :class:`Check`."""
-    c = check(name, holds, shown=shown, otherwise=otherwise)
+def expect(name: str, holds: Any, *, shown: str, otherwise: str = "", unclear: str = "",
+           role: str = "") -> Check:
+    """Build a check from this run's numbers (see :func:`check`) and display it; returns the :class:`Check`."""
+    c = check(name, holds, shown=shown, otherwise=otherwise, unclear=unclear, role=role)
     _display(c)
     return c
 
@@ -207,13 +273,14 @@ def parse_line(line: str) -> Check | None:
     (:func:`checks_in_outputs`), which this falls back to only for printed checks.
     """
     line = line.strip()
-    if not line or line[0] not in (HOLDS, FAILS) or ": " not in line:
+    if not line or line[0] not in (HOLDS, FAILS, UNSURE) or ": " not in line:
         return None
-    holds = line[0] == HOLDS
+    holds = None if line[0] == UNSURE else line[0] == HOLDS
     name, _, rest = line[1:].strip().partition(": ")
     otherwise = ""
-    if not holds and WHY in rest:
-        rest, _, otherwise = rest.partition(WHY)
+    sep = UNSURE_WHY if holds is None else WHY
+    if holds is not True and sep in rest:
+        rest, _, otherwise = rest.partition(sep)
         if otherwise.startswith("(no explanation given"):
             otherwise = ""
     return Check(name, holds, rest, otherwise)
@@ -235,8 +302,10 @@ def checks_in_outputs(outputs: Iterable[Mapping[str, Any]]) -> list[Check]:
             fields = meta[METADATA_KEY]
             if isinstance(fields, str):
                 fields = json.loads(fields)
-            found.append(Check(str(fields["name"]), bool(fields["holds"]), str(fields["shown"]),
-                               str(fields.get("otherwise", ""))))
+            holds = fields["holds"]
+            found.append(Check(str(fields["name"]), None if holds is None else bool(holds), str(fields["shown"]),
+                               str(fields.get("otherwise", "")), str(fields.get("decided_by", "")),
+                               str(fields.get("role", ""))))
         elif out.get("output_type") == "stream" and out.get("name") == "stdout":
             for line in _text_of(out.get("text")).splitlines():
                 parsed = parse_line(line)

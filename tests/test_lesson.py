@@ -39,7 +39,7 @@ def test_numpy_bools_are_accepted():
     assert c.holds is True
 
 
-@pytest.mark.parametrize("holds", [None, 1, 0.0, "yes"])
+@pytest.mark.parametrize("holds", [1, 0.0, "yes"])
 def test_holds_must_be_a_bool(holds):
     with pytest.raises(TypeError, match="holds must be a bool"):
         lesson.check("claim", holds, shown="1 vs 2")
@@ -80,6 +80,7 @@ def test_show_rejects_other_things():
     Check("a: b", True, "1 vs 2", ""),
     Check("claim", False, "1: 2", "busy CPU: pin less"),
     Check("claim", False, "1 vs 2", ""),
+    Check("claim", None, "1 vs 1.1", "inside the spread: more repeats"),
 ])
 def test_text_round_trips_through_parse_line(c):
     parsed = lesson.parse_line(c.text)
@@ -117,7 +118,8 @@ def test_display_in_ipython_stores_fields_in_metadata():
         "data, meta = got[0]\n"
         "assert data['text/plain'].startswith('\\u2718 claim: 1 vs 2'), data\n"
         "assert '<i>Why:</i> why' in data['text/html']\n"
-        f"assert meta['{METADATA_KEY}'] == dict(name='claim', holds=False, shown='1 vs 2', otherwise='why'), meta\n"
+        f"assert meta['{METADATA_KEY}'] == dict(name='claim', holds=False, shown='1 vs 2', otherwise='why', "
+        "decided_by='', role=''), meta\n"
         "print('ok')\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -159,3 +161,49 @@ def test_a_cells_last_value_is_not_displayed_twice():
     assert out.returncode == 0, out.stderr
     shown = eval(out.stdout.rsplit("RESULT ", 1)[1])
     assert shown == [f"{HOLDS} a: 1", f"{HOLDS} b: 2", f"{HOLDS} d: 4", f"{HOLDS} e: 5", f"{HOLDS} a: 1"], shown
+
+
+# --- three outcomes (issue 20) ---------------------------------------------------------------
+from d2l_async import _verdict  # noqa: E402
+from d2l_async.lesson import UNSURE  # noqa: E402
+
+
+def test_cant_tell_has_its_own_mark_and_reason():
+    c = lesson.check("X is faster", None, shown="1.0 ms vs 1.1 ms", otherwise="more repeats")
+    assert c.holds is None and c.mark == UNSURE and c.mark not in (HOLDS, FAILS)
+    assert c.text == f"{UNSURE} X is faster: 1.0 ms vs 1.1 ms \u2014 Can't tell: more repeats"
+    assert "Can't tell:" in c._repr_html_() and HOLDS not in c.text and FAILS not in c.text
+    assert c.explained
+    # without a reason it still says what would make the effect visible
+    assert "more repeats" in lesson.check("X", None, shown="1 vs 1").otherwise
+
+
+def test_a_verdict_decides_the_check_and_is_recorded():
+    noisy = _verdict.compare([1.0, 1.3, 0.8, 1.1, 0.9], [1.05, 0.85, 1.25, 1.0, 0.95])
+    c = lesson.check("a is faster", noisy, shown="1.0 vs 1.0 ms", otherwise="busy core")
+    assert c.holds is None and c.decided_by.startswith("compare:")
+    assert "interval" in c.otherwise and "runs" in c.otherwise  # the spread is shown
+    clear = lesson.check("a is faster", _verdict.compare([1.0, 1.01, 0.99], [2.0, 2.02, 1.98]), shown="1 vs 2")
+    assert clear.holds is True and clear.decided_by.startswith("compare:")
+    wrong = lesson.check("a is faster", _verdict.compare([2.0, 2.02, 1.98], [1.0, 1.01, 0.99]), shown="2 vs 1",
+                         otherwise="b had the spare core")
+    assert wrong.holds is False and wrong.otherwise.startswith("b had the spare core")
+    assert lesson.check("plain fact", True, shown="1").decided_by == ""
+
+
+def test_cant_tell_round_trips_through_metadata():
+    c = lesson.check("a", _verdict.compare([1, 1.2, 0.9], [1.1, 0.95, 1.05]), shown="x", role="speed-up")
+    outputs = [{"output_type": "display_data", "data": {"text/plain": c.text}, "metadata": {METADATA_KEY: c.to_dict()}}]
+    assert lesson.checks_in_outputs(outputs) == [c]
+
+
+def test_role_is_checked_and_contradictions_found():
+    with pytest.raises(ValueError, match="role"):
+        lesson.check("a", True, shown="1", role="gpu")
+    machine_no = lesson.check("a spare core per rank", False, shown="1 CPU", otherwise="one CPU", role="machine")
+    credited = lesson.check("overlap shortens the step", True, shown="1 vs 2", role="speed-up")
+    unsure = lesson.check("overlap shortens the step", None, shown="1 vs 1", role="speed-up")
+    assert lesson.contradictions([machine_no, credited]) == [(machine_no, credited)]
+    assert lesson.contradictions([machine_no, unsure]) == []
+    machine_yes = lesson.check("a spare core per rank", True, shown="8 CPUs", role="machine")
+    assert lesson.contradictions([machine_yes, credited]) == []

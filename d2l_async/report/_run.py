@@ -141,7 +141,7 @@ def run_report(
     print(format_table(rows), file=stream)
     checks = [(s.key, c) for s, out, _ in outputs for c in out.checks]
     if checks:
-        print(f"\nLesson checks ({sum(c.holds for _, c in checks)} of {len(checks)} held on this run):", file=stream)
+        print(f"\nLesson checks ({sum(c.holds is True for _, c in checks)} of {len(checks)} held on this run):", file=stream)
         for key, c in checks:
             print(f"  [{key}] {c.text}", file=stream)
     print(f"\nwrote {output} and {json_path} ({seconds:.1f} s)", file=stream)

@@ -1,0 +1,235 @@
+"""Verdicts against the run's own spread: is an effect larger than the noise of the same run?
+
+A lesson check that compares timings (``a`` faster than ``b``, a ratio that shrinks as the size
+grows) must not decide from one or two numbers: the same notebook prints run-to-run spreads of 2×
+on a shared core.  This module decides such claims from *repeated samples*, with three outcomes:
+
+* ``True``  (✔) — the effect is larger than the spread, in the claimed direction;
+* ``False`` (✘) — it is larger than the spread, in the other direction;
+* ``None``  (can't tell) — the difference is inside the spread.
+
+Two helpers, both pure functions of numbers (standard library only, deterministic):
+
+* :func:`compare` — ``a`` against ``b`` (repeated seconds of each): the ratio of medians
+  ``median(a) / median(b)`` with a 90 % bootstrap interval (2000 resamples, fixed seed); with fewer
+  than three samples on a side the interval is the ratio's whole range (``min(a)/max(b)`` to
+  ``max(a)/min(b)``), and a single sample on each side has no spread at all: it decides only beyond
+  a factor of 2 (:data:`UNREPEATED_FACTOR`).
+* :func:`trend` — a series ``y`` over ``x`` (e.g. the async/sync ratio over op sizes): Spearman's
+  rank correlation over *every* point, with its exact one-sided p-value (all permutations up to
+  8 points, the normal approximation above).  "Shrinks" needs a significant negative correlation;
+  a series that goes up and down is "can't tell", not "shrinks" because its last point is lower
+  than its first.
+
+Each returns a frozen record with ``holds``, the numbers, and ``method`` (which helper decided it);
+:func:`d2l_async.lesson.check` accepts one for ``holds`` and stores ``method`` in the check's
+``decided_by`` field, so a test can tell a check decided against the spread from one that was not.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["Verdict", "Trend", "compare", "trend", "spearman", "UNREPEATED_FACTOR", "LEVEL"]
+
+#: With one sample per side there is no spread: decide only beyond this factor.
+UNREPEATED_FACTOR = 2.0
+#: Two-sided coverage of the bootstrap interval (one-sided 5 % each way).
+LEVEL = 0.90
+_RESAMPLES = 2000
+_ALPHA = 0.05
+
+
+def _samples(name: str, xs: Sequence[float] | float) -> list[float]:
+    if isinstance(xs, (int, float)) and not isinstance(xs, bool):
+        xs = [xs]
+    try:
+        out = [float(x) for x in xs]
+    except TypeError as err:
+        raise TypeError(f"{name} must be a number or a sequence of numbers, got {xs!r}") from err
+    if not out:
+        raise ValueError(f"{name} needs at least one sample, got none")
+    if any(not math.isfinite(x) for x in out):
+        raise ValueError(f"{name} holds a non-finite sample: {out}")
+    return out
+
+
+def _ratio(a: float, b: float) -> float:
+    if b > 0:
+        return a / b
+    return math.inf if a > 0 else 1.0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of :func:`compare`.
+
+    Attributes:
+        holds: True (claim holds beyond the spread), False (the opposite, beyond it), None (inside it).
+        ratio: ``median(a) / median(b)``.
+        low, high: the interval of that ratio (see ``method``).
+        n_a, n_b: samples per side.
+        by: the ratio the claim is judged against (``a < by * b`` for ``less=True``).
+        less: the claim's direction (``a`` smaller than ``by * b``, or larger).
+        method: which rule decided it (stored in the check's metadata).
+    """
+
+    holds: bool | None
+    ratio: float
+    low: float
+    high: float
+    n_a: int
+    n_b: int
+    by: float
+    less: bool
+    method: str
+
+    @property
+    def spread(self) -> str:
+        """The interval in words, e.g. ``"ratio 0.94 (90% interval 0.81-1.07, 5 vs 5 runs)"``."""
+        if self.n_a == 1 and self.n_b == 1:
+            return f"ratio {self.ratio:.2f} from one run each (no spread measured)"
+        return (f"ratio {self.ratio:.2f} ({self.method.split(':', 1)[-1].strip()} "
+                f"{self.low:.2f}\u2013{self.high:.2f}, {self.n_a} vs {self.n_b} runs)")
+
+    def __bool__(self) -> bool:
+        raise TypeError("a Verdict has three outcomes; read .holds (True, False or None)")
+
+
+def compare(a: Sequence[float] | float, b: Sequence[float] | float, *, less: bool = True,
+            by: float = 1.0) -> Verdict:
+    """Decide the claim ``a < by * b`` (``less=True``) or ``a > by * b`` from repeated samples.
+
+    Args:
+        a, b: repeated measurements (seconds, or any positive quantity) of the two sides.
+        less: the claimed direction.
+        by: the factor in the claim (1: plain comparison; 0.5: "at least twice as fast").
+
+    Returns:
+        A :class:`Verdict`: ``holds`` True when the whole interval of ``median(a)/median(b)`` lies on
+        the claimed side of ``by``, False when it lies wholly on the other side, None otherwise.
+    """
+    xa, xb = _samples("a", a), _samples("b", b)
+    if isinstance(by, bool) or not isinstance(by, (int, float)) or not by > 0:
+        raise ValueError(f"by must be a positive number, got {by!r}")
+    ratio = _ratio(statistics.median(xa), statistics.median(xb))
+    if len(xa) == 1 and len(xb) == 1:
+        low = high = ratio
+        method = f"compare: one run each, decided only beyond {UNREPEATED_FACTOR:g}x"
+        lo_bound, hi_bound = by / UNREPEATED_FACTOR, by * UNREPEATED_FACTOR
+        if (ratio < lo_bound) if less else (ratio > hi_bound):
+            holds: bool | None = True
+        elif (ratio > hi_bound) if less else (ratio < lo_bound):
+            holds = False
+        else:
+            holds = None
+        return Verdict(holds, ratio, low, high, 1, 1, float(by), less, method)
+    if min(len(xa), len(xb)) < 3:
+        low, high = _ratio(min(xa), max(xb)), _ratio(max(xa), min(xb))
+        method = "compare: range of the ratio"
+    else:
+        rng = random.Random(20)  # deterministic: the same samples give the same verdict
+        boots = sorted(_ratio(statistics.median(rng.choices(xa, k=len(xa))),
+                              statistics.median(rng.choices(xb, k=len(xb)))) for _ in range(_RESAMPLES))
+        tail = (1 - LEVEL) / 2
+        low, high = boots[int(tail * _RESAMPLES)], boots[int((1 - tail) * _RESAMPLES) - 1]
+        method = f"compare: bootstrap {LEVEL:.0%} interval of the median ratio"
+    if (high < by) if less else (low > by):
+        holds = True
+    elif (low > by) if less else (high < by):
+        holds = False
+    else:
+        holds = None
+    return Verdict(holds, ratio, low, high, len(xa), len(xb), float(by), less, method)
+
+
+def _ranks(values: Sequence[float]) -> list[float]:
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2 + 1  # ties share their average rank
+        i = j + 1
+    return ranks
+
+
+def _pearson(x: Sequence[float], y: Sequence[float]) -> float:
+    mx, my = statistics.fmean(x), statistics.fmean(y)
+    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
+    sxx, syy = sum((a - mx) ** 2 for a in x), sum((b - my) ** 2 for b in y)
+    return 0.0 if sxx == 0 or syy == 0 else sxy / math.sqrt(sxx * syy)
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman's rank correlation of ``y`` with ``x`` over every point (ties: average ranks)."""
+    xs, ys = _samples("x", x), _samples("y", y)
+    if len(xs) != len(ys):
+        raise ValueError(f"x and y differ in length: {len(xs)} vs {len(ys)}")
+    return _pearson(_ranks(xs), _ranks(ys))
+
+
+@dataclass(frozen=True)
+class Trend:
+    """The outcome of :func:`trend`.
+
+    Attributes:
+        holds: True (the claimed direction, significant), False (the opposite, significant), None.
+        rho: Spearman's rank correlation over every point.
+        p: one-sided p-value of ``rho`` in the claimed direction.
+        p_other: one-sided p-value in the opposite direction.
+        n: points.
+        falling: the claimed direction (``y`` falls as ``x`` grows).
+        method: which rule decided it.
+    """
+
+    holds: bool | None
+    rho: float
+    p: float
+    p_other: float
+    n: int
+    falling: bool
+    method: str
+
+    @property
+    def spread(self) -> str:
+        return f"Spearman's rho {self.rho:+.2f} over {self.n} points (p = {self.p:.2f})"
+
+    def __bool__(self) -> bool:
+        raise TypeError("a Trend has three outcomes; read .holds (True, False or None)")
+
+
+def trend(x: Sequence[float], y: Sequence[float], *, falling: bool = True, alpha: float = _ALPHA) -> Trend:
+    """Decide "``y`` falls (``falling=True``) or rises as ``x`` grows" from every point of the series.
+
+    Spearman's rho with its exact permutation p-value for up to 8 points (every ordering of the ranks),
+    the normal approximation ``rho * sqrt(n - 1)`` above.  Fewer than 3 points cannot decide (None).
+    """
+    xs, ys = _samples("x", x), _samples("y", y)
+    if len(xs) != len(ys):
+        raise ValueError(f"x and y differ in length: {len(xs)} vs {len(ys)}")
+    n = len(xs)
+    method = f"trend: Spearman's rank correlation over every point, one-sided p < {alpha:g}"
+    if n < 3:
+        return Trend(None, 0.0, 1.0, 1.0, n, falling, method)
+    rx, ry = _ranks(xs), _ranks(ys)
+    rho = _pearson(rx, ry)
+    if n <= 8:
+        perms = [_pearson(rx, list(p)) for p in itertools.permutations(ry)]
+        p_low = sum(r <= rho + 1e-12 for r in perms) / len(perms)
+        p_high = sum(r >= rho - 1e-12 for r in perms) / len(perms)
+    else:
+        z = rho * math.sqrt(n - 1)
+        p_low = 0.5 * math.erfc(-z / math.sqrt(2))
+        p_high = 0.5 * math.erfc(z / math.sqrt(2))
+    p, p_other = (p_low, p_high) if falling else (p_high, p_low)
+    holds = True if p < alpha else False if p_other < alpha else None
+    return Trend(holds, rho, p, p_other, n, falling, method)
