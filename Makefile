@@ -3,6 +3,8 @@
 # The virtual environment lives in ./.venv. torch is installed first and explicitly (torch==2.13.0,
 # a CPU build on this machine's disk); the package's own dependency on torch is a range, so
 # installing `-e .[dev]` afterwards pulls nothing more (and never touches Colab's torch).
+# Everything Binder installs is pinned by binder/constraints.txt, and the dev environment is installed
+# with the same constraints: `make test` tests exactly the versions Binder (and the hub image) get.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -15,11 +17,13 @@ PYTEST_FLAGS ?=
 
 .PHONY: lab test test-unit test-notebooks test-browser report figures benchmarks gpu-check clean
 
-$(STAMP): pyproject.toml
+CONSTRAINTS := binder/constraints.txt
+
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH)" numpy
-	$(PY) -m pip install -q -e ".[dev]"
+	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH)" numpy -c $(CONSTRAINTS)
+	$(PY) -m pip install -q -e ".[dev]" -c $(CONSTRAINTS)
 	@touch $(STAMP)
 
 lab: $(STAMP)
