@@ -35,7 +35,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Verdict", "Trend", "compare", "trend", "spearman", "UNREPEATED_FACTOR", "LEVEL"]
+__all__ = ["Verdict", "Trend", "compare", "within", "trend", "spearman", "UNREPEATED_FACTOR", "LEVEL"]
 
 #: With one sample per side there is no spread: decide only beyond this factor.
 UNREPEATED_FACTOR = 2.0
@@ -146,6 +146,31 @@ def compare(a: Sequence[float] | float, b: Sequence[float] | float, *, less: boo
     else:
         holds = None
     return Verdict(holds, ratio, low, high, len(xa), len(xb), float(by), less, method)
+
+
+def within(samples: Sequence[float] | float, target: float, *, tolerance: float) -> Verdict:
+    """Decide "the samples' median is within ``tolerance`` (relative) of ``target``" against their spread.
+
+    True when the interval of ``median(samples) / target`` (as in :func:`compare`) lies inside
+    ``[1 - tolerance, 1 + tolerance]``, False when it lies wholly outside it, None otherwise.
+    """
+    if isinstance(target, bool) or not isinstance(target, (int, float)) or not target > 0:
+        raise ValueError(f"target must be a positive number, got {target!r}")
+    if not 0 < tolerance < 1:
+        raise ValueError(f"tolerance must be in (0, 1), got {tolerance!r}")
+    xs = _samples("samples", samples)
+    v = compare(xs, [float(target)] * 3 if len(xs) >= 3 else [float(target)] * len(xs))
+    lo, hi = 1 - tolerance, 1 + tolerance
+    if len(xs) == 1:  # no spread: the point itself decides, as there is nothing to weigh it against
+        holds: bool | None = lo <= v.ratio <= hi
+    elif lo <= v.low and v.high <= hi:
+        holds = True
+    elif v.high < lo or v.low > hi:
+        holds = False
+    else:
+        holds = None
+    method = "within: " + v.method.split(":", 1)[1].strip() + f" inside 1 \u00b1 {tolerance:g}"
+    return Verdict(holds, v.ratio, v.low, v.high, len(xs), 1, 1.0, True, method)
 
 
 def _ranks(values: Sequence[float]) -> list[float]:

@@ -20,6 +20,7 @@ from them, since a median resists the outliers a shared machine produces.
 
 from __future__ import annotations
 
+import gc
 import statistics
 import sys
 import time
@@ -114,13 +115,23 @@ class Benchmark:
     def __enter__(self) -> "Benchmark":
         if self.sync:
             synchronize(self.device)
+        # Garbage made before the block is not the block's cost: collect it now and keep the
+        # collector off while timing (one full collection can pause every thread for 0.2-0.4 s
+        # in a notebook holding many objects, longer than a quick-mode loop; issue 20).
+        self._gc_was_enabled = gc.isenabled()
+        gc.collect()
+        gc.disable()
         self._start = time.perf_counter()
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if self.sync and exc_type is None:
-            synchronize(self.device)
-        self.elapsed = time.perf_counter() - self._start
+        try:
+            if self.sync and exc_type is None:
+                synchronize(self.device)
+            self.elapsed = time.perf_counter() - self._start
+        finally:
+            if getattr(self, "_gc_was_enabled", False):
+                gc.enable()
         if self.file is not None and exc_type is None:
             out = sys.stdout if self.file is STDOUT else self.file
             print(f"{self.description}: {self.elapsed:.4f} sec", file=out)

@@ -159,3 +159,29 @@ def test_benchmark_inside_an_engine_op_raises_instead_of_hanging():
         eng.push(timed, writes=(x,))
         with pytest.raises(EngineError, match="inside an op"):
             x.wait_to_read(timeout=10)
+
+
+def test_benchmark_keeps_the_collector_out_of_the_timed_block():
+    """Issue 20: a full collection inside a timed loop decided a verdict; the block runs with it off."""
+    import gc
+
+    from d2l_async.benchmark import Benchmark
+
+    assert gc.isenabled()
+    with Benchmark("x", sync=False, file=None):
+        inside = gc.isenabled()
+    assert inside is False and gc.isenabled()
+    with pytest.raises(ZeroDivisionError):
+        with Benchmark("y", sync=False, file=None):
+            1 / 0
+    assert gc.isenabled()  # restored on the error path too
+
+
+def test_time_runs_keeps_the_collector_off_while_timing():
+    import gc
+
+    from d2l_async.experiments._common import time_runs
+
+    seen = []
+    time_runs(lambda: seen.append(gc.isenabled()), warmup=1, repeat=2)
+    assert seen == [True, False, False] and gc.isenabled()

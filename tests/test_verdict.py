@@ -84,3 +84,14 @@ def test_verdict_is_stdlib_only():
             "print([m for m in ('numpy', 'torch', 'plotly', 'ipywidgets') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_within_a_tolerance_against_the_spread():
+    from d2l_async._verdict import within
+
+    assert within([1.0, 1.02, 0.98, 1.01], 1.0, tolerance=0.25).holds is True
+    assert within([2.0, 2.1, 1.9], 1.0, tolerance=0.25).holds is False
+    assert within([0.7, 1.3, 1.0, 0.8, 1.25], 1.0, tolerance=0.25).holds is None
+    assert within([1.1], 1.0, tolerance=0.25).method.startswith("within:")
+    with pytest.raises(ValueError):
+        within([1.0], 0.0, tolerance=0.2)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import gc
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -226,6 +227,10 @@ def time_runs(fn: Callable[[], Any], *, warmup: int, repeat: int) -> tuple[float
 
     ``fn`` decides what is synchronized: the experiments time naive (the book's ``Benchmark`` without
     a final barrier) and synchronized variants with the same clock, so the difference is the lesson.
+
+    Each timed call runs with Python's garbage collector collected before and disabled during it
+    (:func:`no_collector_pauses`): one full collection pauses every thread for 0.2-0.4 s once a
+    notebook holds many objects, longer than a whole quick-mode loop (issue 20).
     """
     since = time.perf_counter()
     for i in range(warmup):
@@ -233,11 +238,29 @@ def time_runs(fn: Callable[[], Any], *, warmup: int, repeat: int) -> tuple[float
         checkpoint(i + 1, warmup + repeat, since=since)
     out = []
     for i in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
+        with no_collector_pauses():
+            t0 = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - t0)
         checkpoint(warmup + i + 1, warmup + repeat, since=since)
     return tuple(out)
+
+
+@contextlib.contextmanager
+def no_collector_pauses() -> Iterator[None]:
+    """Collect garbage now, keep the collector off inside the block, restore it after.
+
+    A timed loop must not pay for garbage made before it: a full collection stops every thread
+    (the frontend and the engine's workers) for as long as it walks the heap.
+    """
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def make_measurement(label: str, raw: Sequence[float], *, device: str = "", synchronized: bool = True):
