@@ -33,7 +33,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..engine._source import add_internal_dir
 from ._compat import UnsupportedTorchError, check_torch
-from ._runtime import AsyncRuntime, live_runtimes
+from ._runtime import CACHE, AsyncRuntime, live_runtimes
+from ._state import GLOBAL_SETTERS
 
 __all__ = ["asynchronous", "synchronize", "current_runtime"]
 
@@ -77,6 +78,21 @@ def _rng_guard(fn: Callable) -> Callable:
     return guarded
 
 
+def _setting_guard(fn: Callable) -> Callable:
+    """A process-wide setting (``set_default_dtype``, ...): every queued op runs under the old
+    value first (see ._state); cached metadata made under the old default dtype is dropped."""
+    @functools.wraps(fn)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        for rt in live_runtimes():
+            rt.drain(f"torch.{fn.__name__}")
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            CACHE.check_default_dtype()
+    guarded.__wrapped_by_d2l_async__ = True
+    return guarded
+
+
 def _no_compile(*args: Any, **kwargs: Any) -> Any:
     raise UnsupportedTorchError(
         "torch.compile is not supported inside `with d2l_async.asynchronous():` (its tensors have no "
@@ -94,6 +110,11 @@ def _patch() -> None:
                 if fn is not None and not getattr(fn, "__wrapped_by_d2l_async__", False):
                     _patched[(mod, name)] = fn
                     setattr(mod, name, _rng_guard(fn))
+        for name in GLOBAL_SETTERS:
+            fn = getattr(torch, name, None)
+            if fn is not None and not getattr(fn, "__wrapped_by_d2l_async__", False):
+                _patched[(torch, name)] = fn
+                setattr(torch, name, _setting_guard(fn))
         _patched[(torch, "compile")] = torch.compile
         torch.compile = _no_compile
 
@@ -118,6 +139,7 @@ def current_runtime() -> AsyncRuntime | None:
 @contextlib.contextmanager
 def _block(workers: int, record: bool, torch_threads: int | None) -> Iterator[AsyncRuntime]:
     check_torch()
+    CACHE.check_default_dtype()  # set outside a block since the cache was filled
     rt = AsyncRuntime(workers=workers, record=record, torch_threads=torch_threads)
     mode = _AsyncMode(rt)
     stack = _local.__dict__.setdefault("stack", [])

@@ -114,6 +114,15 @@ class MetaCache:
         self.limit = limit
         self.entries: dict = {}
         self.hits = self.misses = 0
+        self.default_dtype = torch.get_default_dtype()
+
+    def check_default_dtype(self) -> None:
+        """Drop every entry if the default dtype changed since they were made (factories and
+        Python-scalar promotion read it; keys do not hold it, to keep the lookup short)."""
+        d = torch.get_default_dtype()
+        if d is not self.default_dtype:
+            self.entries.clear()
+            self.default_dtype = d
 
     def get(self, key: tuple) -> Any:
         return self.entries.get(key)

@@ -59,6 +59,7 @@ from ..engine._scheduler import Scheduler
 from ..trace import Trace
 from ._meta import MetaCache, compute_specs, meta_of
 from ._schema import func_info
+from ._state import capture, enter
 from ._sync import SyncPaths, answer_query, dispatch_any, run_eager
 from ._tensor import AsyncTensor, set_dispatch
 
@@ -76,12 +77,14 @@ def _real(a: Any) -> Any:
 
 
 def _run_op(op: EngineOp) -> None:
-    """On a worker: the real op on the real tensors; fill in the outputs' ``_real``."""
-    args, kwargs, fill = op.arg
-    res = op.fn(*[(a._real if type(a) is AsyncTensor else a) if type(a) not in (list, tuple) else
-                  type(a)(map(_real, a)) for a in args],
-                **({k: (_real(v) if type(v) not in (list, tuple) else type(v)(map(_real, v)))
-                    for k, v in kwargs.items()} if kwargs else {}))
+    """On a worker: the real op on the real tensors, under the frontend's state at push
+    (:mod:`._state`); fill in the outputs' ``_real``."""
+    args, kwargs, fill, state = op.arg
+    with enter(state):
+            res = op.fn(*[(a._real if type(a) is AsyncTensor else a) if type(a) not in (list, tuple) else
+                      type(a)(map(_real, a)) for a in args],
+                    **({k: (_real(v) if type(v) not in (list, tuple) else type(v)(map(_real, v)))
+                        for k, v in kwargs.items()} if kwargs else {}))
     if fill:
         flat = res if type(res) in (tuple, list) else (res,)
         for i, w in fill:
@@ -301,7 +304,7 @@ class AsyncRuntime(SyncPaths, Scheduler):
                 w = None
             outs.append(w)
         r, wr = split_access(reads, writes) if len(reads) + len(writes) > 1 else (tuple(reads), tuple(writes))
-        op = EngineOp(info.name, info.kind, _run_op, func, (args, kwargs, fill), r, wr, self._dev, nbytes, out_var)
+        op = EngineOp(info.name, info.kind, _run_op, func, (args, kwargs, fill, capture()), r, wr, self._dev, nbytes, out_var)
         for _, w in fill:
             w._op = op
         self._submit(op, depth)

@@ -12,6 +12,7 @@ runtime if it is still open, else the op runs eagerly on the data.
 from __future__ import annotations
 
 import itertools
+import time
 from typing import Any
 
 import torch
@@ -21,6 +22,7 @@ from ..engine._errors import deferred
 from ..engine._op import EngineOp, EngineVar
 from ._meta import map_tensors, meta_of, meta_tensor
 from ._schema import _CACHE as _INFO, func_info
+from ._state import capture, enter
 from ._tensor import AsyncTensor
 
 __all__ = ["SyncPaths", "answer_query", "run_eager", "dispatch_any"]
@@ -34,9 +36,10 @@ def _real(a: Any) -> Any:
 
 
 def _run_sync_op(op: EngineOp) -> None:
-    args, kwargs, holder = op.arg
+    args, kwargs, holder, state = op.arg
     ra, rk = map_tensors(args, kwargs, _real)
-    holder.append(op.fn(*ra, **rk))
+    with enter(state):
+        holder.append(op.fn(*ra, **rk))
 
 
 class SyncPaths:
@@ -100,7 +103,7 @@ class SyncPaths:
             writes.append(self._rng)
         holder: list = []
         r, w = split_access(reads, writes)
-        op = EngineOp(info.name, info.kind, _run_sync_op, func, (args, kwargs, holder), r, w, self._dev, 0, None)
+        op = EngineOp(info.name, info.kind, _run_sync_op, func, (args, kwargs, holder, capture()), r, w, self._dev, 0, None)
         self._submit(op, depth)
         self._wait_op(op, reason)
         if op.error is not None:
@@ -157,6 +160,27 @@ class SyncPaths:
         p = self._rng.producer
         if p is not None and not self.closed:
             self._wait_op(p, reason)
+
+    def drain(self, reason: str, timeout: float | None = None) -> None:
+        """Wait until every queued op has run, raising nothing (errors wait for the next blocking
+        point): the barrier before a process-wide setting changes (see ._state)."""
+        if self.closed or not (self._inbox or self._booked):
+            return
+        t0 = time.perf_counter()
+        self._block_begin(reason, t0)
+        deadline = None if timeout is None else t0 + timeout
+        try:
+            with self._lock:
+                self._waitall_waiting += 1
+                try:
+                    while self._booked or self._inbox:
+                        self._front.wait(self._slice(deadline, reason))
+                finally:
+                    self._waitall_waiting -= 1
+        finally:
+            t1 = time.perf_counter()
+            self._blocked += t1 - t0
+            self._block_end(reason, t1, ())
 
     def synchronize(self, *, timeout: float | None = None) -> None:
         """Wait for every queued op; raise, once, the first error not yet raised (``waitall``)."""
