@@ -53,9 +53,12 @@ figures: $(STAMP)
 benchmarks: $(STAMP)
 	$(PY) benchmarks/run_all.py
 
-# On a CUDA machine: the gpu-marked tests and the report on CUDA, in one short script.
-gpu-check: $(STAMP)
-	bash scripts/gpu_check.sh
+# On a CUDA machine (a lent GPU machine, Colab): the GPU tests, the GPU numbers and the report on CUDA,
+# with that machine's own Python and CUDA torch: no venv, nothing installed (see scripts/gpu_check.sh).
+# PYTHON=python3 make gpu-check, or GPU_PY=/path/to/python make gpu-check. Without CUDA: one line, exit 0.
+GPU_PY ?= $(PYTHON)
+gpu-check:
+	GPU_PY="$(GPU_PY)" bash scripts/gpu_check.sh
 
 clean:
 	rm -rf build .pytest_cache
