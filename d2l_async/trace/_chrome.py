@@ -35,7 +35,6 @@ Only the standard library, numpy and (optionally) msgspec: no torch, no pandas.
 from __future__ import annotations
 
 import gc
-import math
 import os
 import warnings
 from collections import Counter
@@ -44,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from ._convert import check_values
 from ._json import Fields, load_fields
 from ._kineto import (BACK, CATEGORIES, COLLECTIVE_CATEGORY, LAUNCH_CALLS, SYNC_CALLS, UnplacedDeviceEvents,
                       category, device_names, device_prefix, is_mtia_copy, metadata, unplaced)
@@ -52,7 +52,7 @@ from ._restore import apply_ours as _apply_ours
 from ._ranks import COLLECTIVE_PREFIXES
 from ._stack import PYTHON_GROUP, stack_depths, stack_lane_name
 
-__all__ = ["read_chrome_trace", "LAUNCH_CALLS", "SYNC_CALLS"]
+__all__ = ["read_chrome_trace", "EmptyTrace", "LAUNCH_CALLS", "SYNC_CALLS"]
 
 _KIND_TO_CAT = {
     Kind.OP.value: "cpu_op", Kind.LAUNCH.value: "cuda_runtime", Kind.RUNTIME.value: "cuda_runtime",
@@ -96,7 +96,10 @@ def read_chrome_trace(path: str | os.PathLike[str], *, python_stack: bool = True
     try:
         fields = load_fields(path)
         try:
-            return _parse(fields, path, python_stack)
+            trace = _parse(fields, path, python_stack)
+            if not len(trace):
+                _warn_empty(path, fields, trace)
+            return trace
         except TraceError as exc:
             if str(path) in str(exc):
                 raise
@@ -108,23 +111,32 @@ def read_chrome_trace(path: str | os.PathLike[str], *, python_stack: bool = True
             gc.enable()
 
 
+class EmptyTrace(UserWarning):
+    """A trace file loaded as 0 events (the message says why: no events, or none that is work)."""
+
+
+def _warn_empty(path: Path, f: Fields, trace: Trace) -> None:
+    total = len(f.ph)
+    if not total:
+        why = "its traceEvents list holds no events (did the profiler stop before its first active step?)"
+    else:
+        skipped = trace.meta.get("skipped") or {}
+        what = ", ".join(f"{v} {k}" for k, v in sorted(skipped.items(), key=lambda kv: -kv[1])[:4])
+        why = f"none of its {total} events is work on a lane" + (f" (skipped: {what})" if what else "")
+    warnings.warn(f"{path}: the trace is empty: {why}; figures and tables of it will be empty",
+                  EmptyTrace, stacklevel=3)
+
+
 def _take(values: Any, idx: list[int]) -> Any:
     if isinstance(values, np.ndarray):
         return values[np.asarray(idx, dtype=np.int64)]
     return [values[i] for i in idx]
 
 
-def _numbers(values: Any, label: str, path: Path, dtype: Any, default: Any) -> np.ndarray:
-    if isinstance(values, np.ndarray):  # the fast reader's column: typed, defaults filled
-        return values.astype(dtype, copy=False)
-    vals = [default if v is None else v for v in values]
-    try:
-        arr = np.asarray(vals, dtype=dtype)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise TraceError(f"{path}: a trace event has a field of the wrong type in {label!r} ({exc})") from None
-    if arr.shape != (len(vals),):
-        raise TraceError(f"{path}: a trace event has a list where a number belongs in {label!r}")
-    return arr
+def _numbers(values: np.ndarray, dtype: Any) -> np.ndarray:
+    """A numeric column of the reader (``_convert.py`` filled and checked it) as ``dtype``; stream
+    and device ids beyond int64 stay Python ints."""
+    return values if values.dtype == object else values.astype(dtype, copy=False)
 
 
 def _parse(f: Fields, path: Path, python_stack: bool) -> Trace:
@@ -184,13 +196,17 @@ def _parse(f: Fields, path: Path, python_stack: bool) -> Trace:
         mt = np.flatnonzero(cat_arr == "mtia_ccp_events")
         kind[mt[[is_mtia_copy(x) for x in name[mt]]]] = Kind.COPY.value
 
-    ts = _numbers(_take(f.ts, rows), "ts", path, np.float64, math.nan)
-    dur = _numbers(_take(f.dur, rows), "dur", path, np.float64, 0.0)
-    corr = _numbers(_take(f.args["correlation"], rows), "args.correlation", path, np.int64, -1)
     b_rows = [r for r, b in zip(rows, back.tolist()) if b]
-    stream_b = _numbers(_take(f.args["stream"], b_rows), "args.stream", path, np.int64, -1)
-    dev_b = _numbers(_take(f.args["device"], b_rows), "args.device", path, np.int64, -1)
-    bytes_b = _numbers(_take(f.args["bytes"], b_rows), "args.bytes", path, np.int64, 0)
+    step_rows = [x_idx[j] for j in steps_idx]
+    if f.bad:  # a value that could not be converted, in an event the trace uses: say which
+        check_values(f.bad, {"ts": rows + step_rows, "dur": rows + step_rows, "correlation": rows,
+                             "stream": b_rows, "device": b_rows, "bytes": b_rows}, f.name, path)
+    ts = _numbers(_take(f.ts, rows), np.float64)
+    dur = _numbers(_take(f.dur, rows), np.float64)
+    corr = _numbers(_take(f.args["correlation"], rows), np.int64)
+    stream_b = _numbers(_take(f.args["stream"], b_rows), np.int64)
+    dev_b = _numbers(_take(f.args["device"], b_rows), np.int64)
+    bytes_b = _numbers(_take(f.args["bytes"], b_rows), np.int64)
     for col, label in ((ts, "ts"), (dur, "dur")):
         bad = ~np.isfinite(col)
         if bad.any():
@@ -218,23 +234,17 @@ def _parse(f: Fields, path: Path, python_stack: bool) -> Trace:
     device_col[:] = ""
     lanes: list[Lane] = []
     prefix = device_prefix(set(raw_cats))
-    stream = np.full(n, -1, dtype=np.int64)
-    stream[back] = stream_b
     nbytes = np.zeros(n, dtype=np.int64)
     nbytes[back] = bytes_b
     if back.any():
-        pid_b = np.array([p if isinstance(p, int) and not isinstance(p, bool) else -1 for p in _take(f.pid, b_rows)],
+        pid_b = np.array([p if type(p) is int and -2**63 <= p < 2**63 else -1 for p in _take(f.pid, b_rows)],
                          dtype=np.int64)
-        gdev = np.where(dev_b >= 0, dev_b, pid_b)
-        # one int64 key per (device, stream): a 1-D unique is ~10x faster than unique(axis=0)
-        lo_s = int(stream_b.min()) if len(stream_b) else 0
-        width = int(stream_b.max()) - lo_s + 1 if len(stream_b) else 1
-        code, inv = np.unique((gdev - int(gdev.min())) * width + (stream_b - lo_s), return_inverse=True)
-        uniq = np.stack([code // width + int(gdev.min()), code % width + lo_s], axis=1)
-        names = np.array([f"{prefix}:{d} stream {s}" if s >= 0 else f"{prefix}:{d} (no stream)" for d, s in uniq],
+        gdev = np.where(dev_b != -1, dev_b, pid_b)  # no args.device: the process is the device
+        uniq, inv = _pairs(gdev, stream_b)
+        names = np.array([f"{prefix}:{d} stream {s}" if s != -1 else f"{prefix}:{d} (no stream)" for d, s in uniq],
                          dtype=object)
-        lane_col[back] = names[inv.reshape(-1)]
-        device_col[back] = np.array([f"{prefix}:{d}" for d, _ in uniq], dtype=object)[inv.reshape(-1)]
+        lane_col[back] = names[inv]
+        device_col[back] = np.array([f"{prefix}:{d}" for d, _ in uniq], dtype=object)[inv]
         lanes += [Lane(str(nm), LaneRole.BACKEND, device=f"{prefix}:{d}", stream=int(s)) for nm, (d, s) in zip(names, uniq)]
     lanes = _thread_lanes(lanes, back, kind, cat_arr, pid_l, tid_l, thread_names, lane_col, device_col,
                           start, end)
@@ -281,6 +291,27 @@ def _parse(f: Fields, path: Path, python_stack: bool) -> Trace:
         lanes, cols, meta = _apply_ours(ours, _take(f.args["d2l"], rows), cols, meta, path)
         return Trace.from_columns(cols, lanes, meta)
     return _fast_trace(cols, lanes, meta, n)
+
+
+def _pairs(dev: np.ndarray, stream: np.ndarray) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """The distinct (device, stream) pairs, sorted, and each row's pair index.
+
+    Ids may be any 64-bit value (``_convert.py``): one int64 key ``device * width + stream`` is
+    used only when it cannot overflow (a 1-D unique is ~10x faster than ``unique(axis=0)``);
+    otherwise each id is numbered on its own first.
+    """
+    lo_d, hi_d = (int(dev.min()), int(dev.max())) if len(dev) else (0, 0)
+    lo_s, hi_s = (int(stream.min()), int(stream.max())) if len(stream) else (0, 0)
+    width = hi_s - lo_s + 1
+    if dev.dtype != object and stream.dtype != object and (hi_d - lo_d + 1) * width < 2**62:
+        code, inv = np.unique((dev - lo_d) * width + (stream - lo_s), return_inverse=True)
+        pairs = list(zip((code // width + lo_d).tolist(), (code % width + lo_s).tolist()))
+        return pairs, inv.reshape(-1)
+    ud, di = np.unique(dev, return_inverse=True)
+    us, si = np.unique(stream, return_inverse=True)
+    code, inv = np.unique(di.reshape(-1).astype(np.int64) * len(us) + si.reshape(-1), return_inverse=True)
+    pairs = [(int(ud[c // len(us)]), int(us[c % len(us)])) for c in code.tolist()]
+    return pairs, inv.reshape(-1)
 
 
 def _thread_lanes(lanes, back, kind, cat_arr, pid_l, tid_l, thread_names, lane_col, device_col, start, end):

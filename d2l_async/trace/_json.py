@@ -19,9 +19,12 @@ trace (26 MB of JSON, alone in a process, load average 1.7): stdlib ``json`` 0.3
 ``orjson`` 0.17 s and +138 MB, ``msgspec`` untyped 0.23 s and +84 MB, ``msgspec`` typed 0.16 s
 and +28 MB: typed msgspec is both the fastest and the leanest, hence the choice.
 
-Without msgspec, or when a file does not fit the typed records (a ``ts`` given as a string, an
-``args`` that is a list, a number beyond int64), the standard library's ``json`` parses it and the
-same columns are built from dicts: slower, same result, and the precise error messages.
+Numbers are taken as each vendor spells them, one column at a time (``_convert.py``): ROCm's
+``"stream": "0x0"``, a ``ts`` written as a string, an id as ``7.0`` stay on the fast path, and a
+value that cannot be converted is a :class:`TraceError` naming the file, the event and the field.
+Without msgspec, or when a file does not fit the records at all (an event or ``args`` that is not
+an object, a JSON-array file), the standard library's ``json`` parses it and the same columns are
+built from dicts: slower, same result.
 
 :class:`Fields` is what both paths produce: for each trace event its ``ph``, ``cat``, ``name``,
 ``pid``, ``tid``, ``ts``, ``dur`` and the few ``args`` entries used.
@@ -33,12 +36,14 @@ import gzip
 import json
 import math
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ._convert import NUMERIC, NumberColumn
 from ._model import TraceError
 
 __all__ = ["Fields", "load_fields", "HAVE_MSGSPEC"]
@@ -57,27 +62,33 @@ ARGS = ("correlation", "stream", "device", "bytes", "name", "labels", "d2l")
 
 @dataclass
 class Fields:
-    """Per-event fields in file order: lists, or numpy arrays from the fast path (``ts`` NaN and
-    numeric ``args`` -1 / 0 when absent; other ``args`` entries None when absent)."""
+    """Per-event fields in file order.  ``ph``, ``cat``, ``name``, ``pid``, ``tid`` are lists;
+    ``ts``, ``dur`` and the numeric ``args`` entries (``correlation``, ``stream``, ``device``,
+    ``bytes``) numpy columns with their absent value filled (``ts`` NaN, ids -1, bytes 0); the
+    other ``args`` entries lists (None when absent).  ``bad`` holds, per numeric field, the values
+    that could not be converted, by event index (see ``_convert.py``)."""
 
     ph: list[Any]
     cat: list[Any]
     name: list[Any]
     pid: list[Any]
     tid: list[Any]
-    ts: Any  # list or float64 array
-    dur: Any
-    args: dict[str, list[Any]]
+    ts: np.ndarray
+    dur: np.ndarray
+    args: dict[str, Any]
     has_args: list[bool]
     top: dict[str, Any]  # the file's top-level fields other than traceEvents
+    bad: dict[str, dict[int, Any]] = field(default_factory=dict)
 
 
 if HAVE_MSGSPEC:
+    # numbers are decoded as whatever the file wrote (Any) and converted per column: a string id
+    # or time never fails the typed decode (which would send the whole file to the slow path)
     class _Args(msgspec.Struct, gc=False):
-        correlation: int = -1
-        stream: int = -1
-        device: int = -1
-        bytes: int = 0
+        correlation: Any = -1  # absent: the column's default (an explicit null is None)
+        stream: Any = -1
+        device: Any = -1
+        bytes: Any = 0
         name: Any = None
         labels: Any = None
         d2l: Any = None
@@ -88,8 +99,8 @@ if HAVE_MSGSPEC:
         name: Any = ""
         pid: Any = 0
         tid: Any = 0
-        ts: float = math.nan
-        dur: float = 0.0
+        ts: Any = math.nan
+        dur: Any = 0.0
         args: _Args | None = None
 
     _DECODER = msgspec.json.Decoder(list[_Ev])
@@ -101,9 +112,7 @@ if HAVE_MSGSPEC:
 CHUNK = 50_000
 #: files up to this many bytes of events are decoded in one go (their records fit in ~100 MB)
 WHOLE_BYTES = 32_000_000
-#: numeric args -> (dtype, value when absent)
-_NUMERIC = {"correlation": (np.int64, -1), "stream": (np.int64, -1), "device": (np.int64, -1),
-            "bytes": (np.int64, 0)}
+_ARG_NUMBERS = tuple(k for k in NUMERIC if k not in ("ts", "dur"))
 
 
 def read_bytes(path: Path) -> bytes:
@@ -123,6 +132,8 @@ def read_bytes(path: Path) -> bytes:
             raw = gzip.decompress(raw)
         except (EOFError, OSError, zlib.error) as exc:
             raise TraceError(f"{path}: corrupt or truncated gzip data ({exc})") from None
+    if not raw or raw.isspace():  # isspace stops at the first other byte (strip would copy)
+        raise TraceError(f"{path}: the file is empty ({len(raw)} bytes): no trace was written to it")
     return raw
 
 
@@ -140,8 +151,8 @@ def load_fields(path: Path, *, fast: bool | None = None) -> Fields:
 
 def _fast(raw: bytes) -> Fields | None:
     """msgspec typed decoding, chunk by chunk, into compact columns: strings interned (one object
-    per distinct name), numbers in numpy arrays.  None when the file needs the generic path
-    (which gives the precise error messages)."""
+    per distinct name), numbers in numpy columns.  None when the file's events or ``args`` are
+    not objects (the generic path gives the precise error message)."""
     try:
         top = _TOP.decode(raw)
         if "traceEvents" not in top:
@@ -160,9 +171,7 @@ def _fast(raw: bytes) -> Fields | None:
     name: list[Any] = []
     pid: list[Any] = []
     tid: list[Any] = []
-    ts = np.empty(n)
-    dur = np.empty(n)
-    nums = {k: np.empty(n, dtype=dt) for k, (dt, _) in _NUMERIC.items()}
+    nums = {k: NumberColumn(k, n) for k in NUMERIC}
     objs: dict[str, list[Any]] = {"name": [], "labels": [], "d2l": []}
     has: list[bool] = []
     empty = _Args()
@@ -176,22 +185,29 @@ def _fast(raw: bytes) -> Fields | None:
             name += [put(e.name, e.name) for e in events]
             pid += [put(e.pid, e.pid) for e in events]
             tid += [put(e.tid, e.tid) for e in events]
-            ts[lo:hi] = [e.ts for e in events]
-            dur[lo:hi] = [e.dur for e in events]
+            nums["ts"].put(lo, [e.ts for e in events])
+            nums["dur"].put(lo, [e.dur for e in events])
             args = [e.args for e in events]
             has += [a is not None for a in args]
             args = [empty if a is None else a for a in args]
-            block = np.array([(a.correlation, a.stream, a.device, a.bytes) for a in args], dtype=np.int64)
-            for j, key in enumerate(_NUMERIC):
-                nums[key][lo:hi] = block[:, j] if len(block) else 0
+            for key in _ARG_NUMBERS:
+                nums[key].put(lo, list(map(attrgetter(key), args)))
             objs["name"] += [a.name for a in args]
             objs["labels"] += [a.labels for a in args]
             objs["d2l"] += [a.d2l for a in args]
             del events, args
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, TypeError, ValueError, OverflowError):
-        return None  # a field of the wrong type or shape: the generic path says which
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None  # an event or its args is not an object: the generic path says which
+    except TypeError:  # an unhashable name/pid/tid (a list): the generic path reports it
+        return None
     del raws
-    return Fields(ph, cat, name, pid, tid, ts, dur, {**nums, **objs}, has, rest)
+    return _fields(ph, cat, name, pid, tid, nums, objs, has, rest)
+
+
+def _fields(ph, cat, name, pid, tid, nums: dict[str, NumberColumn], objs, has, top) -> Fields:
+    bad = {k: c.bad for k, c in nums.items() if c.bad}
+    args = {**{k: nums[k].values for k in _ARG_NUMBERS}, **objs}
+    return Fields(ph, cat, name, pid, tid, nums["ts"].values, nums["dur"].values, args, has, top, bad)
 
 
 def _slow(raw: bytes, path: Path) -> Fields:
@@ -217,8 +233,15 @@ def _slow(raw: bytes, path: Path) -> Fields:
     has = [a is not None for a in args]
     none: dict[str, Any] = {}
     args = [a if a is not None else none for a in args]
-    cols = {key: [a.get(key) for a in args] for key in ARGS}
-    return Fields([e.get("ph") for e in events], [e.get("cat") for e in events],
-                  [e.get("name", "") for e in events], [e.get("pid", 0) for e in events],
-                  [e.get("tid", 0) for e in events], [e.get("ts") for e in events],
-                  [e.get("dur", 0) for e in events], cols, has, doc)
+    n = len(events)
+    nums = {k: NumberColumn(k, n) for k in NUMERIC}
+    for key in ("ts", "dur"):
+        default = NUMERIC[key][1]
+        nums[key].put(0, [e.get(key, default) for e in events])
+    for key in _ARG_NUMBERS:
+        default = NUMERIC[key][1]
+        nums[key].put(0, [a.get(key, default) for a in args])
+    objs = {key: [a.get(key) for a in args] for key in ARGS if key not in NUMERIC}
+    return _fields([e.get("ph") for e in events], [e.get("cat") for e in events],
+                   [e.get("name", "") for e in events], [e.get("pid", 0) for e in events],
+                   [e.get("tid", 0) for e in events], nums, objs, has, doc)
