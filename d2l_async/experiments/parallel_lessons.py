@@ -100,10 +100,18 @@ def plan_devices(facts: RunFacts | None = None, *, needed: int = 2) -> DevicePla
 
 
 # -- facts read from a trace ------------------------------------------------------------------------
-def device_intervals(trace: Any, device: str | None = None, *, kinds: Sequence[str] = ("op", "copy")
+def device_intervals(trace: Any, device: str | None = None, *, kinds: Sequence[str] | None = None
                      ) -> list[tuple[float, float]]:
-    """(start, end) of every backend op (of ``device``), sorted by start."""
-    work = trace.where(kind=list(kinds))
+    """(start, end) of the work on every backend lane (of ``device``), sorted by start.
+
+    Device work is what :data:`~d2l_async.trace.BACKEND_KINDS` names, on backend lanes only: engine ops and
+    copies, and on GPUs kernels, memsets and copies too, while the frontend's ``cpu_op`` slices (also kind
+    ``op`` in a CUDA capture) are left out (issue 18: counting only ops and copies saw no GPU kernel).
+    """
+    from d2l_async.trace import BACKEND_KINDS
+
+    work = trace.where(kind=list(kinds) if kinds is not None else list(BACKEND_KINDS),
+                       lane=[lane.name for lane in trace.backend_lanes])
     out = [(float(work["start"][i]), float(work["end"][i])) for i in range(len(work))
            if device is None or str(work["device"][i]) == device]
     return sorted(out)

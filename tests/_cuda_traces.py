@@ -1,0 +1,270 @@
+"""Synthetic Kineto traces of CUDA runs, written as torch 2.13's profiler writes them (issue 18).
+
+No CUDA line of the package can run without a GPU, but every lesson check and analysis reads a
+:class:`~d2l_async.trace.Trace`, and a CUDA capture is a Chrome-trace file read back with
+:func:`~d2l_async.trace.read_chrome_trace`.  :class:`KinetoFile` writes such a file event by event,
+with what Kineto puts in one (checked against the A100 traces in ``d2l_async/data`` and HTA's test
+traces):
+
+* the Python thread's ``cpu_op`` slices (``aten::mm``), its ``cuda_runtime`` calls
+  (``cudaLaunchKernel``, ``cudaLaunchKernelExC``, ``cudaMemcpyAsync``, ``cudaStreamSynchronize``, ...)
+  and ``cuda_driver`` calls (``cuLaunchKernel``, ``cuLaunchKernelEx``: Triton, cuBLASLt on CUDA 12);
+* per device (pid = the device index, labelled ``GPU n``) one thread per stream with ``kernel``,
+  ``gpu_memcpy`` (``Memcpy DtoH (Device -> Pageable)``, with ``bytes``) and ``gpu_memset`` slices;
+* ``args.correlation`` joining a call and its device work, ``ac2g`` flow events (``s`` on the call,
+  ``f`` on the device slice), ``External id`` linking both to the ``cpu_op``;
+* ``cuda_sync`` markers on the device for synchronizing calls;
+* times in µs relative to ``baseTimeNanoseconds`` (torch >= 2.3), ``deviceProperties`` naming the GPUs.
+
+Times given to the methods are µs from the start of the recording.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from d2l_async.trace import Trace, read_chrome_trace
+
+PID, TID = 4242, 4242
+BASE_NS = 1_764_547_200_000_000_000  # 1 Dec 2025, as a profiler clock
+MATMUL = "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_16x5_nn_align4>(Params)"
+ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>(int, ...)"
+FILL = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int, ...)"
+
+
+class KinetoFile:
+    """A Kineto Chrome trace built call by call; :meth:`trace` reads it back as the package does."""
+
+    def __init__(self, gpus: tuple[str, ...] = ("NVIDIA H200",)) -> None:
+        self.gpus = gpus
+        self.events: list[dict[str, Any]] = []
+        self._corr = 100
+        self._ext = 1
+        self._streams: set[tuple[int, int]] = set()
+
+    # -- the Python thread --------------------------------------------------------------------------
+    def cpu_op(self, name: str, ts: float, dur: float) -> int:
+        """An ATen op on the Python thread; returns its External id (for the calls inside it)."""
+        self._ext += 1
+        self.events.append({"ph": "X", "cat": "cpu_op", "name": name, "pid": PID, "tid": TID, "ts": ts, "dur": dur,
+                            "args": {"External id": self._ext, "Record function id": 0, "Ev Idx": self._ext}})
+        return self._ext
+
+    def runtime(self, name: str, ts: float, dur: float, *, cat: str | None = None) -> int:
+        """A runtime/driver call with no device work (``cudaMalloc``, ``cudaEventRecord``, a sync)."""
+        self._corr += 1
+        cat = cat or ("cuda_driver" if name.startswith("cu") and not name.startswith("cuda") else "cuda_runtime")
+        self.events.append({"ph": "X", "cat": cat, "name": name, "pid": PID, "tid": TID, "ts": ts, "dur": dur,
+                            "args": {"External id": self._ext, "cbid": 0, "correlation": self._corr}})
+        return self._corr
+
+    def sync(self, name: str, ts: float, dur: float, *, device: int = 0, stream: int = 7) -> int:
+        """A synchronizing call (``cudaDeviceSynchronize``, ``cudaStreamSynchronize``,
+        ``cudaEventSynchronize``) and Kineto's ``cuda_sync`` marker on the device."""
+        corr = self.runtime(name, ts, dur)
+        kind = {"cudaDeviceSynchronize": "Context Sync", "cudaEventSynchronize": "Event Sync"}.get(name, "Stream Sync")
+        self.events.append({"ph": "X", "cat": "cuda_sync", "name": kind, "pid": device, "tid": stream,
+                            "ts": ts + dur - 1, "dur": 1, "args": {"cuda_sync_kind": kind, "stream": stream,
+                                                                    "correlation": corr, "device": device}})
+        return corr
+
+    # -- calls that put work on a device ---------------------------------------------------------------
+    def _device_work(self, call: str, ts: float, dur: float, cat: str, name: str, start: float, length: float,
+                     device: int, stream: int, extra: dict[str, Any]) -> int:
+        corr = self.runtime(call, ts, dur)
+        self._streams.add((device, stream))
+        self.events.append({"ph": "X", "cat": cat, "name": name, "pid": device, "tid": stream, "ts": start,
+                            "dur": length, "args": {"External id": self._ext, "device": device, "context": 1,
+                                                     "stream": stream, "correlation": corr, **extra}})
+        self.events.append({"ph": "s", "id": corr, "pid": PID, "tid": TID, "ts": ts, "cat": "ac2g", "name": "ac2g"})
+        self.events.append({"ph": "f", "id": corr, "pid": device, "tid": stream, "ts": start, "cat": "ac2g",
+                            "name": "ac2g", "bp": "e"})
+        return corr
+
+    def kernel(self, ts: float, dur: float, start: float, length: float, *, name: str = MATMUL, device: int = 0,
+               stream: int = 7, call: str = "cudaLaunchKernel") -> int:
+        """A launch call at ``ts`` (``dur`` µs on the CPU) and its kernel at ``start`` on the device."""
+        return self._device_work(call, ts, dur, "kernel", name, start, length, device, stream,
+                                 {"queued": 0, "registers per thread": 32, "shared memory": 0, "grid": [1, 1, 1],
+                                  "block": [128, 1, 1]})
+
+    def memcpy(self, ts: float, dur: float, start: float, length: float, *, what: str = "DtoH (Device -> Pageable)",
+               nbytes: int = 4, device: int = 0, stream: int = 7, call: str = "cudaMemcpyAsync") -> int:
+        """A copy call and its ``gpu_memcpy`` (``what``: ``"HtoD (Pinned -> Device)"``, ``"PtoP (Device ->
+        Device)"``, ...)."""
+        return self._device_work(call, ts, dur, "gpu_memcpy", f"Memcpy {what}", start, length, device, stream,
+                                 {"bytes": nbytes, "memory bandwidth (GB/s)": nbytes / max(length, 1e-3) / 1e3})
+
+    def memset(self, ts: float, dur: float, start: float, length: float, *, nbytes: int = 4096, device: int = 0,
+               stream: int = 7) -> int:
+        return self._device_work("cudaMemsetAsync", ts, dur, "gpu_memset", "Memset (Device)", start, length, device,
+                                 stream, {"bytes": nbytes, "memory bandwidth (GB/s)": 1.0})
+
+    # -- the file --------------------------------------------------------------------------------------
+    def document(self) -> dict[str, Any]:
+        meta: list[dict[str, Any]] = [
+            {"name": "process_name", "ph": "M", "ts": 0, "pid": PID, "tid": 0, "args": {"name": "python3"}},
+            {"name": "process_labels", "ph": "M", "ts": 0, "pid": PID, "tid": 0, "args": {"labels": "CPU"}},
+            {"name": "thread_name", "ph": "M", "ts": 0, "pid": PID, "tid": TID, "args": {"name": "python3"}},
+        ]
+        for d in sorted({d for d, _ in self._streams}):
+            meta += [{"name": "process_name", "ph": "M", "ts": 0, "pid": d, "tid": 0, "args": {"name": "python3"}},
+                     {"name": "process_labels", "ph": "M", "ts": 0, "pid": d, "tid": 0, "args": {"labels": f"GPU {d}"}}]
+        for d, s in sorted(self._streams):
+            meta.append({"name": "thread_name", "ph": "M", "ts": 0, "pid": d, "tid": s, "args": {"name": f"stream {s} "}})
+        props = [{"id": i, "name": g, "totalGlobalMem": 150_000_000_000, "computeMajor": 9, "computeMinor": 0,
+                  "numSms": 132} for i, g in enumerate(self.gpus)]
+        return {"schemaVersion": 1, "deviceProperties": props, "cupti_version": 24, "cuda_runtime_version": 12080,
+                "with_flops": False, "record_shapes": False, "cuda_driver_version": 12080, "trace_id": "0",
+                "displayTimeUnit": "ms", "baseTimeNanoseconds": BASE_NS, "traceName": "synthetic.json",
+                "traceEvents": meta + sorted(self.events, key=lambda e: (e["ts"], e["ph"] != "X"))}
+
+    def write(self, path: Path) -> Path:
+        path.write_text(json.dumps(self.document()))
+        return path
+
+    def trace(self, tmp_path: Path, name: str = "cuda_run.json") -> Trace:
+        """The file read back with :func:`read_chrome_trace`, as :func:`d2l_async.capture.capture` does."""
+        return read_chrome_trace(self.write(Path(tmp_path) / name))
+
+
+def as_capture(trace: Trace, device: str = "NVIDIA H200") -> Trace:
+    """What :func:`d2l_async.capture.capture` adds to the file it reads: meta and the labelled final sync."""
+    from d2l_async.capture import label_final_sync
+
+    return label_final_sync(trace).with_meta(source="cuda", device=device, virtual=False, path="")
+
+
+# -- runs of the chapter's CUDA experiments ------------------------------------------------------------
+def two_gpu_products(tmp_path: Path, *, ops: int = 10, serialized: bool = False, call: str = "cudaLaunchKernel"
+                     ) -> Trace:
+    """``ops`` products launched on ``cuda:0`` and ``ops`` on ``cuda:1`` (notebook 07): side by side, or with
+    a ``cudaDeviceSynchronize`` of ``cuda:0`` between the two chains (``serialized``)."""
+    f = KinetoFile(("NVIDIA H200", "NVIDIA H200"))
+    t, k0 = 10.0, 20.0
+    for i in range(ops):  # chain on cuda:0: launches every 5 µs, kernels 100 µs each
+        f.cpu_op("aten::mm", t, 4)
+        f.kernel(t + 1, 3, k0 + 100 * i, 100, device=0, call=call)
+        t += 5
+    if serialized:
+        f.sync("cudaDeviceSynchronize", t, k0 + 100 * ops - t + 2, device=0)
+        t = k0 + 100 * ops + 5
+    k1 = t + 10
+    for i in range(ops):
+        f.cpu_op("aten::mm", t, 4)
+        f.kernel(t + 1, 3, k1 + 100 * i, 100, device=1, call=call)
+        t += 5
+    f.sync("cudaDeviceSynchronize", t, k1 + 100 * ops - t + 2, device=1)
+    f.sync("cudaDeviceSynchronize", k1 + 100 * ops + 10, 2, device=0)  # the capture's own
+    return as_capture(f.trace(tmp_path, f"two_gpus_{serialized}.json"))
+
+
+def mlp_two_gpus(tmp_path: Path, *, batches: int = 3) -> Trace:
+    """mlp_parallel's CUDA loop as captured: per minibatch each GPU gets its half (a pinned host-to-device
+    copy), runs forward and backward (4 kernels of 50 µs), then the gradients cross between the GPUs
+    (peer copies) while the other GPU still computes; the loop's synchronizes and the capture's last."""
+    f = KinetoFile(("NVIDIA H200", "NVIDIA H200"))
+    t = 10.0
+    free = {0: 20.0, 1: 20.0}
+    for _ in range(batches):
+        for d in (0, 1):
+            f.cpu_op("aten::to", t, 6)
+            f.memcpy(t + 1, 4, free[d], 10, what="HtoD (Pinned -> Device)", nbytes=1 << 20, device=d)
+            free[d] += 10
+            t += 7
+            for _k in range(4):
+                f.cpu_op("aten::mm", t, 4)
+                f.kernel(t + 1, 3, max(free[d], t + 4), 50, device=d)
+                free[d] = max(free[d], t + 4) + 50
+                t += 5
+            if d == 0:
+                free[1] = max(free[1], t)
+        for d in (0, 1):  # the gradients to the other GPU: while that one still computes
+            f.cpu_op("aten::to", t, 6)
+            f.memcpy(t + 1, 4, free[d], 30, what="PtoP (Device -> Device)", nbytes=1 << 20, device=d)
+            free[d] += 30
+            t += 7
+    end = max(free.values())
+    f.sync("cudaDeviceSynchronize", t, end - t + 1, device=0)
+    f.sync("cudaDeviceSynchronize", end + 2, 1, device=1)
+    f.sync("cudaDeviceSynchronize", end + 10, 2)
+    return as_capture(f.trace(tmp_path, "mlp_two_gpus.json"))
+
+
+def barrier_run(tmp_path: Path, *, chain: int = 8, follow: int = 8) -> Trace:
+    """barriers' CUDA ``wait_to_read`` run as captured: the run's own first ``torch.cuda.synchronize``
+    (nothing queued yet), a long chain on stream 13, ``z`` on stream 14 and its event, the event wait,
+    ``float(z.mean())`` (a copy to pageable memory, then a stream sync), the follow-up on stream 14 while
+    the chain still runs, the run's last synchronize and the capture's own."""
+    f = KinetoFile()
+    f.sync("cudaDeviceSynchronize", 5, 3)  # the run's first line: nothing is queued yet
+    t = 20.0
+    for i in range(chain):  # 200 µs products on the long stream
+        f.cpu_op("aten::mm", t, 6)
+        f.kernel(t + 1, 4, 30 + 200 * i, 200, stream=13)
+        t += 8
+    f.cpu_op("aten::mul", t, 5)
+    f.kernel(t + 1, 3, t + 6, 2, name=ADD, stream=14)
+    t += 8
+    f.runtime("cudaEventRecord", t, 2)
+    t += 3
+    f.sync("cudaEventSynchronize", t, 12, stream=14)  # z is ready 12 µs later: the chain still runs
+    t += 14
+    f.cpu_op("aten::item", t, 30)
+    f.memcpy(t + 2, 20, t + 15, 3, stream=0)
+    f.sync("cudaStreamSynchronize", t + 23, 3, stream=0)
+    t += 35
+    for i in range(follow):  # the follow-up on z's stream, beside the chain
+        f.cpu_op("aten::mm", t, 6)
+        f.kernel(t + 1, 4, t + 10 + 200 * i, 200, stream=14)
+        t += 8
+    end = 30 + 200 * chain + 10 + 200 * follow
+    f.sync("cudaDeviceSynchronize", t, end - t)  # the run's own last synchronize
+    f.sync("cudaDeviceSynchronize", end + 5, 2)  # the capture's
+    return as_capture(f.trace(tmp_path, "barrier_run.json"))
+
+
+def increments(tmp_path: Path, *, ops: int = 50, launch_us: float = 5.0, kernel_us: float = 2.0,
+               queue_cap: int | None = None) -> Trace:
+    """``ops`` ``x += 1`` launches (notebook 05's asynchronous run) and the final synchronize.
+
+    Kernels of ``kernel_us`` start as soon as the launch lands; with ``kernel_us > launch_us`` the queue
+    grows.  With ``queue_cap``, launch number ``queue_cap + 1`` and later wait inside ``cudaLaunchKernel``
+    until a slot frees (the launch queue's cap)."""
+    f = KinetoFile()
+    t, free = 10.0, 10.0
+    starts: list[float] = []
+    for i in range(ops):
+        dur = launch_us - 1
+        if queue_cap is not None and i >= queue_cap:
+            slot = starts[i - queue_cap]  # a slot frees when an earlier kernel starts
+            dur = max(dur, slot - t + 1)
+        f.cpu_op("aten::add_", t, dur + 1)
+        start = max(t + dur + 1, free)
+        f.kernel(t + 0.5, dur, start, kernel_us, name=ADD)
+        starts.append(start)
+        free = start + kernel_us
+        t += dur + 1
+    f.sync("cudaDeviceSynchronize", t, max(free - t, 1) + 1)
+    f.sync("cudaDeviceSynchronize", max(free, t) + 5, 2)
+    return as_capture(f.trace(tmp_path, f"increments_{ops}_{kernel_us}_{queue_cap}.json"))
+
+
+def blocker_demo(tmp_path: Path) -> Trace:
+    """blockers' CUDA demo as captured: ``print(b)``, ``b.sum().item()``, ``b.cpu().numpy()`` ..., each a
+    copy to pageable memory inside its ATen op, then a stream sync; the capture's own sync last."""
+    f = KinetoFile()
+    t = 10.0
+    for op in ("aten::_local_scalar_dense", "aten::item", "aten::_to_copy", "aten::_to_copy", "aten::item",
+               "aten::is_nonzero"):
+        f.cpu_op("aten::add", t, 6)
+        f.kernel(t + 1, 4, t + 8, 3, name=ADD)
+        t += 8
+        f.cpu_op(op, t, 40)
+        f.memcpy(t + 2, 30, t + 20, 2, stream=7)
+        f.sync("cudaStreamSynchronize", t + 33, 4)
+        t += 45
+    f.sync("cudaDeviceSynchronize", t + 5, 2)
+    return as_capture(f.trace(tmp_path, "blocker_demo.json"))
