@@ -12,8 +12,17 @@ from typing import Sequence
 __all__ = ["main", "build_parser"]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m d2l_async",
+def _prog(argv0: str | None = None) -> str:
+    """The name the reader typed: ``d2l-async`` for the console script, ``python -m d2l_async`` otherwise."""
+    import os
+
+    name = os.path.basename(argv0 if argv0 is not None else (sys.argv[0] if sys.argv else ""))
+    return "python -m d2l_async" if name in {"", "__main__.py", "-c", "-m"} or name.endswith(".py") else name
+
+
+def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; ``prog`` (the usage name) defaults to how this process was started."""
+    parser = argparse.ArgumentParser(prog=prog or _prog(),
                                      description="D2L's asynchronous computation chapter, measured on this machine.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     rep = sub.add_parser("report", help="run every experiment and write an HTML report",

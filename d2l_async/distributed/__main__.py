@@ -34,17 +34,23 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m d2l_async.distributed",
                                 description="Run one of the chapter's distributed workloads on this rank "
                                             "(start it with torchrun; see the module docstring).")
-    p.add_argument("experiment", choices=("collective", "overlap", "straggler"))
-    p.add_argument("--trace-dir", default="d2l_async_traces", help="where each rank writes <section>/rank<R>.json")
+    p.add_argument("experiment", choices=("collective", "overlap", "straggler"),
+                   help="collective: all_reduce(async_op=True) and work.wait(); overlap: gradients all-reduced "
+                        "after backward vs DDP's buckets during it; straggler: one slow rank makes every rank wait")
+    p.add_argument("--trace-dir", default="d2l_async_traces", help="where each rank writes <section>/rank<R>.json (default d2l_async_traces)")
     p.add_argument("--no-profile", action="store_true", help="write no traces")
-    p.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto")
-    p.add_argument("--bucket-cap-mb", type=float, default=1.0)
-    p.add_argument("--delay-ms", type=float, default=50.0, help="straggler: the last rank's sleep per step")
-    p.add_argument("--width", type=int, default=512)
-    p.add_argument("--depth", type=int, default=6)
-    p.add_argument("--batch", type=int, default=128)
-    p.add_argument("--steps", type=int, default=8)
-    p.add_argument("--numel", type=int, default=1 << 22, help="collective: floats all-reduced")
+    p.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto",
+                   help="process-group backend; auto: NCCL when this machine has a GPU for every local rank, "
+                        "else gloo (default auto)")
+    p.add_argument("--bucket-cap-mb", type=float, default=1.0,
+                   help="DDP's gradient bucket size in MB (default 1.0; DDP's own default is 25)")
+    p.add_argument("--delay-ms", type=float, default=50.0, help="straggler: the last rank's sleep per step (default 50)")
+    p.add_argument("--width", type=int, default=512, help="overlap/straggler: the MLP's hidden width (default 512)")
+    p.add_argument("--depth", type=int, default=6, help="overlap/straggler: the MLP's hidden layers (default 6)")
+    p.add_argument("--batch", type=int, default=128, help="overlap/straggler: samples per rank per step (default 128)")
+    p.add_argument("--steps", type=int, default=8,
+                   help="training steps per setting (collective: repeats of the all-reduce); default 8")
+    p.add_argument("--numel", type=int, default=1 << 22, help="collective: floats all-reduced (default 4194304)")
     return p
 
 

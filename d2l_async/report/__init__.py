@@ -11,7 +11,8 @@ from __future__ import annotations
 from ._html import render_html, to_jsonable, write_json
 from ._run import DEVICES, ReportResult, check_device, run_report
 from ._steps import STEPS, Backends, Step, StepOutput, fmt_seconds, useful_sources
-from ._table import HEADER, Row, format_table
+from ._table import HEADER, Row, format_table, terminal_width, wrap_line
 
 __all__ = ["Backends", "DEVICES", "HEADER", "ReportResult", "Row", "STEPS", "Step", "StepOutput", "check_device",
-           "fmt_seconds", "format_table", "render_html", "run_report", "to_jsonable", "useful_sources", "write_json"]
+           "fmt_seconds", "format_table", "render_html", "run_report", "terminal_width", "to_jsonable", "useful_sources", "wrap_line",
+           "write_json"]

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from ._html import render_html, write_json
 from ._steps import STEPS, Backends, Step, StepOutput
-from ._table import Row, format_table
+from ._table import Row, format_table, wrap_line
 
 __all__ = ["DEVICES", "ReportResult", "check_device", "run_report"]
 
@@ -143,7 +143,7 @@ def run_report(
     if checks:
         print(f"\nLesson checks ({sum(c.holds is True for _, c in checks)} of {len(checks)} held on this run):", file=stream)
         for key, c in checks:
-            print(f"  [{key}] {c.text}", file=stream)
+            print(wrap_line(f"[{key}] {c.text}"), file=stream)
     print(f"\nwrote {output} and {json_path} ({seconds:.1f} s)", file=stream)
     return ReportResult(rows, output, json_path, seconds, device, is_quick, machine)
 

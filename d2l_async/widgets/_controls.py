@@ -15,6 +15,7 @@ import math
 from typing import Any, Sequence
 
 import ipywidgets as widgets
+from traitlets import TraitError, validate
 
 __all__ = [
     "int_slider",
@@ -30,6 +31,31 @@ __all__ = [
 
 _LAYOUT = {"width": "420px"}
 _STYLE = {"description_width": "140px"}
+
+
+class _NamesChoices:
+    """Mixin for selection widgets: a value that is not an option is answered with the options.
+
+    traitlets' own message is "Invalid selection: value not found" (issue 22); a reader who typed
+    ``dash.controls["blocker"].value = "item"`` should learn what the choices are.
+    """
+
+    @validate("value")
+    def _validate_value(self, proposal: Any) -> Any:
+        try:
+            return super()._validate_value(proposal)  # type: ignore[misc]
+        except TraitError:
+            allowed = ", ".join(repr(v) for v in self._options_values)  # type: ignore[attr-defined]
+            raise TraitError(f"{self.description}: {proposal.value!r} is not one of the allowed values: "  # type: ignore[attr-defined]
+                             f"{allowed}") from None
+
+
+class _Dropdown(_NamesChoices, widgets.Dropdown):
+    """A Dropdown whose invalid values are answered with the allowed ones."""
+
+
+class _SelectionSlider(_NamesChoices, widgets.SelectionSlider):
+    """A SelectionSlider whose invalid values are answered with the allowed ones."""
 
 
 def _check_range(name: str, value: float, min: float, max: float) -> None:
@@ -75,7 +101,7 @@ def log_slider(
             raise ValueError(f"{description}: {name}={v!r} is not a power of {base}")
     lo, hi = round(math.log(min, base)), round(math.log(max, base))
     options = [(f"{base**e:,}", base**e) for e in range(lo, hi + 1)]
-    return widgets.SelectionSlider(
+    return _SelectionSlider(
         options=options, value=value, description=description,
         continuous_update=False, layout=_LAYOUT, style=_STYLE,
     )
@@ -91,7 +117,7 @@ def dropdown(description: str, options: Sequence[Any], value: Any = None) -> wid
         value = values[0]
     elif value not in values:
         raise ValueError(f"{description}: value={value!r} is not one of {values}")
-    return widgets.Dropdown(options=options, value=value, description=description, layout=_LAYOUT, style=_STYLE)
+    return _Dropdown(options=options, value=value, description=description, layout=_LAYOUT, style=_STYLE)
 
 
 def toggle(description: str, value: bool = False) -> widgets.Checkbox:

@@ -11,7 +11,7 @@ from d2l_async.report import HEADER, Row, fmt_seconds, format_table, to_jsonable
 def test_table_has_header_rule_and_aligned_columns():
     rows = [Row("sync vs async", "3.16 s vs 0.93 s", "1.2 s vs 0.3 s", "CPU engine, 1 virtual device (threads)"),
             Row("x", "—", "y", "z")]
-    text = format_table(rows)
+    text = format_table(rows, total=200)  # wide enough for one line per row
     lines = text.splitlines()
     assert lines[0].startswith(HEADER[0]) and "the book" in lines[0]
     assert set(lines[1].replace(" ", "")) == {"-"}
