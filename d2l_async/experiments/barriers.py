@@ -222,6 +222,10 @@ def overlap_seconds(trace: Any) -> tuple[float, float]:
     """``(overlap, follow-up busy)``: seconds of follow-up work (ops issued after the frontend's
     first wait) done before the last op issued before that wait ended, and all follow-up seconds.
 
+    The first wait is the first one with work queued before it: a wait before any work was issued
+    (the CUDA run's opening ``torch.cuda.synchronize``) waits for nothing and is not the barrier
+    (issue 18: split there, the lesson was silently dropped).
+
     NaN, NaN when the trace has no wait or no work after it.
     """
     import numpy as np
@@ -232,9 +236,12 @@ def overlap_seconds(trace: Any) -> tuple[float, float]:
     work = trace.where(kind=BACKEND_KINDS, lane=[lane.name for lane in trace.backend_lanes])
     if not len(blocks) or not len(work):
         return float("nan"), float("nan")
-    first_wait = int(np.argmin(blocks["start"]))
-    wait_end = float(blocks["end"][first_wait])
     issued = np.where(np.isfinite(work["issue"]), work["issue"], work["start"])
+    after_work = blocks["start"] >= float(issued.min())
+    if not after_work.any():
+        return float("nan"), float("nan")
+    first_wait = int(np.argmin(np.where(after_work, blocks["start"], np.inf)))
+    wait_end = float(blocks["end"][first_wait])
     before, after = issued < wait_end, issued >= wait_end
     if not before.any() or not after.any():
         return float("nan"), float("nan")

@@ -55,3 +55,26 @@ def test_mlp_checks_see_kernels_and_copies_on_two_gpus(tmp_path):
     assert side.holds, side.shown
     assert hidden.holds, hidden.shown
     assert loss.holds
+
+
+# -- finding 4: the run's opening synchronize is not the barrier ----------------------------------------
+def test_barrier_overlap_splits_at_the_event_wait_not_the_opening_synchronize(tmp_path):
+    from d2l_async.experiments import barriers
+
+    t = C.barrier_run(tmp_path, chain=8, follow=8)
+    overlap, follow = barriers.overlap_seconds(t)
+    assert follow == pytest.approx(8 * 200e-6 + 3e-6, rel=1e-3)  # the follow-up and the copy of z
+    assert overlap > 0.5 * follow  # the follow-up ran beside the chain on the other stream
+
+
+def test_barrier_checks_keep_the_overlap_lesson_on_cuda(tmp_path):
+    from d2l_async.experiments import barriers
+
+    t = C.barrier_run(tmp_path)
+    r = barriers.BarrierResult(
+        waitall_wait=1.6e-3, wait_to_read_wait=14e-6, waitall_total=3.3e-3, wait_to_read_total=1.8e-3,
+        trace_waitall=t, trace_wait_to_read=t, long_ops=8, size=2048, follow_ops=8, backend="cuda",
+        device="NVIDIA H200", virtual=False, barrier_names=("torch.cuda.synchronize(device)", "event.synchronize() after z"),
+        waitall_next=1.7e-3, wait_to_read_next=60e-6)
+    checks = barriers.checks(r)
+    assert [c.holds for c in checks] == [True, True], [c.shown for c in checks]
