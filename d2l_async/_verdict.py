@@ -35,7 +35,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Verdict", "Trend", "compare", "within", "trend", "spearman", "UNREPEATED_FACTOR", "LEVEL"]
+__all__ = ["Verdict", "Trend", "compare", "similar", "within", "trend", "spearman", "UNREPEATED_FACTOR", "LEVEL"]
 
 #: With one sample per side there is no spread: decide only beyond this factor.
 UNREPEATED_FACTOR = 2.0
@@ -146,6 +146,29 @@ def compare(a: Sequence[float] | float, b: Sequence[float] | float, *, less: boo
     else:
         holds = None
     return Verdict(holds, ratio, low, high, len(xa), len(xb), float(by), less, method)
+
+
+def similar(a: Sequence[float] | float, b: Sequence[float] | float, *, tolerance: float = 0.25) -> Verdict:
+    """Decide "``a`` and ``b`` cost about the same" (``median(a)/median(b)`` within ``1/(1+tol)..1+tol``).
+
+    True when the ratio's interval (as in :func:`compare`) lies inside that band, False when it lies
+    wholly outside, None when it straddles an edge.
+    """
+    if not 0 < tolerance < 1:
+        raise ValueError(f"tolerance must be in (0, 1), got {tolerance!r}")
+    v = compare(a, b)
+    lo, hi = 1 / (1 + tolerance), 1 + tolerance
+    if v.n_a == 1 and v.n_b == 1:
+        holds: bool | None = lo <= v.ratio <= hi if (v.ratio < lo / UNREPEATED_FACTOR or v.ratio > hi * UNREPEATED_FACTOR
+                                                    or lo <= v.ratio <= hi) else None
+    elif lo <= v.low and v.high <= hi:
+        holds = True
+    elif v.high < lo or v.low > hi:
+        holds = False
+    else:
+        holds = None
+    method = "similar: " + v.method.split(":", 1)[1].strip() + f" inside {lo:.2f}-{hi:.2f}"
+    return Verdict(holds, v.ratio, v.low, v.high, v.n_a, v.n_b, 1.0, True, method)
 
 
 def within(samples: Sequence[float] | float, target: float, *, tolerance: float) -> Verdict:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ._why import cpus_clause, few_cpus, fmt_time, overlap_clause
 
-__all__ = ["MODEL_TOLERANCE", "TAKES_TURNS", "queue_check", "run_checks", "sweep_checks"]
+__all__ = ["MODEL_TOLERANCE", "TAKES_TURNS", "queue_check", "run_checks", "slower_side", "sweep_checks"]
 
 #: The model "predicts" the asynchronous time when it is within this relative error.
 MODEL_TOLERANCE = 0.25
@@ -28,28 +28,35 @@ def _runs(measurement: Any) -> int:
 
 
 def run_checks(r: Any) -> list[Any]:
-    """Two checks: asynchrony is faster; the pipeline model predicts the asynchronous time."""
+    """Two checks: asynchrony is faster; the pipeline model predicts the asynchronous time.
+
+    Both are decided against the spread of the timed runs (:mod:`d2l_async._verdict`): every run of
+    each loop is a sample, so a ratio inside the run-to-run spread is "can't tell", not ✔ or ✘.
+    """
     from d2l_async import lesson
+    from d2l_async._verdict import compare, within
 
     m = r.model
     measured = r.async_.median
     faster = lesson.check(
         "asynchronous issue is faster than waiting after every op",
-        bool(r.ratio > 1.0),
+        compare(r.async_.raw, r.sync.raw),
         shown=(f"{r.ops:,} ops: synchronous {fmt_time(r.sync.median)} vs asynchronous {fmt_time(measured)} "
                f"({r.ratio:.2f}×; the book: 3.4×)"),
         otherwise=(f"per op t1 {fmt_time(m.t1)}, t2 {fmt_time(m.t2)}, t3 {fmt_time(m.t3)}: asynchrony can save "
                    f"at most t3 + min(t1, t2) = {fmt_time(m.t3 + min(m.t1, m.t2))} of "
                    f"{fmt_time(m.t1 + m.t2 + m.t3)} per op; {cpus_clause(r.machine)}. Fewer elements per op "
                    "(numel) leave t3 a larger share; rerun on a quieter machine."),
+        unclear="more repeats (repeat=) or more ops per run narrow the spread; a quieter machine too",
     )
     gap = (m.async_pipeline - measured) / measured if measured > 0 else 0.0
     predicted = lesson.check(
         f"the pipeline model n·max(t1, t2) + min(t1, t2) + t3 predicts the asynchronous time "
         f"(within {MODEL_TOLERANCE:.0%})",
-        bool(abs(gap) <= MODEL_TOLERANCE),
+        within(r.async_.raw, m.async_pipeline, tolerance=MODEL_TOLERANCE) if m.async_pipeline > 0 else False,
         shown=f"model {fmt_time(m.async_pipeline)} vs measured {fmt_time(measured)} ({gap:+.0%})",
         otherwise=_why_model_missed(r),
+        unclear="the runs scatter across the tolerance: more repeats (repeat=) tell whether the model fits",
     )
     return [faster, predicted]
 
@@ -98,44 +105,73 @@ def _largest_ops(sweep: Any) -> list[Any]:
 
 
 def _share(p: Any) -> float:
+    """t2's share of an op's cost: from the CPU clock of the synchronous runs when measured (the
+    workers' CPU over the CPU of both sides: work, not the waits a busy machine adds to the wall
+    clock), else from the wall-time model t2 / (t1 + t2 + t3)."""
+    c = p.cpu_sync
+    if c is not None and c.busy > 0:
+        return c.backend / c.busy
     m = p.model
     whole = m.t1 + m.t2 + m.t3
     return m.t2 / whole if whole > 0 else 0.0
 
 
+def _share_clock(pts: Any) -> str:
+    return ("CPU time of the synchronous runs: workers / (frontend + workers)"
+            if all(p.cpu_sync is not None and p.cpu_sync.busy > 0 for p in pts) else "wall-time model t2 / (t1 + t2 + t3)")
+
+
 def sweep_checks(sweep: Any) -> list[Any]:
-    """Two checks at the largest op count swept: the ratio falls as ops grow; t2 takes over."""
+    """Two checks at the largest op count swept, each decided from the whole series (Spearman's rank
+    correlation over every size, :func:`d2l_async._verdict.trend`): the ratio falls as ops grow; t2
+    takes over an op's cost (its share read from the CPU clock: a claim about work)."""
+    from dataclasses import replace
+
     from d2l_async import lesson
+    from d2l_async._verdict import trend
 
     pts = _largest_ops(sweep) if getattr(sweep, "points", ()) else []
     sizes = sorted({p.numel for p in pts})
-    if len(sizes) < 2:
-        why = "sweep at least two tensor sizes (numels=(1, 10**6)) to see a trend"
-        return [lesson.check("the advantage of asynchrony shrinks as the ops grow", False,
-                             shown=f"only {len(sizes)} size swept", otherwise=why)]
+    if len(sizes) < 4:
+        # with 3 points even a perfectly monotone series has p = 1/6: no rank test can decide it
+        why = "sweep at least four tensor sizes (numels=(1, 10**3, 10**5, 10**6)) to decide a trend"
+        return [lesson.check("the advantage of asynchrony shrinks as the ops grow", None,
+                             shown=f"only {len(sizes)} size(s) swept", unclear=why)]
     first, last = pts[0], pts[-1]
     ratios = ", ".join(f"{p.numel:,} el. {p.ratio:.2f}×" for p in pts)
     below = ""
     if last.ratio < 0.9:
         below = (f" (below 1 at {last.numel:,} elements: the asynchronous run was the slower one"
                  + _cpu_compare(last) + ")")
+    falls = trend([p.numel for p in pts], [p.ratio for p in pts], falling=True)
     shrinks = lesson.check(
         "the advantage of asynchrony shrinks as the ops grow",
-        bool(last.ratio < first.ratio),
-        shown=f"sync / async at {first.ops:,} ops: {ratios}{below}",
-        otherwise=(f"at {last.numel:,} elements t2 was {fmt_time(last.model.t2)} per op and t1 + t3 "
-                   f"{fmt_time(last.model.t1 + last.model.t3)}{_cpu_compare(last)}; {cpus_clause(sweep.machine)}. "
-                   "Microsecond timings are fragile on a busy machine: rerun, or sweep larger sizes."),
+        falls,
+        shown=f"sync / async at {first.ops:,} ops: {ratios}{below}; {falls.spread}",
+        otherwise=(f"the ratio rose with the size: at {last.numel:,} elements t2 was {fmt_time(last.model.t2)} per op "
+                   f"and t1 + t3 {fmt_time(last.model.t1 + last.model.t3)}{_cpu_compare(last)}; "
+                   f"{cpus_clause(sweep.machine)}. Microsecond timings are fragile on a busy machine: rerun, or sweep "
+                   "larger sizes."),
+        unclear=(f"the ratio went up and down across the sizes ({falls.spread}), not one way: microsecond timings on "
+                 f"{cpus_clause(sweep.machine)} scatter more than the trend; more repeats or more sizes decide it"),
     )
+    shares = [_share(p) for p in pts]
+    grows = trend([p.numel for p in pts], shares, falling=False)
+    clock = _share_clock(pts)
     m = last.model
+    decided = grows
+    if grows.holds is True and shares[-1] < 0.5:
+        decided = replace(grows, holds=False)  # it grows, but never becomes most of the cost
     takes_over = lesson.check(
         "t2 (computing) takes most of an op's synchronous cost as the ops grow",
-        bool(_share(last) > _share(first) and _share(last) >= 0.5),
-        shown=(f"t2's share of t1 + t2 + t3: {_share(first):.0%} at {first.numel:,} element(s) → "
-               f"{_share(last):.0%} at {last.numel:,} (t2 {fmt_time(m.t2)} vs t1 + t3 {fmt_time(m.t1 + m.t3)})"),
-        otherwise=(f"t3 — what the synchronous run spent per op beyond t1 + t2 — was {fmt_time(m.t3)} at "
-                   f"{last.numel:,} elements{_cpu_compare(last)}{_sync_waiting(last)}; "
-                   f"{cpus_clause(sweep.machine)}. Rerun on a quieter machine, or sweep larger sizes."),
+        decided,
+        shown=(f"t2's share ({clock}): " + ", ".join(f"{p.numel:,} el. {sh:.0%}" for p, sh in zip(pts, shares))
+               + f"; {grows.spread}"),
+        otherwise=(f"at {last.numel:,} elements t2 was {_share(last):.0%} of the CPU an op cost (t2 {fmt_time(m.t2)}, "
+                   f"t3 {fmt_time(m.t3)} of wall time){_cpu_compare(last)}{_sync_waiting(last)}; "
+                   f"{cpus_clause(sweep.machine)}. Sweep larger sizes (10**7 elements)."),
+        unclear=(f"t2's share went up and down across the sizes ({grows.spread}); more repeats or larger sizes "
+                 "(10**7 elements) decide it"),
     )
     return [shrinks, takes_over]
 
@@ -166,9 +202,31 @@ def _sync_waiting(p: Any) -> str:
 
 
 
+def slower_side(r: Any) -> tuple[str | None, Any, float, float]:
+    """Which side did more work per op, from the CPU clock of the asynchronous runs (issue 20: a claim
+    about work is decided in CPU time, never from wall time a busy machine inflates).
+
+    Returns:
+        ``(side, verdict, frontend_s, workers_s)``: ``"backend"``, ``"frontend"`` or None (within the
+        spread of one measurement: a factor of 2), the :func:`~d2l_async._verdict.compare` record, and
+        the CPU seconds per op of each side.  Falls back to the model's wall-time ``t1`` vs ``t2``
+        (``side`` from ``model.bottleneck``) when the CPU clock was not read.
+    """
+    from d2l_async._verdict import compare
+
+    cpu = r.cpu_async.divided(_runs(r.async_)) if r.cpu_async is not None else None
+    if cpu is None or cpu.frontend <= 0 or cpu.backend <= 0:
+        v = compare(r.model.t2, r.model.t1, less=False)
+        return (r.model.bottleneck if v.holds is not None else None), v, r.model.t1, r.model.t2
+    front, back = cpu.frontend / r.ops, cpu.backend / r.ops
+    v = compare(back, front, less=False)  # the workers did more work per op than the frontend
+    side = "backend" if v.holds is True else "frontend" if v.holds is False else None
+    return side, v, front, back
+
+
 def queue_check(r: Any) -> Any:
-    """The queue of the traced asynchronous run agrees with the model's bottleneck: it fills when the
-    backend is the slower side, and stays short when the frontend is."""
+    """The queue of the traced asynchronous run agrees with the slower side, decided from CPU time per
+    op: it fills when the workers do more work per op, and stays short when the frontend does."""
     from d2l_async import lesson
     from d2l_async.analysis import queue_length_summary
     from d2l_async.trace import BACKEND_KINDS
@@ -176,19 +234,32 @@ def queue_check(r: Any) -> Any:
     n = len(r.trace_async.where(kind=BACKEND_KINDS))
     summary = queue_length_summary(r.trace_async)
     q = int(summary["max"].max()) if len(summary) else 0
-    m = r.model
-    shown = (f"{r.numel:,} element(s): t1 {fmt_time(m.t1)} vs t2 {fmt_time(m.t2)} per op; longest queue {q} of "
-             f"{n} traced ops")
+    side, v, front, back = slower_side(r)
+    clock = "CPU per op" if r.cpu_async is not None else "wall-time model per op"
+    shown = (f"{r.numel:,} element(s): {clock} frontend {fmt_time(front)} vs workers {fmt_time(back)}; "
+             f"longest queue {q} of {n} traced ops")
     cpu = r.cpu_async.divided(_runs(r.async_)) if r.cpu_async is not None else None
     ran = f"; {overlap_clause(cpu)}" if cpu is not None else ""
-    if m.bottleneck == "backend":
-        return lesson.check("the backend is the slower side here, so the queue of issued ops fills", bool(q >= n / 2),
+    if side is None:
+        return lesson.check("the slower side decides whether the queue of issued ops fills", v,
                             shown=shown,
-                            otherwise=(f"the frontend did not get far ahead although t1 < t2: the backend took ops "
-                                       f"as they came{ran}; {cpus_clause(r.machine)}. On a busy CPU the frontend "
-                                       "itself waits for the CPU between pushes; rerun, or use larger ops."))
+                            unclear=("the frontend and the workers did about the same work per op (within the "
+                                     "factor 2 one measurement can decide): either side may lead. Larger ops (numel) "
+                                     "make the workers the slower side"))
+    from dataclasses import replace
+
+    # the queue is a fact of the trace; which side is slower was decided by compare (recorded with it)
+    def fact(holds: bool) -> Any:
+        return replace(v, holds=holds, method=f"queue read from the trace; slower side by {v.method}")
+
+    if side == "backend":
+        return lesson.check("the backend is the slower side here (CPU per op), so the queue of issued ops fills",
+                            fact(q >= n / 2), shown=shown,
+                            otherwise=(f"the frontend did not get far ahead although the workers did more work per op: "
+                                       f"the backend took ops as they came{ran}; {cpus_clause(r.machine)}. On a busy CPU "
+                                       "the frontend itself waits for the CPU between pushes; rerun, or use larger ops."))
     short = max(10, n // 10)
-    return lesson.check("the frontend is the slower side here, so the queue stays short", bool(q <= short),
+    return lesson.check("the frontend is the slower side here (CPU per op), so the queue stays short", fact(q <= short),
                         shown=shown,
                         otherwise=(f"the queue reached {q} > {short} ops: the worker did not run while the frontend "
                                    f"issued{ran}; " + (f"with {cpus_clause(r.machine)}, the two threads did not have a "

@@ -305,36 +305,49 @@ def checks(r: BlockersResult) -> list[lesson.Check]:
     """Whether the notebook's lessons held on this run, from its numbers only."""
     from .asynchrony import machine_words
 
+    from d2l_async._verdict import compare, similar
+
     out = []
     a, i = r.book_style["asnumpy"].min, r.book_style["item"].min
     runs = min(len(r.book_style["asnumpy"].raw), len(r.book_style["item"].raw))
     conv = max(r.cost("asnumpy"), r.cost("item"))
     out.append(lesson.check(
         "in the book's experiment the product dominates: the conversion adds little",
-        conv < 0.2 * min(a, i),
+        # the conversion under a fifth of the product; one number each, so decided beyond a factor 2 of that
+        compare(max(conv, 1e-9), min(a, i), by=0.2) if min(a, i) > 0 else False,
         shown=f"product + conversion {a * 1e3:.2f} ms (asnumpy) and {i * 1e3:.2f} ms (item), fastest of {runs} "
               f"runs each; a conversion alone adds {_us(conv)}",
         otherwise=(f"the {r.size}x{r.size} product took only ~{min(a, i) * 1e3:.2f} ms here, so the conversion's "
                    f"{_us(conv)} is not small beside it ({machine_words(r.machine)}). Use a larger matrix "
-                   "(quick mode shrinks it).")))
-    ratio = i / a if a > 0 else float("inf")
+                   "(quick mode shrinks it)."),
+        unclear=(f"the conversion's {_us(conv)} is between a tenth and two fifths of the product "
+                 f"(~{min(a, i) * 1e3:.2f} ms): one estimate each cannot say whether it is under a fifth. A larger "
+                 "matrix makes the product dominate clearly")))
+    # One measurement for one named ratio (issue 20, C5): the medians, as the notebook prints them,
+    # decided against the spread of the repeats.
     am, im = r.book_style["asnumpy"].median, r.book_style["item"].median
+    ratio = im / am if am > 0 else float("inf")
     spread = max(r.book_style["asnumpy"].iqr / am if am else 0, r.book_style["item"].iqr / im if im else 0)
     out.append(lesson.check(
         "item and asnumpy cost about the same: both wait for the same product",
-        0.8 <= ratio <= 1.25,
-        shown=f"item / asnumpy = {ratio:.2f}, fastest runs (the book's 0.0445 s / 0.0340 s = 1.31, one run each)",
-        otherwise=(f"the two runs differ by {abs(ratio - 1):.0%}, while each varied by up to {spread:.0%} "
-                   f"between repeats ({machine_words(r.machine)}): other work on the CPU moved the timings. "
-                   "Rerun, or raise repeat.")))
+        similar(r.book_style["item"].raw, r.book_style["asnumpy"].raw, tolerance=0.25),
+        shown=f"item / asnumpy = {ratio:.2f}, medians of {runs} runs each (the book's 0.0445 s / 0.0340 s = 1.31, "
+              "one run each)",
+        otherwise=(f"the two differ by {abs(ratio - 1):.0%} beyond their spread (each varied by up to {spread:.0%} "
+                   f"between repeats; {machine_words(r.machine)}): other work on the CPU moved one of them. "
+                   "Rerun, or raise repeat."),
+        unclear=(f"each varied by up to {spread:.0%} between repeats ({machine_words(r.machine)}), as much as they "
+                 "differ: raise repeat, or rerun on a quieter machine")))
     n_loop = max(1, r.steps // 4)
     every, once = r.every_step.median, r.once_at_end.median
     out.append(lesson.check(
         "converting the loss every step is slower than converting once at the end",
-        every >= 1.1 * once,
+        compare(r.every_step.raw, r.once_at_end.raw, less=False),
         shown=f"every step {every * 1e3:.2f} ms vs once at the end {once * 1e3:.2f} ms "
-              f"({every / once:.2f}x, {n_loop} steps)",
-        otherwise=_every_step_reason(r, once / n_loop)))
+              f"({every / once:.2f}x, medians, {n_loop} steps)",
+        otherwise=_every_step_reason(r, once / n_loop),
+        unclear=_every_step_reason(r, once / n_loop) + " The two runs overlap within their spread.",
+    ))
     return out
 
 

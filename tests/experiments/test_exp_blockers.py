@@ -68,14 +68,15 @@ def test_checks_hold_on_the_books_shape():
 
     c = B.checks(_fake(0.030, 0.031, 0.050, 0.020))
     assert [x.holds for x in c] == [True, True, True]
-    assert "item / asnumpy = 1.03" in c[1].shown and "2.50x, 50 steps" in c[2].shown
+    assert "item / asnumpy = 1.03" in c[1].shown and "2.50x, medians, 50 steps" in c[2].shown
 
 
 def test_checks_explain_what_did_not_hold():
     from d2l_async.experiments import blockers as B
 
-    c = B.checks(_fake(0.0001, 0.0003, 0.021, 0.020, per_call_us=50))
+    c = B.checks(_fake(0.0001, 0.0003, 0.019, 0.020, per_call_us=50))
     assert [x.holds for x in c] == [False, False, False]
+    assert all(x.decided_by for x in c)
     assert all(x.explained for x in c)
     assert "Use a larger matrix" in c[0].otherwise and "differ by 200%" in c[1].otherwise
     assert "400 µs" in c[2].otherwise and "no CPU to themselves" in c[2].otherwise  # 20 ms over 50 steps
@@ -102,3 +103,19 @@ def test_report_check_reads_the_block_events():
     assert c.holds and "5 source lines" in c.shown and "waitall" not in c.shown
     short = B.report_check(Trace.from_events(ev[:3], lanes), expected=5, size=300)
     assert not short.holds and short.explained and "300x300" in short.otherwise
+
+
+def test_c5_one_ratio_one_measurement():
+    """Issue 20, C5: the notebook printed item / asnumpy 0.50 from medians and the check 0.66 from the
+    fastest runs; the check now uses the medians, decided against their spread."""
+    from d2l_async.experiments import blockers as B
+    from d2l_async.experiments._common import make_measurement as mm
+
+    r = _fake(0.030, 0.031, 0.050, 0.020)
+    r = B.BlockersResult(r.per_call, r.baseline, {"asnumpy": mm("a", [0.059, 0.060, 0.061]),
+                                                  "item": mm("i", [0.029, 0.030, 0.031])},
+                         *[getattr(r, f) for f in ("every_step", "once_at_end", "report", "trace", "steps", "size",
+                                                   "backend", "device", "virtual", "machine")])
+    same = B.checks(r)[1]
+    assert "item / asnumpy = 0.50" in same.shown  # 0.030 / 0.060: the medians the notebook prints
+    assert same.holds is False and same.decided_by.startswith("similar:")
