@@ -5,6 +5,8 @@ torch is imported only when a capture starts.
 
 from __future__ import annotations
 
-from ._profiler import CAPTURE_SYNC_SOURCE, Capture, capture, label_final_sync
+from ._profiler import (BLOCKING_COPY_REASON, CAPTURE_SYNC_SOURCE, Capture, blocking_copies, capture,
+                        label_block_sources, label_final_sync, synchronize_all)
 
-__all__ = ["CAPTURE_SYNC_SOURCE", "Capture", "capture", "label_final_sync"]
+__all__ = ["BLOCKING_COPY_REASON", "CAPTURE_SYNC_SOURCE", "Capture", "blocking_copies", "capture",
+           "label_block_sources", "label_final_sync", "synchronize_all"]

@@ -28,7 +28,7 @@ from typing import Any
 
 from ._model import Kind
 
-__all__ = ["CATEGORIES", "SKIPPED_CATEGORIES", "LAUNCH_CALLS", "SYNC_CALLS", "COLLECTIVE_CATEGORY",
+__all__ = ["CATEGORIES", "SKIPPED_CATEGORIES", "LAUNCH_CALLS", "SYNC_CALLS", "BLOCKING_COPIES", "COLLECTIVE_CATEGORY",
            "UnplacedDeviceEvents", "category", "device_prefix", "device_names", "metadata", "unplaced"]
 
 FRONT, BACK = 0, 1
@@ -73,6 +73,8 @@ SKIPPED_CATEGORIES = frozenset({
 #: (``TraceSymbolTable.get_runtime_launch_events_query``), so queue lengths agree with it.
 LAUNCH_CALLS = frozenset({
     "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync",
+    # the driver's extended launch: Triton and cuBLASLt kernels on CUDA 12 (issue 18; not in HTA 0.5.0's list)
+    "cuLaunchKernelEx",
     # ROCm builds of PyTorch
     "hipLaunchKernel", "hipExtModuleLaunchKernel", "hipMemcpyAsync", "hipMemsetAsync", "hipMemcpyWithStream",
     # MTIA
@@ -85,6 +87,9 @@ SYNC_CALLS = frozenset({
     "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cuMemcpyDtoH", "cuMemcpyHtoD",
     "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize", "hipMemcpy",
 })
+#: Ends of ``gpu_memcpy`` names whose ``cudaMemcpyAsync`` holds the CPU until the copy is done: CUDA cannot
+#: copy asynchronously into unpinned (pageable) host memory (issue 18; used by d2l_async.capture).
+BLOCKING_COPIES = ("(Device -> Pageable)",)
 #: process labels of device processes (``GPU 0``, ``MTIA 9``)
 _DEVICE_PROCESS = ("GPU", "MTIA", "XPU", "HPU")
 #: MTIA's device events that move data (the rest are kernels)

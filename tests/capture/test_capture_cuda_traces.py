@@ -1,0 +1,131 @@
+"""The CUDA side of ``d2l_async.capture`` on synthetic Kineto traces, without a GPU (issue 18).
+
+``Capture(device="cuda:N")`` runs here against a stand-in for torch's CUDA and profiler: the stand-in
+profiler writes a synthetic Kineto file of a CUDA run (tests/_cuda_traces.py), so the capture's own
+steps -- the synchronizes around the body, reading the file, the facts it adds -- run for real.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from d2l_async.analysis import blocked_time, queue_length_summary  # noqa: E402
+from d2l_async.capture import (BLOCKING_COPY_REASON, CAPTURE_SYNC_SOURCE, Capture, blocking_copies,  # noqa: E402
+                               label_block_sources, synchronize_all)
+from d2l_async.trace import LAUNCH_CALLS, Kind  # noqa: E402
+
+from .. import _cuda_traces as C  # noqa: E402
+
+
+class FakeCuda:
+    """torch.cuda and torch._C as a two-GPU machine shows them; records each synchronize."""
+
+    def __init__(self, contexts=(True, True)):
+        self.contexts = contexts
+        self.synced: list = []
+
+    def install(self, monkeypatch):
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+        monkeypatch.setattr(torch.cuda, "device_count", lambda: len(self.contexts))
+        monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: self.synced.append(device))
+        monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+        monkeypatch.setattr(torch.cuda, "get_device_name", lambda index=None: "NVIDIA H200")
+        monkeypatch.setattr(torch._C, "_cuda_hasPrimaryContext", lambda i: self.contexts[i], raising=False)
+
+
+def test_synchronize_all_waits_for_every_gpu_in_use_and_creates_no_context(monkeypatch):
+    fake = FakeCuda(contexts=(True, False, True))
+    fake.install(monkeypatch)
+    assert synchronize_all(torch) == [0, 2]
+    assert fake.synced == [0, 2]  # cuda:1 has no context: nothing queued there, and no context made
+
+
+def test_capture_on_the_second_gpu_synchronizes_both(monkeypatch, tmp_path):
+    """Finding 7: Capture("cuda:1") (or multi-GPU code) must wait for every GPU before it stops."""
+    fake = FakeCuda()
+    fake.install(monkeypatch)
+    written = C.KinetoFile(("NVIDIA H200", "NVIDIA H200"))
+    written.kernel(10, 4, 20, 100, device=1)
+    written.sync("cudaDeviceSynchronize", 20, 102, device=1)
+    document = written.document()
+
+    class FakeProfile:
+        def __init__(self, activities, record_shapes=False):
+            self.activities = activities
+
+        def __enter__(self):
+            fake.synced.append("profiler on")
+            return self
+
+        def __exit__(self, *exc):
+            fake.synced.append("profiler off")
+
+        def export_chrome_trace(self, path):
+            import json
+
+            with open(path, "w") as f:
+                json.dump(document, f)
+
+    monkeypatch.setattr(torch.profiler, "profile", FakeProfile)
+    with Capture(device="cuda:1") as cap:
+        pass
+    assert fake.synced == [0, 1, "profiler on", 0, 1, "profiler off"]
+    t = cap.trace
+    assert t.meta["source"] == "cuda" and t.meta["device"] == "NVIDIA H200"
+    assert len(t.where(kind="kernel")) == 1 and t.backend_lanes[0].device == "cuda:1"
+
+
+def test_a_copy_to_pageable_memory_is_a_wait_not_a_launch(tmp_path):
+    """Finding 8: cudaMemcpyAsync into pageable memory holds the CPU until the copy is done."""
+    t = blocking_copies(C.blocker_demo(tmp_path))
+    copies = t.where(kind="copy")
+    assert len(copies) == 6
+    calls = t.where(kind="block")
+    held = calls["reason"] == BLOCKING_COPY_REASON
+    assert int(held.sum()) == 6
+    assert np.isin(copies["flow"], calls["flow"][held]).all()
+    assert "cudaMemcpyAsync" not in set(t.where(kind="launch")["name"])
+    by = blocked_time(t).set_index("reason")["total"]
+    assert by[BLOCKING_COPY_REASON] == pytest.approx(6 * 30e-6) and by["cudaStreamSynchronize"] == pytest.approx(6 * 4e-6)
+
+
+def test_copies_to_pinned_memory_and_to_the_device_stay_launches(tmp_path):
+    f = C.KinetoFile()
+    f.memcpy(10, 3, 20, 5, what="HtoD (Pinned -> Device)", nbytes=1 << 20)
+    f.memcpy(15, 3, 30, 5, what="DtoH (Device -> Pinned)", nbytes=1 << 20)
+    t = blocking_copies(f.trace(tmp_path))
+    assert list(t.where(kind="launch")["name"]) == ["cudaMemcpyAsync", "cudaMemcpyAsync"]
+    assert len(queue_length_summary(t)) == 1
+
+
+def test_each_wait_names_the_aten_op_that_made_it(tmp_path):
+    """Low item: the CUDA blocker figure was one "(unknown)" bar (a CUDA capture has no source line)."""
+    t = label_block_sources(blocking_copies(C.blocker_demo(tmp_path)))
+    blocks = t.where(kind="block")
+    sources = set(blocks["source"].tolist())
+    assert {"aten::item", "aten::_to_copy", "aten::is_nonzero", "aten::_local_scalar_dense"} <= sources
+    assert CAPTURE_SYNC_SOURCE in sources  # the capture's own keeps its label
+    assert "" not in sources
+    assert "(unknown)" not in set(blocked_time(t, by="source")["source"])
+
+
+def test_a_driver_extended_launch_fills_the_queue(tmp_path):
+    """Low item: cuLaunchKernelEx (Triton, cuBLASLt on CUDA 12) is a launch call."""
+    assert "cuLaunchKernelEx" in LAUNCH_CALLS
+    t = C.two_gpu_products(tmp_path, ops=6, call="cuLaunchKernelEx")
+    launches = t.where(kind="launch")
+    assert list(set(launches["name"])) == ["cuLaunchKernelEx"] and len(launches) == 12
+    q, ref = queue_length_summary(t), queue_length_summary(C.two_gpu_products(tmp_path, ops=6))
+    assert set(q["device"]) == {"cuda:0", "cuda:1"} and q["max"].min() >= 1
+    assert q["count"].tolist() == ref["count"].tolist() and q["max"].tolist() == ref["max"].tolist()
+
+
+def test_the_capture_adds_the_cuda_facts_in_one_place(tmp_path):
+    from d2l_async.capture._profiler import label_final_sync
+
+    raw = C.blocker_demo(tmp_path)
+    t = label_block_sources(blocking_copies(label_final_sync(raw)))
+    assert int((t["kind"] == Kind.BLOCK.value).sum()) == int((raw["kind"] == Kind.BLOCK.value).sum()) + 6
