@@ -54,13 +54,14 @@ import torch
 
 from ..engine._deps import split_access
 from ..engine._observer import Recorder
-from ..engine._op import EngineOp, EngineVar
+from ..engine._guard import observer_failed as _observer_failed
+from ..engine._op import _READY, EngineOp, EngineVar
 from ..engine._scheduler import Scheduler
 from ..trace import Trace
 from ._meta import MetaCache, compute_specs, meta_of
 from ._schema import func_info
 from ._state import capture, enter
-from ._sync import SyncPaths, answer_query, dispatch_any, run_eager
+from ._sync import ESCAPE, SyncPaths, answer_query, dispatch_any, run_eager
 from ._tensor import AsyncTensor, set_dispatch
 
 __all__ = ["AsyncRuntime", "dispatch_any", "CACHE"]
@@ -74,6 +75,16 @@ _make = AsyncTensor.make
 
 def _real(a: Any) -> Any:
     return a._real if type(a) is AsyncTensor else a
+
+
+class RngVar(EngineVar):
+    """The global generator's variable: it orders random ops and never holds an error.  A random
+    op that fails (``torch.randn(-1)``) leaves the generator as it was, as in eager torch; its
+    error is its output's, raised once at the next blocking point -- before, every later random
+    op of the block failed with it, even after ``manual_seed`` (issue 19, item 9)."""
+
+    __slots__ = ()
+    error = property(lambda self: None, lambda self, value: None)
 
 
 def _run_op(op: EngineOp) -> None:
@@ -113,7 +124,7 @@ class AsyncRuntime(SyncPaths, Scheduler):
         self._next = 0
         super().__init__(devices=("cpu:0",), workers=workers, thread_init=lambda: torch.set_num_threads(n))
         self._dev = self._device(None)
-        self._rng = EngineVar("RNG")
+        self._rng = RngVar("RNG")
         self._plain: dict[int, EngineVar] = {}
         self._labels = itertools.count()
         self._plain_lock = threading.Lock()
@@ -124,13 +135,36 @@ class AsyncRuntime(SyncPaths, Scheduler):
 
     # -- program order with one worker --------------------------------------------------------
     def _ready(self, op: EngineOp, obs: tuple) -> None:
-        if not self._fifo:
+        if op.fn is ESCAPE:  # memory escapes (.numpy()): first in line, it runs nothing
+            self._ready_first(op, obs)
+            if not self._fifo:
+                return
+            op_id, op = op.id, None  # its place in program order is passed
+        elif not self._fifo:
             return super()._ready(op, obs)
+        else:
+            op_id = op.id
         held = self._held  # lock held: hand ops out in push (id) order
-        held[op.id] = op
+        held[op_id] = op
         while self._next in held:
-            super()._ready(held.pop(self._next), obs)
+            o = held.pop(self._next)
             self._next += 1
+            if o is not None:
+                super()._ready(o, obs)
+
+    def _ready_first(self, op: EngineOp, obs: tuple) -> None:
+        """Queue ``op`` ahead of the ready ops (lock held): a wait for the data, not work."""
+        op.state = _READY
+        dev = op.device
+        dev.queue.appendleft(op)
+        for f in obs:
+            try:
+                f(op)
+            except Exception as exc:  # noqa: BLE001 - an observer must not kill a worker
+                _observer_failed(exc)
+        if dev.idle:
+            dev.cond.notify()
+            dev.idle -= 1
 
     # -- variables ---------------------------------------------------------------------------
     def _var_new(self) -> EngineVar:
@@ -189,7 +223,7 @@ class AsyncRuntime(SyncPaths, Scheduler):
                 key.append((t, a))
             elif isinstance(a, torch.Tensor):
                 slow = slow or self._check_plain(a, i in wpos)
-                key.append(("plain", meta_of(a)))
+                key.append(None if slow else ("plain", meta_of(a)))
                 leaves.append(a)
                 written.append(i in wpos)
             elif t is list or t is tuple:
@@ -202,7 +236,7 @@ class AsyncRuntime(SyncPaths, Scheduler):
                             sub.append(b._m)
                         else:
                             slow = slow or self._check_plain(b, i in wpos)
-                            sub.append(("plain", meta_of(b)))
+                            sub.append(None if slow else ("plain", meta_of(b)))
                         leaves.append(b)
                         written.append(i in wpos)
                     else:
@@ -220,7 +254,7 @@ class AsyncRuntime(SyncPaths, Scheduler):
                         key.append((name, a._m))
                     else:
                         slow = slow or self._check_plain(a, w)
-                        key.append((name, "plain", meta_of(a)))
+                        key.append(None if slow else (name, "plain", meta_of(a)))
                     leaves.append(a)
                     written.append(w)
                 elif type(a) in (list, tuple):
@@ -318,6 +352,8 @@ class AsyncRuntime(SyncPaths, Scheduler):
         """Why a plain tensor argument makes the op leave the fast path ("" if it does not)."""
         if t.device.type != "cpu":
             return "cuda"
+        if t.is_nested or t.layout is not torch.strided:  # no meta kernels, no sizes to cache
+            return f"a {'nested' if t.is_nested else str(t.layout).replace('torch.', '')} tensor"
         if written:
             return "write to a plain tensor"
         return ""

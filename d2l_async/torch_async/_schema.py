@@ -93,7 +93,9 @@ def _compute(func) -> FuncInfo:
     query = non_tensor and any(w in name for w in _QUERY_WORDS) and not write_pos and not write_kw
     sync = ""
     if not query:
-        if non_tensor:
+        if name == "set_":  # shares another storage (torch.load's rebuild): vars follow, see _sync
+            sync = "set_"
+        elif non_tensor:
             sync = "item" if name == "_local_scalar_dense" else name
         elif torch.Tag.dynamic_output_shape in tags:
             sync = f"data-dependent shape: {name}"

@@ -25,7 +25,7 @@ from ._schema import _CACHE as _INFO, func_info
 from ._state import capture, enter
 from ._tensor import AsyncTensor
 
-__all__ = ["SyncPaths", "answer_query", "run_eager", "dispatch_any"]
+__all__ = ["SyncPaths", "answer_query", "run_eager", "dispatch_any", "ESCAPE"]
 
 aten = torch.ops.aten
 _make = AsyncTensor.make
@@ -33,6 +33,10 @@ _make = AsyncTensor.make
 
 def _real(a: Any) -> Any:
     return a._real if type(a) is AsyncTensor else a
+
+
+def ESCAPE(op: EngineOp) -> None:  # noqa: N802 - a marker, compared by identity
+    """The op behind an escape (``.numpy()``): it runs nothing; being granted is its point."""
 
 
 def _run_sync_op(op: EngineOp) -> None:
@@ -112,6 +116,16 @@ class SyncPaths:
                 self._unreported = [o for o in self._unreported if o is not op and o.error is not exc]
             raise deferred(exc, f"{info.name!r}, run synchronously ({reason})") from exc
         res = holder[0]
+        if info.meta_changing:  # set_, resize_, t_: the wrappers follow their data's new metadata
+            for t, w in zip(leaves, written):
+                if w and type(t) is AsyncTensor and t._real is not None:
+                    t._m = meta_of(t._real)
+            if info.name == "set_" and len(leaves) > 1 and type(leaves[0]) is AsyncTensor:
+                # x.set_(y): x now shares y's storage, so x's readers and y's writers must order
+                # through one variable (they raced on 2 workers, issue 19 item 8)
+                x, y = leaves[0], leaves[1]
+                x._var = self._leaf_var(y)
+                x._own = y._own if type(y) is AsyncTensor else None
         by_real = {}
         for t in leaves:
             real = _real(t)
@@ -124,8 +138,8 @@ class SyncPaths:
             same = by_real.get(id(res))
             if same is not None:
                 return same
-            if res.device.type != "cpu":
-                return res
+            if res.device.type != "cpu" or res.is_nested or res.layout is not torch.strided:
+                return res  # nested and sparse tensors stay plain: their ops run synchronously
             ptr = res.untyped_storage().data_ptr()
             for t in leaves:
                 real = _real(t)
@@ -154,6 +168,18 @@ class SyncPaths:
         if t._real is None:
             raise RuntimeError(f"{reason}: this asynchronous tensor was never computed (its block ended early)")
         return t._real
+
+    def escape(self, t: AsyncTensor, reason: str) -> torch.Tensor:
+        """``value``, for memory that escapes (``.numpy()``, ``__array__``, ``__dlpack__``): also
+        wait for the queued *readers* of ``t``'s storage, so a write through the escaped memory
+        is never seen by an op queued before it (issue 19, item 6).  An op that writes the
+        storage and runs nothing does it by the engine's own rules; it jumps the ready queue."""
+        if not self.closed:
+            reads = (t._own,) if t._own is not None else ()
+            op = EngineOp(reason, "op", ESCAPE, ESCAPE, None, reads, (t._var,), self._dev, 0, None)
+            self._submit(op, 4)
+            self._wait_op(op, reason)
+        return self.value(t, reason)
 
     def wait_rng(self, reason: str = "RNG state") -> None:
         """Block until every queued random op has drawn its numbers (before the state changes)."""

@@ -78,10 +78,11 @@ class AsyncTensor(torch.Tensor):
         """Wait for this tensor's data (and every write to its storage queued so far)."""
         return self._rt.value(self, reason)
 
-    def _read(self, reason: str, fn: Callable[[torch.Tensor], Any]) -> Any:
+    def _read(self, reason: str, fn: Callable[[torch.Tensor], Any], escapes: bool = False) -> Any:
         """``fn(data)`` once the data is there, with no dispatch mode active: torch's own
-        ``numpy()``/``tolist()`` call ops (``detach``) that must not be queued."""
-        real = self._rt.value(self, reason)
+        ``numpy()``/``tolist()`` call ops (``detach``) that must not be queued.  ``escapes``: the
+        memory itself is handed out, so queued readers are waited for too (``rt.escape``)."""
+        real = self._rt.escape(self, reason) if escapes else self._rt.value(self, reason)
         from torch.utils._python_dispatch import _disable_current_modes
         with _disable_current_modes():
             return fn(real)
@@ -102,10 +103,10 @@ class AsyncTensor(torch.Tensor):
     def numpy(self, *, force: bool = False):
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
-        return self._read("numpy", lambda r: r.numpy(force=force))
+        return self._read("numpy", lambda r: r.numpy(force=force), escapes=True)
 
     def __array__(self, dtype: Any = None, copy: Any = None):
-        arr = self._read("numpy", lambda r: r.detach().numpy())
+        arr = self._read("numpy", lambda r: r.detach().numpy(), escapes=True)
         return arr if dtype is None else arr.astype(dtype, copy=False)
 
     def tolist(self):
@@ -113,7 +114,7 @@ class AsyncTensor(torch.Tensor):
 
     def __dlpack__(self, *args: Any, **kwargs: Any):
         # numpy.from_dlpack and friends read the memory directly: hand them the data, once it is there
-        return self._read("dlpack", lambda r: r.__dlpack__(*args, **kwargs))
+        return self._read("dlpack", lambda r: r.__dlpack__(*args, **kwargs), escapes=True)
 
     def __reduce_ex__(self, proto: int):
         # pickled (torch.save, multiprocessing) as the plain tensor it holds
