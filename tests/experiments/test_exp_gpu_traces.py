@@ -78,3 +78,64 @@ def test_barrier_checks_keep_the_overlap_lesson_on_cuda(tmp_path):
         waitall_next=1.7e-3, wait_to_read_next=60e-6)
     checks = barriers.checks(r)
     assert [c.holds for c in checks] == [True, True], [c.shown for c in checks]
+
+
+# -- finding 9: blockers on CUDA ---------------------------------------------------------------------------
+def _blockers_cuda(book_a, book_i, every, once, size=1000):
+    from d2l_async._machine import Machine
+    from d2l_async.experiments import blockers as B
+    from d2l_async.experiments._common import make_measurement as mm
+
+    base = mm("no blocker", [8e-6, 8.1e-6, 8.2e-6])
+    per = {k: mm(k, [30e-6, 31e-6, 32e-6]) for k in B.BLOCKERS}
+    m = Machine(16.0, 16, None, 16, 0.5, 2**37, None, ("NVIDIA H200",), busy_cpus=0.2)
+    spread = (0.99, 1.0, 1.01)
+    return B.BlockersResult(per, base, {"asnumpy": mm("a", [book_a * f for f in spread]),
+                                        "item": mm("i", [book_i * f for f in spread])},
+                            mm("every", [every * f for f in spread]), mm("once", [once * f for f in spread]), (),
+                            None, 1000, size, "cuda", "NVIDIA H200", False, m)
+
+
+def test_once_at_the_end_is_one_copy_to_the_host():
+    """"Convert once at the end" must be one device-to-host copy, not one float() per loss."""
+    torch = pytest.importorskip("torch")
+    from torch.overrides import TorchFunctionMode
+
+    from d2l_async.experiments import blockers as B
+
+    class Conversions(TorchFunctionMode):
+        def __init__(self):
+            super().__init__()
+            self.n = 0
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            name = getattr(func, "__name__", "")
+            if name in ("__float__", "item", "tolist", "cpu", "numpy", "to"):
+                self.n += 1
+            return func(*args, **(kwargs or {}))
+
+    losses = [torch.tensor(float(i)) for i in range(50)]
+    with Conversions() as mode:
+        values = B.gather_once(losses)
+    assert values == [float(i) for i in range(50)] and mode.n == 1
+
+
+def test_item_vs_asnumpy_on_cuda_is_explained_by_the_copy_not_the_cpu():
+    from d2l_async.experiments import blockers as B
+
+    item_vs = B.checks(_blockers_cuda(book_a=1.3e-3, book_i=0.15e-3, every=9e-3, once=2e-3))[1]
+    assert not item_vs.holds and item_vs.explained
+    why = item_vs.otherwise
+    assert "4.0 MB" in why and "4 bytes" in why and "pageable" in why
+    assert "other work on the CPU" not in why
+
+
+def test_every_step_on_cuda_is_explained_in_cudas_terms():
+    from d2l_async.experiments import blockers as B
+
+    every = B.checks(_blockers_cuda(book_a=1.3e-3, book_i=1.2e-3, every=2.0e-3, once=2.0e-3))[2]
+    assert not every.holds
+    text = every.otherwise + " " + (getattr(every, "unclear", "") or "")
+    assert "launch" in text and "GPU" in text
+    for cpu_word in ("worker", "thread", "GIL", "interpreter lock", "spare core"):
+        assert cpu_word not in text, cpu_word
