@@ -254,6 +254,8 @@ class IndependenceResult:
         modelled: the model's speed and overruns (``trace.meta["modelled"]``), or None.
         independent_cpu_seconds: this process's CPU time during the independent chains (median):
             about ``workers`` times the wall time when thread-workers really ran side by side.
+        independent_runs, dependent_runs: every timed run (the medians' samples; lesson checks
+            decide against their spread).
     """
 
     workers: int
@@ -270,6 +272,8 @@ class IndependenceResult:
     facts: Any = None
     modelled: Any = None
     independent_cpu_seconds: float = float("nan")
+    independent_runs: tuple[float, ...] = ()
+    dependent_runs: tuple[float, ...] = ()
 
     @property
     def speedup(self) -> float:
@@ -344,7 +348,7 @@ def run_independent_vs_dependent(
                                       t_ind.with_meta(device=label, virtual=True, experiment="independent"),
                                       t_dep.with_meta(device=label, virtual=True, experiment="dependent"),
                                       label, True, backend, facts, t_ind.meta.get("modelled"),
-                                      statistics.median(ind_cpu)))
+                                      statistics.median(ind_cpu), tuple(ind_runs), tuple(dep_runs)))
     return tuple(out)
 
 

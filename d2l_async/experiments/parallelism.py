@@ -79,6 +79,7 @@ class TwoDeviceResult:
         modelled: device -> the model's speed and overruns (``trace.meta["modelled"]``), or None.
         concurrent_cpu_seconds: this process's CPU time during the concurrent run (median; NaN on
             GPUs): about twice the wall time when two thread-devices really ran side by side.
+        concurrent_runs, serialized_runs: every timed run (the medians' samples).
     """
 
     concurrent_seconds: float
@@ -94,6 +95,8 @@ class TwoDeviceResult:
     facts: RunFacts | None = None
     modelled: Mapping[str, Any] | None = None
     concurrent_cpu_seconds: float = float("nan")
+    concurrent_runs: tuple[float, ...] = ()
+    serialized_runs: tuple[float, ...] = ()
 
     @property
     def speedup(self) -> float:
@@ -135,8 +138,8 @@ def run_two_devices(
         concurrent, serialized = _two_device_programs(mats, devs, ops, barrier=torch.cuda.synchronize)
 
         concurrent()
-        t_c = statistics.median(_timed(concurrent) for _ in range(repeat))
-        t_s = statistics.median(_timed(serialized) for _ in range(repeat))
+        times = {"c": [_timed(concurrent) for _ in range(repeat)], "s": [_timed(serialized) for _ in range(repeat)]}
+        t_c, t_s = statistics.median(times["c"]), statistics.median(times["s"])
         tr_c, tr_s = capture(concurrent, device="cuda"), capture(serialized, device="cuda")
     else:
         from d2l_async.engine import ThreadedEngine
@@ -168,7 +171,7 @@ def run_two_devices(
     return TwoDeviceResult(t_c, t_s, tr_c.with_meta(**meta, mode="concurrent"),
                            tr_s.with_meta(**meta, mode="serialized"), devs, ops, size, setup.backend,
                            setup.device, setup.virtual, facts, tr_c.meta.get("modelled"),
-                           cpu_c if setup.backend != "cuda" else float("nan"))
+                           cpu_c if setup.backend != "cuda" else float("nan"), tuple(times["c"]), tuple(times["s"]))
 
 
 def _two_device_programs(
