@@ -17,9 +17,12 @@ from .. import _cuda_traces as C
 
 
 def _two(tc, ts, conc_ms=1.1, ser_ms=2.1):
+    spread = (0.99, 0.995, 1.0, 1.005, 1.01)  # five runs each, 1% apart: the GPUs' steady timings
     return SimpleNamespace(devices=("cuda:0", "cuda:1"), concurrent_seconds=conc_ms / 1e3,
                            serialized_seconds=ser_ms / 1e3, speedup=ser_ms / conc_ms, trace_concurrent=tc,
-                           trace_serialized=ts, facts=None, modelled=None, virtual=False)
+                           trace_serialized=ts, facts=None, modelled=None, virtual=False,
+                           concurrent_runs=tuple(conc_ms / 1e3 * f for f in spread),
+                           serialized_runs=tuple(ser_ms / 1e3 * f for f in spread))
 
 
 # -- finding 3: kernels are device work -------------------------------------------------------------------
