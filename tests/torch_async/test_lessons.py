@@ -12,7 +12,7 @@ M = SimpleNamespace(usable_cpus=1.0, load_avg=3.5)
 def test_returned_before_done():
     good = lessons.returned_before_done(0.002, 1.0, 0.9, 20, M)
     assert [c.holds for c in good] == [True, True]
-    bad = lessons.returned_before_done(0.5, 0.6, 0.2, 20, M)
+    bad = lessons.returned_before_done(0.5, 0.6, 0.1, 20, M)
     assert [c.holds for c in bad] == [False, False]
     assert all(c.explained and "load average 3.5" in c.otherwise for c in bad)
 
@@ -37,6 +37,22 @@ def test_blockers_recorded():
 
 def test_increments():
     assert [c.holds for c in lessons.increments(3.0, 0.3, 0.05, 10_000, M)] == [True, True]
-    bad = lessons.increments(0.3, 0.4, 0.5, 10_000, M)
+    bad = lessons.increments(0.3, 0.9, 2.0, 10_000, M)
     assert [c.holds for c in bad] == [False, False] and all(c.explained for c in bad)
-    assert "µs/op" in bad[0].shown
+    assert "µs/op" in bad[0].shown and all("compare:" in c.decided_by for c in bad)
+    # one run each, 1.5x apart: inside what one run can tell (2x): can't tell, not ✔
+    unsure = lessons.increments(0.3, 0.2, 0.05, 10_000, M)
+    assert unsure[0].holds is None and "less than 2x apart" in unsure[0].otherwise
+
+
+def test_one_stall_that_decides_is_named():
+    from d2l_async.trace import Lane, LaneRole, Trace
+
+    starts = [i * 20e-6 for i in range(50)] + [50 * 20e-6 + 0.3 + i * 20e-6 for i in range(50)]
+    trace = Trace.from_columns({"id": list(range(100)), "lane": ["frontend"] * 100, "kind": ["launch"] * 100,
+                                "name": ["push"] * 100, "start": starts, "end": [s + 5e-6 for s in starts]},
+                               [Lane("frontend", LaneRole.FRONTEND)], {})
+    stall, share = lessons.largest_stall(trace)
+    assert abs(stall - (0.3 + 20e-6)) < 1e-9 and share > 0.9
+    c = lessons.increments(0.3, 0.4, 0.05, 10_000, M, trace=trace)[0]
+    assert c.holds is None and "one stall of 300 ms" in c.otherwise and "garbage collector" in c.otherwise
