@@ -81,6 +81,26 @@ def _sync(ctx: RankContext) -> None:
         torch.cuda.synchronize()
 
 
+def _sync_stream(ctx: RankContext) -> None:
+    """Wait for this thread's current CUDA stream only: the matmul, not a collective in flight on NCCL's
+    own stream (a device-wide synchronize waits for both, so the matmul's time would include the
+    collective and "overlapping saved time" would always hold; issue 18, finding 5)."""
+    if ctx.backend == "nccl":
+        import torch
+
+        torch.cuda.current_stream().synchronize()
+
+
+def _ddp_options(ctx: RankContext) -> dict[str, Any]:
+    """``DistributedDataParallel``'s device arguments: the rank's own GPU on NCCL, none on the CPU."""
+    if ctx.backend != "nccl":
+        return {}
+    import torch
+
+    index = torch.device(ctx.device).index
+    return {"device_ids": [index], "output_device": index}
+
+
 def collective_rank(ctx: RankContext) -> dict[str, Any]:
     """``all_reduce`` of ``numel`` floats: blocking, then ``async_op=True`` with independent work.
 
@@ -117,7 +137,7 @@ def collective_rank(ctx: RankContext) -> dict[str, Any]:
         ret.append(time.perf_counter() - t0)
         completed += bool(work.is_completed())
         b = a @ a  # independent of x: may run while the collective is in flight
-        _sync(ctx)
+        _sync_stream(ctx)  # the matmul's stream only: the collective may still be running
         compute.append(time.perf_counter() - t0 - ret[-1])
         work.wait()  # the barrier for x alone
         _sync(ctx)
@@ -183,7 +203,8 @@ def training_rank(ctx: RankContext) -> dict[str, Any]:
     runs = []
     for s in settings:
         net = copy.deepcopy(base)
-        model = DDP(net, bucket_cap_mb=float(s.get("bucket_cap_mb", 25.0))) if s["mode"] == "bucketed" else net
+        model = (DDP(net, bucket_cap_mb=float(s.get("bucket_cap_mb", 25.0)), **_ddp_options(ctx))
+                 if s["mode"] == "bucketed" else net)
         opt = torch.optim.SGD(net.parameters(), lr=0.01)
         delay = float(s.get("delay_s", 0.0)) if ctx.rank == int(s.get("slow_rank", ctx.world_size - 1)) else 0.0
         runs.append((s, net, model, opt, delay))

@@ -29,3 +29,45 @@ def test_rank_info_all_reduces_a_tensor_on_the_ranks_device(monkeypatch):
     with pytest.raises(_Reduced):
         _fns.rank_info(RankContext(rank=0, world_size=1, backend="nccl", device="meta", trace_dir=None))
     assert seen == [torch.device("meta")]
+
+
+def test_the_nccl_matmul_is_timed_on_its_own_stream(monkeypatch):
+    """Finding 5: a device-wide synchronize after the matmul also waits for the collective in flight."""
+    from d2l_async.distributed import ranks
+
+    log: list[str] = []
+
+    class Work:
+        def is_completed(self):
+            return False
+
+        def wait(self):
+            log.append("wait")
+
+    class Stream:
+        def synchronize(self):
+            log.append("stream sync")
+
+    def all_reduce(x, async_op=False):
+        log.append("async all_reduce" if async_op else "all_reduce")
+        return Work() if async_op else None
+
+    monkeypatch.setattr(dist, "all_reduce", all_reduce)
+    monkeypatch.setattr(dist, "barrier", lambda *a, **k: None)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: log.append("device sync"))
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a, **k: Stream())
+    ctx = RankContext(rank=0, world_size=1, backend="nccl", device="cpu", trace_dir=None,
+                      options={"numel": 16, "size": 8, "repeats": 2})
+    ranks.collective_rank(ctx)
+    after = [log[i + 1] for i, e in enumerate(log[:-1]) if e == "async all_reduce"]
+    assert after[:2] == ["stream sync", "stream sync"], log  # the timed repeats: the matmul alone, then wait()
+    assert "device sync" in log  # the blocking call is still timed to the end of everything
+
+
+def test_ddp_gets_the_ranks_gpu_on_nccl_and_nothing_on_gloo():
+    from d2l_async.distributed.ranks import _ddp_options
+
+    nccl = RankContext(rank=1, world_size=2, backend="nccl", device="cuda:1", trace_dir=None)
+    gloo = RankContext(rank=1, world_size=2, backend="gloo", device="cpu", trace_dir=None)
+    assert _ddp_options(nccl) == {"device_ids": [1], "output_device": 1}
+    assert _ddp_options(gloo) == {}
