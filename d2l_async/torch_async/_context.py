@@ -115,6 +115,10 @@ def _patch() -> None:
             if fn is not None and not getattr(fn, "__wrapped_by_d2l_async__", False):
                 _patched[(torch, name)] = fn
                 setattr(torch, name, _setting_guard(fn))
+        from ._module import lazy_patches  # ._module imports this module
+        for owner, name, new in lazy_patches():
+            _patched[(owner, name)] = owner.__dict__[name]
+            setattr(owner, name, new)
         _patched[(torch, "compile")] = torch.compile
         torch.compile = _no_compile
 
