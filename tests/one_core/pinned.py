@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -72,6 +73,28 @@ class NotebookRun:
     @property
     def unexplained(self) -> tuple[lesson.Check, ...]:
         return tuple(c for c in self.checks if not c.explained)
+
+    @property
+    def contradictions(self) -> list[tuple[lesson.Check, lesson.Check]]:
+        """Pairs of this notebook's checks that disagree (:func:`d2l_async.lesson.contradictions`)."""
+        return lesson.contradictions(self.checks)
+
+    @property
+    def undecided_comparisons(self) -> tuple[lesson.Check, ...]:
+        """Checks that set two times against each other but were not decided by the spread helper."""
+        return tuple(c for c in self.checks if compares_times(c) and not c.decided_by)
+
+
+_TIME = r"\d[\d,.]*\s*(?:ns|µs|us|ms|s)\b"
+#: "12.0 ms ... vs ... 30.1 ms": a check whose numbers set one time against another.
+_COMPARISON = re.compile(_TIME + r".*?\bvs\.?\s.*?" + _TIME)
+
+
+def compares_times(c: lesson.Check) -> bool:
+    """Whether a check's numbers compare two times (``"... 1.2 ms vs 3.4 ms"``): such a claim must be
+    decided against the run's spread by :mod:`d2l_async._verdict` (issue 20), which records itself in
+    the check's ``decided_by``."""
+    return bool(_COMPARISON.search(c.shown))
 
 
 @contextlib.contextmanager

@@ -2,7 +2,9 @@
 
 That is roughly what a Binder reader gets (about one shared CPU).  A notebook fails when a cell
 errors, when it holds no lesson check (:mod:`d2l_async.lesson`), when a check is a ✘ without its
-explanation, or when the profiler's progress lines leak to its stderr.  Each notebook's checks are
+explanation, when the profiler's progress lines leak to its stderr, when two of its checks contradict
+each other (a speed-up credited where the machine verdict says none can show: issue 20), or when a
+check sets one time against another without deciding it against the run's spread.  Each notebook's checks are
 printed (``pytest -s`` shows them), so a ✘ with its reason is visible in the log.
 """
 
@@ -31,6 +33,12 @@ def test_notebook_on_one_busy_core(path):
     bad = [c.text for c in run.unexplained]
     assert not bad, f"{run.name}: a ✘ without its explanation (give otherwise=...): {bad}"
     assert not run.kineto_lines, f"{run.name}: profiler progress lines leaked to stderr: {run.kineto_lines[:2]}"
+    clash = [(m.text, s.text) for m, s in run.contradictions]
+    assert not clash, (f"{run.name}: a check credits a speed-up that the machine verdict says this machine cannot "
+                       f"show: {clash}")
+    undecided = [c.text for c in run.undecided_comparisons]
+    assert not undecided, (f"{run.name}: a check compares times without deciding against the run's spread "
+                           f"(use d2l_async._verdict.compare/trend as holds): {undecided}")
 
 
 def test_pinning_and_the_busy_neighbour_are_real():
@@ -68,3 +76,25 @@ def test_the_harness_sees_what_it_must_fail_on(tmp_path):
     assert len(bad.kineto_lines) == 1 and bad.affinity == (bad.cpu,)
     broken = run_pinned(notebook("broken.ipynb", "1 / 0"), busy=False, timeout=120)
     assert "ZeroDivisionError" in broken.error and not broken.checks
+    # issue 20: a speed-up credited against the machine verdict, and a comparison of times decided
+    # from one number each, are both seen
+    clash = run_pinned(notebook("clash.ipynb",
+                                "from d2l_async import lesson\n"
+                                "lesson.expect('a spare core per rank', False, shown='1 CPU', otherwise='one CPU', "
+                                "role='machine')\n"
+                                "lesson.expect('overlap shortens the step', 1.0 < 2.0, shown='1.0 ms vs 2.0 ms', "
+                                "role='speed-up')"), busy=False, timeout=120)
+    assert not clash.error and len(clash.contradictions) == 1
+    assert [c.name for c in clash.undecided_comparisons] == ["overlap shortens the step"]
+
+
+@pytest.mark.parametrize("shown, compares", [
+    ("1.0 ms vs 2.0 ms", True), ("30.0 µs/op synchronous vs 12.0 µs/op asynchronous", True),
+    ("next useful statement after 1.00 ms with z.wait_to_read() vs 9.00 ms with waitall()", True),
+    ("peak 1.2 MiB never vs 3 MiB", False), ("z.item() returned after 3 ms; synchronize() after 9 ms", False)])
+def test_a_comparison_of_times_is_recognised(shown, compares):
+    from d2l_async import lesson
+
+    from .pinned import compares_times
+
+    assert compares_times(lesson.check("x", True, shown=shown)) is compares
