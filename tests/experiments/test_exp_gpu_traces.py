@@ -142,3 +142,19 @@ def test_every_step_on_cuda_is_explained_in_cudas_terms():
     assert "launch" in text and "GPU" in text
     for cpu_word in ("worker", "thread", "GIL", "interpreter lock", "spare core"):
         assert cpu_word not in text, cpu_word
+
+
+# -- finding 6: the CUDA MLP is timed after a warm-up run -----------------------------------------------
+def test_the_cuda_mlp_times_its_second_run():
+    from d2l_async.experiments.mlp_parallel import timed_after_warmup
+
+    log: list[str] = []
+    ticks = iter([10.0, 10.5])
+
+    def clock():
+        log.append("clock")
+        return next(ticks)
+
+    seconds = timed_after_warmup(lambda: log.append("run"), lambda: log.append("reset"), clock=clock)
+    assert log == ["reset", "run", "reset", "clock", "run", "clock"]  # the first run is not timed
+    assert seconds == pytest.approx(0.5)
