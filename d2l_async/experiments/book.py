@@ -55,9 +55,9 @@ _NUMBERS = (
     BookNumber("blockers.item", 0.0445, "s", "scalar conversion: b = np.dot(a, a); b.sum().item() "
                "(includes the matrix product)", f"{_SECTION}, §13.2.2 Barriers and Blockers (MXNet)"),
     BookNumber("scheduling.threads_low", 4, "threads", "even regular laptops have 4 threads or more",
-               f"{_SECTION}, introduction (text, no measurement)"),
+               f"{_SECTION}, §13.2.3 Improving Computation (MXNet tab; text, no measurement)"),
     BookNumber("scheduling.threads_high", 256, "threads", "on multi-socket servers this number can exceed 256",
-               f"{_SECTION}, introduction (text, no measurement)"),
+               f"{_SECTION}, §13.2.3 Improving Computation (MXNet tab; text, no measurement)"),
 )
 
 #: key -> :class:`BookNumber`; read-only.
