@@ -44,12 +44,20 @@ STDOUT = _Stdout()
 
 
 def _cuda_devices(device: Any) -> list[Any]:
-    """The CUDA devices to synchronize: the given one, or all of them; [] without CUDA."""
+    """The CUDA devices to synchronize: the given one, or every one this process has used; [] without CUDA.
+
+    A GPU the process never touched has nothing queued, and synchronizing it would create a CUDA
+    context there (hundreds of MB of its memory, on every visible GPU; issue 18), so it is skipped.
+    """
     torch = sys.modules.get("torch")
     if torch is None or not torch.cuda.is_available():
         return []
     if device is None:
-        return [torch.device(f"cuda:{i}") for i in range(torch.cuda.device_count())]
+        if not torch.cuda.is_initialized():  # no CUDA work yet in this process: nothing to wait for
+            return []
+        has_context = getattr(torch._C, "_cuda_hasPrimaryContext", None)
+        return [torch.device(f"cuda:{i}") for i in range(torch.cuda.device_count())
+                if has_context is None or has_context(i)]
     dev = torch.device(device)
     return [dev] if dev.type == "cuda" else []
 
