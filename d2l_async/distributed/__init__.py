@@ -44,10 +44,10 @@ from ._overlap import RankComm, comm_overlap
 from .collective import CollectiveResult, run_collective
 from .collective import checks as collective_checks
 from .ranks import MODES, profiled
-from .training import TrainingResult, overlap_checks, run_overlap, run_straggler, straggler_checks
+from .training import TrainingResult, machine_check, overlap_checks, run_overlap, run_straggler, straggler_checks
 
 __all__ = [
     "BACKENDS", "CollectiveResult", "DistributedError", "LaunchResult", "MODES", "RankComm", "RankContext",
     "RankError", "RankTimeout", "TrainingResult", "Where", "collective_checks", "comm_overlap", "free_port",
-    "is_alive", "launch", "overlap_checks", "profiled", "run_collective", "run_overlap", "run_straggler", "straggler_checks",
+    "is_alive", "launch", "machine_check", "overlap_checks", "profiled", "run_collective", "run_overlap", "run_straggler", "straggler_checks",
 ]

@@ -65,9 +65,11 @@ def run_collective(*, ranks: int = 2, numel: int | None = None, size: int | None
 
     Args:
         ranks: processes (2-8).
-        numel: floats reduced; default 4M (quick mode 1M).
-        size: side of the independent matmul done while the collective is in flight; default 512
-            (quick mode 256).
+        numel: floats reduced; default ``1 << 20`` = 1,048,576 (4 MiB; quick mode ``1 << 18``).
+        size: side of the independent matmul done while the collective is in flight; default 640
+            (quick mode 384): sized so the product takes at least as long as the reduction (issue 20:
+            with 4M floats and a 512 product, a 3 ms product was set against a 27 ms all-reduce,
+            so overlap could never save time).
         repeats: timed repeats; default 5 (quick 2).
         backend: ``"auto"`` (NCCL when every rank has a GPU, else gloo), ``"gloo"`` or ``"nccl"``.
         timeout: seconds before every rank is ended.
@@ -76,8 +78,8 @@ def run_collective(*, ranks: int = 2, numel: int | None = None, size: int | None
         ValueError: bad sizes or backend.  RankError / RankTimeout: see :func:`launch`.
     """
     ranks = _int("ranks", ranks, 2, 8)
-    numel = _int("numel", numel if numel is not None else config.scale(1 << 22, 1 << 20), 1, 1 << 28)
-    size = _int("size", size if size is not None else config.scale(512, 256), 1, 8192)
+    numel = _int("numel", numel if numel is not None else config.scale(1 << 20, 1 << 18), 1, 1 << 28)
+    size = _int("size", size if size is not None else config.scale(640, 384), 1, 8192)
     repeats = _int("repeats", repeats if repeats is not None else config.scale(5, 2), 1, 1000)
     backend = check_backend(backend, ranks)
     at = where(backend, ranks)
