@@ -118,6 +118,15 @@ class SyncAsyncResult:
 
         return run_checks(self)
 
+    def slower_side(self) -> tuple[str | None, float, float]:
+        """``(side, frontend_s, workers_s)``: which side did more work per op, read from the CPU clock
+        (``"frontend"``, ``"backend"`` or None when within a factor 2), and each side's CPU seconds per
+        op.  A claim about work, so CPU time, not the wall-time model's ``t1`` vs ``t2`` (issue 20, C8)."""
+        from ._sync_async_lessons import slower_side
+
+        side, _, front, back = slower_side(self)
+        return side, front, back
+
     def queue_lesson(self) -> Any:
         """Lesson check (not displayed): the traced run's queue agrees with the model's bottleneck."""
         from ._sync_async_lessons import queue_check
