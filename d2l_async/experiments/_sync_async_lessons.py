@@ -58,6 +58,15 @@ def run_checks(r: Any) -> list[Any]:
         otherwise=_why_model_missed(r),
         unclear="the runs scatter across the tolerance: more repeats (repeat=) tell whether the model fits",
     )
+    if getattr(r, "backend", "") == "cuda":  # t1 a launch, t2 a kernel's pace, t3 a round trip (issue 18)
+        from ._cuda_why import cuda_facts, explain
+
+        f = cuda_facts(r.trace_async)
+        return explain([faster, predicted], (
+            f"on the GPU, t1 (a launch on the CPU) {fmt_time(m.t1)}, t2 (a kernel's pace) {fmt_time(m.t2)}, t3 (a "
+            f"synchronize's round trip) {fmt_time(m.t3)}: asynchrony saves at most t3 + min(t1, t2) per op; "
+            f"{f.sentence()}. With kernels shorter than their launches the GPU waits for the CPU either way; "
+            "larger tensors (numel) make it the slower side"))
     return [faster, predicted]
 
 
@@ -231,7 +240,8 @@ def queue_check(r: Any) -> Any:
     from d2l_async.analysis import queue_length_summary
     from d2l_async.trace import BACKEND_KINDS
 
-    n = len(r.trace_async.where(kind=BACKEND_KINDS))
+    # device work only: a CUDA capture's frontend cpu_ops are kind "op" too (issue 18)
+    n = len(r.trace_async.where(kind=BACKEND_KINDS, lane=[lane.name for lane in r.trace_async.backend_lanes]))
     summary = queue_length_summary(r.trace_async)
     q = int(summary["max"].max()) if len(summary) else 0
     side, v, front, back = slower_side(r)
@@ -252,6 +262,18 @@ def queue_check(r: Any) -> Any:
     def fact(holds: bool) -> Any:
         return replace(v, holds=holds, method=f"queue read from the trace; slower side by {v.method}")
 
+    if getattr(r, "backend", "") == "cuda":  # the GPU's terms: launches, the queue's cap (issue 18)
+        from ._cuda_why import cuda_facts, queue_full, why_queue
+
+        facts = cuda_facts(r.trace_async)
+        if side == "backend":
+            full = queue_full(n, True)
+            return lesson.check("the GPU is the slower side here, so the queue of launches fills",
+                                fact(q >= full), shown=f"{shown} (full: {full:.0f}, CUDA's cap ~1024)",
+                                otherwise=why_queue(facts, backend_slower=True))
+        short = max(10, n // 10)
+        return lesson.check("the CPU's launches are the slower side here, so the queue stays short", fact(q <= short),
+                            shown=shown, otherwise=why_queue(facts, backend_slower=False))
     if side == "backend":
         return lesson.check("the backend is the slower side here (CPU per op), so the queue of issued ops fills",
                             fact(q >= n / 2), shown=shown,

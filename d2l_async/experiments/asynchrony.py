@@ -268,5 +268,10 @@ def timer_check(naive_s: Any, synced_s: Any, machine: Any = None, *, share_befor
 def checks(r: AsynchronyResult) -> list[lesson.Check]:
     """Whether the notebook's lessons held on this run, from its numbers only."""
     a = issue_and_finish(r.trace)
-    return [timer_check(r.naive.raw, r.synced.raw, r.machine, share_before=a.share_before),
-            ran_ahead_check(r.trace, r.machine)]
+    out = [timer_check(r.naive.raw, r.synced.raw, r.machine, share_before=a.share_before),
+           ran_ahead_check(r.trace, r.machine)]
+    if r.backend == "cuda":  # the GPU's reasons (launch latency, the queue's cap), not worker threads'
+        from ._cuda_why import cuda_facts, explain, why_not_ahead
+
+        return explain(out, why_not_ahead(cuda_facts(r.trace)))
+    return out

@@ -158,3 +158,82 @@ def test_the_cuda_mlp_times_its_second_run():
     seconds = timed_after_warmup(lambda: log.append("run"), lambda: log.append("reset"), clock=clock)
     assert log == ["reset", "run", "reset", "clock", "run", "clock"]  # the first run is not timed
     assert seconds == pytest.approx(0.5)
+
+
+# -- low items: CUDA results explained in CUDA's terms -------------------------------------------------
+ENGINE_WORDS = ("worker", "thread", "GIL", "interpreter lock", "setswitchinterval", "spare core", "took turns")
+
+
+def _cuda_words_only(text):
+    for word in ENGINE_WORDS:
+        assert word not in text, f"{word!r} in a CUDA explanation: {text}"
+
+
+def test_cuda_facts_read_launch_latency_and_the_queue(tmp_path):
+    from d2l_async.experiments._cuda_why import LAUNCH_QUEUE_CAP, cuda_facts
+
+    keep_up = cuda_facts(C.increments(tmp_path, ops=50, launch_us=5, kernel_us=2))
+    assert keep_up.launches == 50 and keep_up.max_queue <= 1 and not keep_up.at_cap
+    assert keep_up.kernel_s == pytest.approx(2e-6) and keep_up.launch_s == pytest.approx(4e-6)
+    assert keep_up.waits == 1  # the run's own synchronize; the capture's is left out
+    capped = cuda_facts(C.increments(tmp_path, ops=1300, launch_us=5, kernel_us=50, queue_cap=LAUNCH_QUEUE_CAP))
+    assert capped.at_cap and LAUNCH_QUEUE_CAP - 2 <= capped.max_queue <= LAUNCH_QUEUE_CAP + 1
+    assert capped.slow_launches >= 100  # each launch past the cap waits for a kernel to start
+
+
+def _asynchrony_cuda(trace, naive, synced):
+    from d2l_async.experiments._common import make_measurement as mm
+
+    return SimpleNamespace(naive=mm("naive", naive), synced=mm("synced", synced), trace=trace, backend="cuda",
+                           machine=None, size=64, matmuls=50)
+
+
+@pytest.mark.parametrize("case", ["launch latency", "queue cap"])
+def test_asynchrony_on_cuda_explains_itself_with_the_gpus_reasons(tmp_path, case):
+    from d2l_async.experiments import asynchrony as A
+
+    if case == "launch latency":
+        trace = C.increments(tmp_path, ops=50, launch_us=5, kernel_us=2)
+        word = "launch latency"
+    else:
+        trace = C.increments(tmp_path, ops=1300, launch_us=5, kernel_us=50, queue_cap=1024)
+        word = "1024"
+    timer, ahead = A.checks(_asynchrony_cuda(trace, [0.9e-3, 0.91e-3, 0.92e-3], [1.0e-3, 1.01e-3, 1.02e-3]))
+    assert timer.holds is False
+    assert ahead.holds is (case == "queue cap")  # at the cap the CPU is still done long before the GPU
+    for c in (timer, ahead):
+        if c.holds is not True:
+            assert word in c.otherwise, c.otherwise
+            _cuda_words_only(c.otherwise)
+
+
+def _sync_async_cuda(trace, t1, t2, t3, ops):
+    from d2l_async.experiments._common import make_measurement as mm
+    from d2l_async.experiments._cost_model import CostModel
+    from d2l_async.experiments.sync_async import SyncAsyncResult
+
+    model = CostModel(ops, t1, t2, t3, "backend pace")
+    sync = [ops * (t1 + t2 + t3) * f for f in (0.99, 1.0, 1.01)]
+    asyn = [ops * max(t1, t2) * f * 1.6 for f in (0.99, 1.0, 1.01)]  # the model misses by 60%
+    return SyncAsyncResult(mm("sync", sync), mm("async", asyn), model, trace, trace, ops, 1, "cuda", "NVIDIA H200",
+                           False)
+
+
+def test_sync_async_queue_on_cuda_counts_kernels_not_cpu_ops_and_the_cap(tmp_path):
+    trace = C.increments(tmp_path, ops=1300, launch_us=5, kernel_us=50, queue_cap=1024)
+    r = _sync_async_cuda(trace, 5e-6, 50e-6, 20e-6, 1300)
+    q = r.queue_lesson()
+    assert "of 1300 traced ops" in q.shown  # kernels only: the 1300 aten::add_ slices are not device work
+    assert q.holds is True, q.shown  # filled to CUDA's cap: full on a GPU, though under half of 1300
+
+
+def test_sync_async_on_cuda_explains_the_model_in_cudas_terms(tmp_path):
+    trace = C.increments(tmp_path, ops=50, launch_us=5, kernel_us=2)
+    r = _sync_async_cuda(trace, 5e-6, 2e-6, 20e-6, 50)
+    faster, predicted = r.lessons()
+    assert predicted.holds is False
+    assert "launch" in predicted.otherwise and "round trip" in predicted.otherwise
+    _cuda_words_only(predicted.otherwise)
+    q = r.queue_lesson()
+    if q.holds is not True:
+        _cuda_words_only(q.otherwise)
