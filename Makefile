@@ -15,7 +15,7 @@ TORCH  ?= torch==2.13.0
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 PYTEST_FLAGS ?=
 
-.PHONY: lab test test-unit test-notebooks test-browser report figures benchmarks gpu-check clean
+.PHONY: lab test test-unit test-notebooks test-browser report figures benchmarks gpu-check clean site
 
 CONSTRAINTS := binder/constraints.txt
 
@@ -46,6 +46,12 @@ test-browser: $(STAMP)
 # The headless chapter run: every experiment, a results table, build/report.html.
 report: $(STAMP)
 	$(PY) -m d2l_async report
+
+# The chapter as a static site: every notebook executed here (default mode) by Jupyter Book, one page
+# each, launch buttons to this repository (HUB_URL=https://your.hub adds a JupyterHub/nbgitpuller one).
+HUB_URL ?= $(D2L_ASYNC_HUB_URL)
+site: $(STAMP)
+	$(PY) site/build_site.py --out build/site $(if $(HUB_URL),--hub-url $(HUB_URL))
 
 figures: $(STAMP)
 	$(PY) scripts/make_figures.py

@@ -1,0 +1,219 @@
+"""Build the chapter as a static site: ``make site`` -> ``build/site/`` (issue 22).
+
+Readers read D2L as a web page; this gives them the chapter the same way, with nothing to run:
+every notebook executed here (default mode unless ``--quick``) by Jupyter Book 1.0.4 / myst-nb, one
+page per notebook with its interactive plotly figures and animations, its lesson checks, the
+machine it ran on, a note where a dashboard needs a kernel, and launch buttons (Binder, Colab and,
+with ``--hub-url``, a JupyterHub through nbgitpuller) pointing at ``d2l_async.config.REPO_SLUG``.
+The index page is the chapter's table of contents (read from the README's notebook table).
+
+How: the notebooks are copied to a staging folder with two cells added — a hidden first one
+(``site/setup_cell.py``: plotly figures as HTML for a page that loads plotly.js once, from the
+site's own ``_static/``, and dashboards replaced by a note) and a last one whose output names the
+machine (``site/machine_cell.py``) — then ``jupyter-book build`` executes and renders them. The
+build needs no network (plotly.js comes from the installed plotly package).
+
+Usage::
+
+    python site/build_site.py [--out build/site] [--quick] [--hub-url https://hub.example.edu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+
+from d2l_async.config import REPO_SLUG  # noqa: E402
+
+BRANCH = "main"
+
+
+def chapter() -> list[tuple[str, str, str]]:
+    """(notebook stem, topic, D2L section) for every row of the README's notebook table."""
+    rows = []
+    for line in (ROOT / "README.md").read_text().splitlines():
+        m = re.match(r"\|\s*`(\d\d_\w+)\.ipynb`\s*\|(.*)\|(.*)\|\s*$", line)
+        if m:
+            rows.append((m.group(1), m.group(2).strip(), m.group(3).strip()))
+    found = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
+    if sorted(r[0] for r in rows) != found:
+        raise SystemExit(f"README's notebook table {sorted(r[0] for r in rows)} differs from notebooks/ {found}")
+    return rows
+
+
+def config_yml(*, hub_url: str | None, title: str) -> str:
+    launch = {"notebook_interface": "jupyterlab", "binderhub_url": "https://mybinder.org",
+              "colab_url": "https://colab.research.google.com"}
+    if hub_url:
+        launch["jupyterhub_url"] = hub_url.rstrip("/")
+    cfg = {
+        "title": title,
+        "author": "d2l-async",
+        "copyright": "MIT licence",
+        "only_build_toc_files": True,
+        "execute": {"execute_notebooks": "force", "timeout": 900, "allow_errors": False,
+                    "stderr_output": "show"},
+        "repository": {"url": f"https://github.com/{REPO_SLUG}", "path_to_book": "notebooks", "branch": BRANCH},
+        "launch_buttons": launch,
+        "html": {"use_repository_button": True},
+        "sphinx": {"recursive_update": True, "config": {
+            "html_theme_options": {"use_download_button": False},  # html_copy_source is off: no _sources/
+            "html_static_path": ["_static"],
+            "html_js_files": ["plotly.min.js"],  # once per page, before the figures' scripts run
+            "html_css_files": ["d2l_site.css"],
+            "html_copy_source": False,
+            "nb_execution_raise_on_error": True,
+            "nb_ipywidgets_js": {},  # dashboards show a note instead: no widget manager from a CDN
+            "nb_merge_streams": True,
+        }},
+    }
+    return json.dumps(cfg, indent=2)  # YAML is a superset of JSON
+
+
+def toc_yml(stems: list[str]) -> str:
+    return json.dumps({"format": "jb-book", "root": "index",
+                       "chapters": [{"file": s} for s in stems]}, indent=2)
+
+
+def index_md(rows: list[tuple[str, str, str]], *, quick: bool) -> str:
+    lines = [
+        "# Asynchronous computation, made visible",
+        "",
+        "Interactive notebooks for the *Asynchronous Computation* section of",
+        "[Dive into Deep Learning](https://d2l.ai/chapter_computational-performance/async-computation.html)",
+        "and the *Automatic Parallelism* section that builds on it. Every page below was executed when this "
+        f"site was built ({'quick' if quick else 'default'} mode); each names the machine it ran on, and its "
+        "lesson checks say ✔ or ✘ with the measured reason. Figures are interactive; the dashboards need a "
+        "running kernel: use a page's launch button (Binder, Colab or a JupyterHub) to move their controls.",
+        "",
+        "| notebook | topic | from D2L |",
+        "|---|---|---|",
+    ]
+    for stem, topic, book in rows:
+        lines.append(f"| [{stem}]({stem}.ipynb) | {topic} | {book} |")
+    lines += ["", f"Source: [github.com/{REPO_SLUG}](https://github.com/{REPO_SLUG})", "",
+              "```{tableofcontents}", "```", ""]
+    return "\n".join(lines)
+
+
+def stage(src: Path, stems: list[str]) -> None:
+    setup = (SITE / "setup_cell.py").read_text()
+    footer = (SITE / "machine_cell.py").read_text()
+    for stem in stems:
+        nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
+        head = nbformat.v4.new_code_cell(setup, metadata={"tags": ["remove-cell"]})
+        tail = nbformat.v4.new_code_cell(footer, metadata={"tags": ["remove-input"]})
+        nb.cells = [head, *nb.cells, tail]
+        nbformat.write(nb, src / f"{stem}.ipynb")
+    static = src / "_static"
+    static.mkdir()
+    import plotly
+
+    plotly_js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    shutil.copy(plotly_js, static / "plotly.min.js")
+    shutil.copy(SITE / "d2l_site.css", static / "d2l_site.css")
+
+
+WIDGET_STATE = re.compile(r'<script type="application/vnd\.jupyter\.widget-state\+json">.*?</script>', re.S)
+
+
+THEBE_CONST = re.compile(r"<script>const THEBE_JS_URL = [^<]*</script>\n?")
+
+
+def tidy_page(page: Path) -> None:
+    """Two fixes to what Jupyter Book 1.0.4 writes, applied to every page.
+
+    - Drop the dashboards' saved widget state (megabytes: plotly's FigureWidget carries plotly.js).
+      Nothing on the page reads it: the site loads no widget manager, and every dashboard shows a
+      note that it needs a kernel instead.
+    - With sphinx-thebe 0.3.1 and Sphinx 7.4 every page gets sphinx-thebe's ``const THEBE_JS_URL``
+      script twice, and the second throws "Identifier 'THEBE_JS_URL' has already been declared" in
+      every reader's console: keep the first.
+    """
+    text = page.read_text(encoding="utf-8")
+    lean = WIDGET_STATE.sub("", text)
+    consts = THEBE_CONST.findall(lean)
+    for dup in consts[1:]:
+        at = lean.rindex(dup)
+        lean = lean[:at] + lean[at + len(dup):]
+    if lean != text:
+        page.write_text(lean, encoding="utf-8")
+
+
+def folder_mb(path: Path) -> float:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
+
+
+def build(out: Path, *, quick: bool, hub_url: str | None, work: Path, only: list[str] | None = None) -> dict:
+    rows = chapter()
+    stems = [r[0] for r in rows if not only or r[0] in only or r[0][:2] in only]
+    if not stems:
+        raise SystemExit(f"--only {only} matches no notebook")
+    if work.exists():
+        shutil.rmtree(work)
+    src = work / "src"
+    src.mkdir(parents=True)
+    (src / "_config.yml").write_text(config_yml(hub_url=hub_url, title="D2L: asynchronous computation, made visible"))
+    (src / "_toc.yml").write_text(toc_yml(stems))
+    (src / "index.md").write_text(index_md([r for r in rows if r[0] in stems], quick=quick))
+    stage(src, stems)
+    env = {**os.environ, "D2L_ASYNC_QUICK": "1" if quick else "0", "PYTHONPATH": str(ROOT)}
+    start = time.perf_counter()
+    jb = Path(sys.executable).with_name("jupyter-book")
+    cmd = [str(jb) if jb.exists() else "jupyter-book", "build", str(src), "--path-output", str(work), "--all",
+           "--keep-going"]
+    proc = subprocess.run(cmd, env=env, cwd=str(src), capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    log = proc.stdout + proc.stderr
+    (work / "build.log").write_text(log)
+    problems = [line for line in log.splitlines()
+                if re.search(r"(WARNING|ERROR|CRITICAL).*(Executing notebook failed|CellExecutionError|Traceback|"
+                             r"execution error)", line)]
+    html = work / "_build" / "html"
+    if proc.returncode != 0 or problems or not (html / "index.html").exists():
+        tail = "\n".join(log.splitlines()[-40:])
+        raise SystemExit(f"jupyter-book build failed (exit {proc.returncode}); log: {work / 'build.log'}\n"
+                         + "\n".join(problems[:10]) + "\n" + tail)
+    if out.exists():
+        shutil.rmtree(out)
+    shutil.copytree(html, out)
+    for page in out.glob("*.html"):
+        tidy_page(page)
+    facts = {"pages": len(stems) + 1, "notebooks": stems, "quick": quick, "seconds": round(seconds, 1),
+             "megabytes": round(folder_mb(out), 1), "repo": REPO_SLUG, "hub_url": hub_url}
+    (out / "site.json").write_text(json.dumps(facts, indent=2))
+    return facts
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python site/build_site.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", default=str(ROOT / "build" / "site"), help="where the HTML goes (default build/site)")
+    p.add_argument("--work", default=None, help="staging and Jupyter Book's own output (default OUT-work)")
+    p.add_argument("--quick", action="store_true", help="small workloads (D2L_ASYNC_QUICK=1), for tests")
+    p.add_argument("--hub-url", default=os.environ.get("D2L_ASYNC_HUB_URL") or None,
+                   help="a JupyterHub for the launch buttons (nbgitpuller link); default $D2L_ASYNC_HUB_URL or none")
+    p.add_argument("--only", nargs="*", help="build these notebooks only (stems or their two-digit numbers)")
+    args = p.parse_args(argv)
+    out = Path(args.out).resolve()
+    work = Path(args.work).resolve() if args.work else out.with_name(out.name + "-work")
+    facts = build(out, quick=args.quick, hub_url=args.hub_url, work=work, only=args.only)
+    print(f"wrote {out}: {facts['pages']} pages, {facts['megabytes']} MB, built in {facts['seconds']} s "
+          f"({'quick' if facts['quick'] else 'default'} mode)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

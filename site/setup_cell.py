@@ -1,0 +1,34 @@
+# Injected (hidden) as the first cell of every page by site/build_site.py; not part of the notebooks.
+# Figures: plotly's HTML for a page that loads plotly.js once (the site's <head>), not once per figure.
+# Dashboards: a widget needs a running kernel; the page says so where the notebook shows one.
+import ipywidgets as _widgets
+import plotly.graph_objects as _go
+import plotly.io as _pio
+from plotly.io.base_renderers import MimetypeRenderer as _MimetypeRenderer
+
+
+def _figure_html(fig_dict):
+    return _pio.to_html(fig_dict, include_plotlyjs=False, full_html=False, validate=False, auto_play=False,
+                        config={"responsive": True})
+
+
+class _SiteRenderer(_MimetypeRenderer):
+    def to_mimebundle(self, fig_dict):
+        return {"text/html": _figure_html(fig_dict)}
+
+
+_pio.renderers["d2l_site"] = _SiteRenderer()
+_pio.renderers.default = "d2l_site"
+_NOTE = ('<div class="admonition note d2l-needs-kernel"><p class="admonition-title">Needs a kernel</p>'
+         '<p>This dashboard runs experiments when its controls move: it needs a running Python kernel. '
+         'Open this notebook with the launch button at the top of the page (Binder, Colab or a '
+         'JupyterHub) to use it; the figures above were drawn when this page was built.</p></div>')
+
+
+def _site_bundle(self, **kwargs):
+    if isinstance(self, _go.FigureWidget):  # a live figure: draw it as a static one
+        return {"text/html": _figure_html(_go.Figure(self).to_dict()), "text/plain": "FigureWidget"}
+    return {"text/html": _NOTE, "text/plain": "(a dashboard: needs a running kernel)"}
+
+
+_widgets.Widget._repr_mimebundle_ = _site_bundle

@@ -1,0 +1,181 @@
+"""The chapter as a static site (issue 22): built offline by Jupyter Book, read in a real browser.
+
+Static checks read the HTML; the browser checks open every page in the suite's headless Chromium
+(served from a loopback HTTP server, every request off the machine refused): no JavaScript error,
+every plotly figure drawn, one animation's play button advancing its frames, every internal link
+resolving, the launch buttons pointing at this repository.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import re
+import threading
+import urllib.parse
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from d2l_async.config import REPO_SLUG
+
+from .conftest import HUB
+
+ROOT = Path(__file__).parents[2]
+NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
+pytestmark = pytest.mark.timeout(900)
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[tuple[str, str]] = []
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if name in ("href", "src") and value:
+                self.links.append((tag, value))
+
+
+def _links(page: Path) -> list[tuple[str, str]]:
+    parser = _Links()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return parser.links
+
+
+def _pages(site: Path) -> list[Path]:
+    return sorted(site.glob("*.html"))
+
+
+# -- the build ------------------------------------------------------------------------------------------
+
+
+def test_every_notebook_has_a_page_and_the_index_lists_them(site, facts):
+    assert facts["notebooks"] == NOTEBOOKS and facts["repo"] == REPO_SLUG
+    index = (site / "index.html").read_text(encoding="utf-8")
+    for stem in NOTEBOOKS:
+        assert (site / f"{stem}.html").is_file(), stem
+        assert f'href="{stem}.html"' in index, f"the index does not link {stem}"
+
+
+def test_size_goal(facts):
+    assert facts["megabytes"] <= 60, f"site is {facts['megabytes']} MB (goal: <= 60 MB)"
+
+
+@pytest.mark.parametrize("stem", NOTEBOOKS)
+def test_page_has_figures_checks_machine_and_one_plotly_js(site, stem):
+    html = (site / f"{stem}.html").read_text(encoding="utf-8")
+    assert html.count("plotly.min.js") == 1, "plotly.js must be loaded once per page"
+    assert "plotly.js v" not in html.split("</head>", 1)[1], "a copy of plotly.js inside the page body"
+    assert "Traceback (most recent call last)" not in html
+    assert "This page was executed on" in html and "quick mode" in html
+    assert re.search("[\u2714\u2718]", html), "no lesson check on the page"
+    assert "widget-state+json" not in html  # megabytes nothing reads
+    if "dashboard" in (ROOT / "notebooks" / f"{stem}.ipynb").read_text():
+        assert "d2l-needs-kernel" in html, "a dashboard without its needs-a-kernel note"
+
+
+@pytest.mark.parametrize("stem", NOTEBOOKS)
+def test_launch_buttons_point_at_this_repository(site, stem):
+    hrefs = [v for tag, v in _links(site / f"{stem}.html") if tag == "a"]
+    binder = [h for h in hrefs if h.startswith("https://mybinder.org/v2/gh/")]
+    colab = [h for h in hrefs if h.startswith("https://colab.research.google.com/github/")]
+    hub = [h for h in hrefs if h.startswith(HUB)]
+    assert binder and colab and hub, f"{stem}: launch buttons missing ({len(binder)}, {len(colab)}, {len(hub)})"
+    for h in binder:
+        assert h.startswith(f"https://mybinder.org/v2/gh/{REPO_SLUG}/"), h
+        assert f"notebooks/{stem}.ipynb" in h
+    for h in colab:
+        assert h.startswith(f"https://colab.research.google.com/github/{REPO_SLUG}/blob/") and h.endswith(f"{stem}.ipynb")
+    query = urllib.parse.parse_qs(urllib.parse.urlparse(hub[0]).query)
+    assert "git-pull" in hub[0] and query["repo"][0].rstrip("/") in (f"https://github.com/{REPO_SLUG}",
+                                                                     f"https://github.com/{REPO_SLUG}.git"), hub[0]
+    assert f"{stem}.ipynb" in query["urlpath"][0]
+
+
+def test_internal_links_resolve(site):
+    missing = []
+    for page in _pages(site):
+        for tag, value in _links(page):
+            url = urllib.parse.urlparse(value)
+            if url.scheme or value.startswith(("#", "//", "mailto:", "data:", "javascript:")):
+                continue
+            target = (page.parent / urllib.parse.unquote(url.path)).resolve()
+            if url.path and not target.exists():
+                missing.append(f"{page.name}: {value}")
+    assert not missing, missing[:20]
+
+
+# -- in the browser ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def served(site):
+    """The site over HTTP on a free loopback port (as GitHub Pages serves it)."""
+    handler = functools.partial(_QuietHandler, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, name="site-server", daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=10)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # no request lines in the test output
+        pass
+
+
+def _open(browser, url: str):
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    local = url.split("/", 3)[:3]
+    # everything the site needs is on the site: a request anywhere else is refused
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("/".join(local))
+               else route.abort())
+    page.goto(url, wait_until="load", timeout=60_000)
+    return page, errors
+
+
+@pytest.mark.browser
+def test_every_page_loads_without_error_and_draws_its_figures(browser, site, served):
+    drawn_total = 0
+    for path in _pages(site):
+        page, errors = _open(browser, f"{served}/{path.name}")
+        try:
+            n = page.evaluate("() => document.querySelectorAll('.plotly-graph-div').length")
+            if n:
+                page.wait_for_function(
+                    "() => Array.from(document.querySelectorAll('.plotly-graph-div')).every(gd => "
+                    "gd._fullLayout && gd.querySelector('svg.main-svg') && "
+                    "gd.querySelector('svg.main-svg').childElementCount > 0)", timeout=60_000)
+            drawn_total += n
+            assert errors == [], f"{path.name}: {errors[:3]}"
+        finally:
+            page.close()
+    assert drawn_total >= len(NOTEBOOKS), f"only {drawn_total} figures on the whole site"
+
+
+@pytest.mark.browser
+def test_an_animation_plays(browser, site, served):
+    animated = [p for p in _pages(site) if "Plotly.addFrames" in p.read_text(encoding="utf-8")]
+    assert animated, "no page has an animated figure"
+    page, errors = _open(browser, f"{served}/{animated[0].name}")
+    try:
+        index = page.evaluate("() => Array.from(document.querySelectorAll('.plotly-graph-div'))"
+                              ".findIndex(gd => gd._transitionData && gd._transitionData._frames.length > 1)")
+        assert index >= 0
+        gd = f"document.querySelectorAll('.plotly-graph-div')[{index}]"
+        page.wait_for_function(f"() => {gd}._fullLayout.sliders && {gd}._fullLayout.sliders.length > 0",
+                               timeout=30_000)
+        start = page.evaluate(f"() => {gd}._fullLayout.sliders[0].active")
+        button = page.locator(".plotly-graph-div").nth(index).get_by_text("▶ play")
+        button.scroll_into_view_if_needed()
+        button.click()
+        page.wait_for_function(f"() => {gd}._fullLayout.sliders[0].active > {start}", timeout=30_000)
+        assert errors == []
+    finally:
+        page.close()
