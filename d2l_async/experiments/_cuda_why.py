@@ -25,7 +25,7 @@ from typing import Any, Iterable
 from ._why import fmt_time
 
 __all__ = ["LAUNCH_QUEUE_CAP", "CudaFacts", "cuda_facts", "why_not_ahead", "why_queue", "queue_full", "explain",
-           "is_cuda"]
+           "is_cuda", "why_streams", "why_chain_ended"]
 
 #: Pending launches CUDA queues per device before ``cudaLaunchKernel`` blocks (measured "about 1024" on
 #: recent GPUs; ``make gpu-check`` measures it on the machine it runs on: gpu_numbers.json).
@@ -126,6 +126,23 @@ def why_queue(f: CudaFacts, *, backend_slower: bool) -> str:
     return (f"the queue reached {f.max_queue} although the CPU's launches ({fmt_time(f.launch_s)}) were the slower "
             f"side: kernels of {fmt_time(f.kernel_s)} waited behind earlier work on the stream, or the GPU was busy "
             "with another process (nvidia-smi)")
+
+
+def why_streams(r: Any) -> str:
+    """Why waiting for ``z``'s event was not much sooner than a device-wide synchronize (barriers on CUDA)."""
+    full, narrow = r.barrier_names
+    return (f"{narrow} took {fmt_time(r.wait_to_read_wait)} and {full} {fmt_time(r.waitall_wait)}: z's two small "
+            "kernels run on their own stream, but the GPU starts another stream's kernel only where streaming "
+            f"multiprocessors are free, and each {r.size}x{r.size} product of the chain can occupy all of them, so "
+            "z waited behind the chain's running products. More, smaller products in the chain (the slider) leave "
+            "gaps for z; nothing on the CPU side sets this")
+
+
+def why_chain_ended(r: Any) -> str:
+    """Why the follow-up kernels did not run beside the chain (barriers on CUDA)."""
+    return (f"the GPU had finished the chain's {r.long_ops} products of {r.size}x{r.size} before the first follow-up "
+            f"kernel started: the CPU got z after {fmt_time(r.wait_to_read_next)} and launched the follow-up then, and "
+            "the chain was already done. Queue more unrelated work (the slider) so the chain outlasts the wait")
 
 
 def explain(checks: Iterable[Any], why: str) -> list[Any]:

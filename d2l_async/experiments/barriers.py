@@ -292,6 +292,10 @@ def checks(r: BarrierResult) -> list[lesson.Check]:
         unclear=(f"the runs scatter across the factor 2 ({machine_words(r.machine)}): more repeats, or more "
                  "unrelated work queued (the slider), decide it"))
     overlap, follow = overlap_seconds(r.trace_wait_to_read)
+    if r.backend == "cuda":  # a GPU's reasons: streams share the SMs, not CPUs (issue 18)
+        from ._cuda_why import explain, why_streams
+
+        sooner = explain([sooner], why_streams(r))[0]
     if overlap != overlap:  # NaN: the trace has no wait to split it at
         return [sooner]
     beside = lesson.check(
@@ -301,4 +305,8 @@ def checks(r: BarrierResult) -> list[lesson.Check]:
         otherwise=(f"the chain had already ended when the first follow-up op started: the frontend got z after "
                    f"{_ms(r.wait_to_read_next)}, by which time the {r.long_ops} products were done "
                    f"({machine_words(r.machine)}). Queue more unrelated work (the slider)."))
+    if r.backend == "cuda":
+        from ._cuda_why import explain, why_chain_ended
+
+        beside = explain([beside], why_chain_ended(r))[0]
     return [sooner, beside]

@@ -237,3 +237,20 @@ def test_sync_async_on_cuda_explains_the_model_in_cudas_terms(tmp_path):
     q = r.queue_lesson()
     if q.holds is not True:
         _cuda_words_only(q.otherwise)
+
+
+def test_barriers_on_cuda_explain_a_miss_with_streams_not_cpus(tmp_path):
+    from d2l_async.experiments import barriers
+
+    t = C.barrier_run(tmp_path)
+    r = barriers.BarrierResult(
+        waitall_wait=1.6e-3, wait_to_read_wait=1.5e-3, waitall_total=3.3e-3, wait_to_read_total=3.2e-3,
+        trace_waitall=t, trace_wait_to_read=t, long_ops=8, size=8192, follow_ops=8, backend="cuda",
+        device="NVIDIA H200", virtual=False, barrier_names=("torch.cuda.synchronize(device)", "event.synchronize() after z"),
+        waitall_next=1.7e-3, wait_to_read_next=1.6e-3, waitall_next_runs=(1.7e-3, 1.71e-3, 1.69e-3),
+        wait_to_read_next_runs=(1.6e-3, 1.61e-3, 1.59e-3))
+    sooner = barriers.checks(r)[0]
+    assert sooner.holds is False
+    assert "stream" in sooner.otherwise and "multiprocessors" in sooner.otherwise
+    _cuda_words_only(sooner.otherwise)
+    assert "CPU" not in sooner.otherwise.replace("nothing on the CPU side", "")
