@@ -182,6 +182,14 @@ def sweep_checks(sweep: Any) -> list[Any]:
         unclear=(f"t2's share went up and down across the sizes ({grows.spread}); more repeats or larger sizes "
                  "(10**7 elements) decide it"),
     )
+    if getattr(sweep, "backend", "") == "cuda":  # the GPU's terms, not CPU clocks and wake-ups (issue 18)
+        from ._cuda_why import explain
+
+        return explain([shrinks, takes_over], (
+            f"on the GPU at {last.numel:,} elements: t1 (a launch on the CPU) {fmt_time(m.t1)}, t2 (a kernel's pace) "
+            f"{fmt_time(m.t2)}, t3 (a synchronize's round trip) {fmt_time(m.t3)}: the GPU computed so fast that "
+            "the launch latency and the round trip still outweigh the kernel; they do not grow with the tensor, so "
+            "t2 takes over only at larger sizes: sweep 10**7 and 10**8 elements"))
     return [shrinks, takes_over]
 
 

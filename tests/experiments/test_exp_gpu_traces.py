@@ -254,3 +254,16 @@ def test_barriers_on_cuda_explain_a_miss_with_streams_not_cpus(tmp_path):
     assert "stream" in sooner.otherwise and "multiprocessors" in sooner.otherwise
     _cuda_words_only(sooner.otherwise)
     assert "CPU" not in sooner.otherwise.replace("nothing on the CPU side", "")
+
+
+def test_the_sweep_on_cuda_explains_itself_with_launches_and_round_trips():
+    from d2l_async.experiments._cost_model import CostModel
+    from d2l_async.experiments.sync_async import SweepPoint, SyncAsyncSweep
+
+    pts = tuple(SweepPoint(1000, n, 1000 * 30e-6, 1000 * 8e-6, CostModel(1000, 6e-6, t2, 20e-6))
+                for n, t2 in ((1, 2e-6), (10**2, 2.05e-6), (10**4, 2.1e-6), (10**6, 2.2e-6)))
+    shrinks, takes_over = SyncAsyncSweep(pts, "cuda", "NVIDIA H200", False).lessons()
+    assert takes_over.holds is not True
+    assert "launch" in takes_over.otherwise and "round trip" in takes_over.otherwise
+    _cuda_words_only(takes_over.otherwise)
+    assert "usable CPU" not in takes_over.otherwise and "wake-up" not in takes_over.otherwise
