@@ -35,7 +35,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Verdict", "Trend", "compare", "similar", "within", "trend", "spearman", "UNREPEATED_FACTOR", "LEVEL"]
+__all__ = ["Verdict", "Trend", "compare", "compare_paired", "similar", "within", "trend", "spearman", "UNREPEATED_FACTOR", "LEVEL"]
 
 #: With one sample per side there is no spread: decide only beyond this factor.
 UNREPEATED_FACTOR = 2.0
@@ -146,6 +146,20 @@ def compare(a: Sequence[float] | float, b: Sequence[float] | float, *, less: boo
     else:
         holds = None
     return Verdict(holds, ratio, low, high, len(xa), len(xb), float(by), less, method)
+
+
+def compare_paired(a: Sequence[float], b: Sequence[float], *, less: bool = True, by: float = 1.0) -> Verdict:
+    """As :func:`compare`, for paired samples (``a[i]`` and ``b[i]`` measured together, e.g. two
+    schedules of the same measured pass): the interval is that of the median of the ratios ``a[i]/b[i]``,
+    so a load that slows both members of a pair alike does not widen it."""
+    xa, xb = _samples("a", a), _samples("b", b)
+    if len(xa) != len(xb):
+        raise ValueError(f"paired samples differ in length: {len(xa)} vs {len(xb)}")
+    ratios = [_ratio(x, y) for x, y in zip(xa, xb)]
+    v = compare(ratios, [1.0] * len(ratios), less=less, by=by)
+    method = v.method.replace("median ratio", "median of the paired ratios").replace("range of the ratio",
+                                                                                  "range of the paired ratios")
+    return Verdict(v.holds, v.ratio, v.low, v.high, len(xa), len(xb), v.by, less, method)
 
 
 def similar(a: Sequence[float] | float, b: Sequence[float] | float, *, tolerance: float = 0.25) -> Verdict:

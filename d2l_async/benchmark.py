@@ -123,11 +123,11 @@ class Benchmark:
     def __enter__(self) -> "Benchmark":
         if self.sync:
             synchronize(self.device)
-        # Garbage made before the block is not the block's cost: collect it now and keep the
-        # collector off while timing (one full collection can pause every thread for 0.2-0.4 s
-        # in a notebook holding many objects, longer than a quick-mode loop; issue 20).
+        # Keep the collector off while timing: one full collection pauses every thread for
+        # 0.2-0.4 s in a notebook holding many objects, longer than a quick-mode loop (issue 20).
+        # No gc.collect() first: in a notebook that itself takes seconds on a busy core, and with
+        # the collector off no pause can land inside the block anyway.
         self._gc_was_enabled = gc.isenabled()
-        gc.collect()
         gc.disable()
         self._start = time.perf_counter()
         return self

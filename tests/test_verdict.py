@@ -95,3 +95,16 @@ def test_within_a_tolerance_against_the_spread():
     assert within([1.1], 1.0, tolerance=0.25).method.startswith("within:")
     with pytest.raises(ValueError):
         within([1.0], 0.0, tolerance=0.2)
+
+
+def test_paired_samples_are_not_widened_by_a_shared_load():
+    from d2l_async._verdict import compare_paired
+
+    backward = [0.04, 0.9, 0.13, 1.4, 0.06]  # a loaded machine: each pass 1x to 35x the fastest
+    after = [t + 0.005 for t in backward]
+    bucketed = [t + 0.001 for t in backward]
+    assert compare(bucketed, after).holds is None  # unpaired: the load's spread swamps 4 ms
+    v = compare_paired(bucketed, after)
+    assert v.holds is True and "paired" in v.method
+    with pytest.raises(ValueError):
+        compare_paired([1.0], [1.0, 2.0])

@@ -228,7 +228,7 @@ def time_runs(fn: Callable[[], Any], *, warmup: int, repeat: int) -> tuple[float
     ``fn`` decides what is synchronized: the experiments time naive (the book's ``Benchmark`` without
     a final barrier) and synchronized variants with the same clock, so the difference is the lesson.
 
-    Each timed call runs with Python's garbage collector collected before and disabled during it
+    Each timed call runs with Python's garbage collector disabled during it
     (:func:`no_collector_pauses`): one full collection pauses every thread for 0.2-0.4 s once a
     notebook holds many objects, longer than a whole quick-mode loop (issue 20).
     """
@@ -248,13 +248,14 @@ def time_runs(fn: Callable[[], Any], *, warmup: int, repeat: int) -> tuple[float
 
 @contextlib.contextmanager
 def no_collector_pauses() -> Iterator[None]:
-    """Collect garbage now, keep the collector off inside the block, restore it after.
+    """Keep Python's garbage collector off inside the block, restore it after.
 
     A timed loop must not pay for garbage made before it: a full collection stops every thread
-    (the frontend and the engine's workers) for as long as it walks the heap.
+    (the frontend and the engine's workers) for as long as it walks the heap.  No collection
+    first: that alone can take seconds in a notebook on a busy core, and is not needed to keep
+    pauses out of the block.
     """
     enabled = gc.isenabled()
-    gc.collect()
     gc.disable()
     try:
         yield

@@ -48,11 +48,15 @@ def test_increments():
 def test_one_stall_that_decides_is_named():
     from d2l_async.trace import Lane, LaneRole, Trace
 
-    starts = [i * 20e-6 for i in range(50)] + [50 * 20e-6 + 0.3 + i * 20e-6 for i in range(50)]
+    sync = [i * 20e-6 for i in range(50)]  # the synchronous loop, then the asynchronous one with one stall
+    t = sync[-1] + 0.05  # the untimed gap between the loops is not counted
+    asyn = [t + i * 20e-6 + (0.3 if i >= 25 else 0.0) for i in range(50)]
+    starts = sync + asyn
     trace = Trace.from_columns({"id": list(range(100)), "lane": ["frontend"] * 100, "kind": ["launch"] * 100,
                                 "name": ["push"] * 100, "start": starts, "end": [s + 5e-6 for s in starts]},
                                [Lane("frontend", LaneRole.FRONTEND)], {})
-    stall, share = lessons.largest_stall(trace)
+    stall, share = lessons.largest_stall(trace, (50, 50))
     assert abs(stall - (0.3 + 20e-6)) < 1e-9 and share > 0.9
-    c = lessons.increments(0.3, 0.4, 0.05, 10_000, M, trace=trace)[0]
+    assert lessons.largest_stall(trace)[0] == stall  # over the whole trace too (the loops' gap is 50 ms)
+    c = lessons.increments(0.3, 0.4, 0.05, 50, M, trace=trace)[0]
     assert c.holds is None and "one stall of 300 ms" in c.otherwise and "garbage collector" in c.otherwise
