@@ -14,7 +14,7 @@
 # Steps, each in its own process under `timeout`, each reported PASS / FAIL / TIMEOUT / SKIP: a failing
 # step never stops the ones after it (no `set -e`, no pipes whose status could be lost).
 #   env       the machine: GPUs, torch, CUDA
-#   tests     pytest -m gpu on the GPU test files only (the rest of the suite imports plotly/ipywidgets)
+#   tests     pytest -m gpu on the test files with gpu-marked tests only (the rest imports plotly/ipywidgets)
 #   numbers   scripts/gpu_numbers.py: sync vs async increments, the launch-queue cap, a capture's
 #             queue length, NCCL all-reduce blocking vs async -> gpu_numbers.json
 #   report    python -m d2l_async report --device cuda --quick (only where plotly imports)
@@ -75,8 +75,9 @@ skip() {  # skip NAME REASON
   echo "gpu-check: $1: SKIP ($2)"
 }
 
-GPU_TESTS=$(ls tests/capture/test_capture.py tests/distributed/test_gpu.py tests/experiments/test_exp_gpu.py \
-            tests/*/test_*gpu*.py tests/test_*gpu*.py 2>/dev/null | sort -u | tr '\n' ' ')
+# the test files that hold gpu-marked tests (none of them imports plotly or ipywidgets, which the lent
+# machine lacks; the rest of the suite does)
+GPU_TESTS=$(grep -rl --include='test_*.py' -E 'mark\.gpu|^gpu = ' tests | sort | tr '\n' ' ')
 
 step env 60 "$PY" -c 'import torch, platform
 from d2l_async.devices import describe_machine
