@@ -9,6 +9,8 @@ run.  Writes one JSON file (``--out``) and prints one line per measurement:
   ``cudaLaunchKernel`` itself blocks (the launch queue's cap, "about 1024"), timed launch by launch.
 * ``capture_queue``: the same filled queue captured with :func:`d2l_async.capture.capture` and read
   back with :func:`d2l_async.analysis.queue_length_summary` (the reader must see the cap too).
+* ``kineto_tables``: the categories and launch calls this torch's profiler writes, against the reader's
+  tables (a call missing from ``LAUNCH_CALLS`` would leave its kernels out of the queue length).
 * ``nccl_all_reduce``: ``all_reduce`` of 4M floats, blocking vs ``async_op=True`` (two ranks on two
   GPUs; one rank on one GPU otherwise, where the collective has nobody to wait for).
 
@@ -130,8 +132,52 @@ def nccl_all_reduce() -> dict[str, Any]:
             "note": "one rank on one GPU: the collective has no peer to wait for"}
 
 
+def kineto_tables() -> dict[str, Any]:
+    """What this torch's profiler writes for common CUDA work, against the reader's tables: categories
+    it does not know, and calls that put work on a device but are not in LAUNCH_CALLS (the queue length
+    would leave their work out; issue 18 found cuLaunchKernelEx so)."""
+    import collections
+    import os
+    import tempfile
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from d2l_async.trace._kineto import CATEGORIES, LAUNCH_CALLS, SKIPPED_CATEGORIES
+
+    y = torch.randn(1024, 1024, device="cuda")
+    side = torch.cuda.Stream()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        z = (y @ y).relu()
+        z.sum().item()
+        with torch.cuda.stream(side):
+            (y * 2).sum()
+        y.cpu()
+        torch.zeros(1 << 20, device="cuda")
+        torch.nn.functional.linear(y, y, y[0])  # cuBLASLt (bias epilogue)
+        torch.cuda.synchronize()
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    prof.export_chrome_trace(path)
+    with open(path) as f:
+        events = json.load(f)["traceEvents"]
+    os.unlink(path)
+    xs = [e for e in events if e.get("ph") == "X"]
+    cats = collections.Counter(str(e.get("cat")) for e in xs)
+    known = {c.lower() for c in (*CATEGORIES, *SKIPPED_CATEGORIES, "python_function", "user_annotation")}
+    device = {e.get("args", {}).get("correlation"): e.get("name") for e in xs
+              if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")}
+    launchers = collections.Counter(e["name"] for e in xs if e.get("cat") in ("cuda_runtime", "cuda_driver")
+                                    and e.get("args", {}).get("correlation") in device)
+    return {"categories": dict(cats), "unknown_categories": sorted(c for c in cats if c.lower() not in known),
+            "calls_with_device_work": dict(launchers),
+            "not_launch_calls": sorted(n for n in launchers if n not in LAUNCH_CALLS),
+            "copies": sorted({n for n in device.values() if str(n).startswith("Memcpy")})}
+
+
 MEASUREMENTS: dict[str, Callable[[], dict[str, Any]]] = {
-    "increments": increments, "launch_queue_cap": launch_queue_cap, "capture_queue": capture_queue,
+    "kineto_tables": kineto_tables, "increments": increments, "launch_queue_cap": launch_queue_cap, "capture_queue": capture_queue,
     "nccl_all_reduce": nccl_all_reduce,
 }
 
