@@ -16,7 +16,7 @@ from plotly.subplots import make_subplots
 
 from ..trace import Trace
 from . import style
-from ._common import check_positive_int, check_trace, empty_figure, modelled_note
+from ._common import check_positive_int, check_trace, empty_figure, fit_title, modelled_note
 from ._controls import animation_controls
 from ._queue import draw_queue, queue_data
 from ._series import queue_length_series
@@ -120,5 +120,6 @@ def animate_timeline(trace: Trace, *, max_frames: int = 150, max_events: int = 2
         title={"text": title, "subtitle": {"text": notes}} if notes else {"text": title},
         barmode="overlay", bargap=0, height=460 + 46 * nrows))
     fig.update_layout(margin={"t": 90, "b": 120})
+    fit_title(fig)
     fig.update_xaxes(title_text=style.time_axis_title(unit), row=2, col=1)
     return fig

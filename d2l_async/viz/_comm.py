@@ -4,8 +4,8 @@ Data-parallel training pays for its all-reduce only where no compute runs beside
 :func:`comm_table` takes rows with ``setting, rank, hidden_s, exposed_s`` (what
 ``d2l_async.distributed.TrainingResult.rows()`` returns, or any such records) and
 :func:`plot_comm_overlap` stacks, for each setting and rank, the communication hidden behind the
-backward pass (green) under the exposed part (vermillion), with the median step time of the
-setting as a marker on a second axis when the rows carry ``step_s``.
+backward pass (green) under the exposed part (vermillion); when the rows carry ``step_s``, a second
+panel beside it shows each setting's median step time (two panels, not a second y-axis).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from . import style
 from ._common import empty_figure, fit_title
@@ -71,20 +72,26 @@ def plot_comm_overlap(rows: Any, *, title: str | None = None) -> go.Figure:
     if not len(df):
         return empty_figure(title, "no communication in these runs")
     factor = 1e3
-    fig = go.Figure()
+    steps = "step_s" in df.columns and df["step_s"].notna().all()
+    # two panels, never a second y-axis over the bars (issue 20: ticks 25.9, 51.8 and markers drawn
+    # over bars): communication per rank on the left, the setting's median step on the right
+    fig = make_subplots(rows=1, cols=2 if steps else 1, column_widths=[0.68, 0.32] if steps else None,
+                        horizontal_spacing=0.12,
+                        subplot_titles=("communication per rank (ms)", "median step, slowest rank (ms)") if steps else None)
     for col, name, colour in (("hidden_s", "hidden behind backward compute", style.OKABE_ITO["bluish_green"]),
                               ("exposed_s", "exposed (nothing to hide it)", style.OKABE_ITO["vermillion"])):
-        fig.add_bar(x=df["label"], y=np.round(df[col].to_numpy() * factor, 4), name=name, marker_color=colour,
-                    hovertemplate="%{x}<br>" + name + ": %{y:.2f} ms<extra></extra>")
-    if "step_s" in df.columns and df["step_s"].notna().all():
-        fig.add_scatter(x=df["label"], y=np.round(df["step_s"].to_numpy(dtype=float) * factor, 4), mode="markers",
-                        name="median step (slowest rank)", yaxis="y2",
-                        marker={"symbol": "diamond", "size": 10, "color": style.OKABE_ITO["black"]},
-                        hovertemplate="%{x}<br>median step: %{y:.2f} ms<extra></extra>")
-        fig.update_layout(yaxis2={"title": "step time (ms)", "overlaying": "y", "side": "right", "rangemode": "tozero",
-                                  "showgrid": False})
+        fig.add_trace(go.Bar(x=df["label"], y=np.round(df[col].to_numpy() * factor, 4), name=name, marker_color=colour,
+                             hovertemplate="%{x}<br>" + name + ": %{y:.2f} ms<extra></extra>"), row=1, col=1)
+    if steps:
+        per = df.groupby("setting", sort=False)["step_s"].first()
+        fig.add_trace(go.Bar(x=list(per.index), y=np.round(per.to_numpy(dtype=float) * factor, 4),
+                             name="median step (slowest rank)", marker_color=style.OKABE_ITO["grey"],
+                             text=[f"{v * factor:.1f}" for v in per], textposition="outside", cliponaxis=False,
+                             hovertemplate="%{x}<br>median step: %{y:.2f} ms<extra></extra>"), row=1, col=2)
+        fig.update_yaxes(title_text="step (ms)", rangemode="tozero", row=1, col=2)
     fig.update_layout(**style.base_layout(
         title=title or "Communication per rank: hidden behind the backward pass, or exposed",
-        barmode="stack", xaxis_title="setting · rank", yaxis_title="communication (ms)",
-        legend={"orientation": "h", "y": -0.25}))
+        barmode="stack", legend={"orientation": "h", "y": -0.3}))
+    fig.update_xaxes(title_text="setting · rank", row=1, col=1)
+    fig.update_yaxes(title_text="communication (ms)", row=1, col=1)
     return fit_title(fig)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import re
 from typing import Any
 
 import numpy as np
@@ -47,12 +49,65 @@ def modelled_note(title: str, meta: Any) -> str:
     return two_line_title(title, label)
 
 
-def fit_title(fig: go.Figure, top: int = 90) -> go.Figure:
-    """Give a title with a second line (``<br>`` or a subtitle) room in the top margin."""
+#: The width a figure is laid out for when it has none (a notebook cell, the figure test's PNGs).
+FIGURE_WIDTH = 900
+#: Average advance of one character, as a share of the font size (sans-serif, mixed case).
+CHAR_EM = 0.56
+_TAG = re.compile(r"<[^>]+>")
+
+
+def text_px(text: str, size: float) -> float:
+    """Estimated width in pixels of ``text`` (tags removed) at font ``size``."""
+    return len(html.unescape(_TAG.sub("", text))) * size * CHAR_EM
+
+
+def _wrap_line(line: str, size: float, width: float) -> list[str]:
+    sup = line.startswith("<sup>") and line.endswith("</sup>")
+    body = line[5:-6] if sup else line
+    size = size * 0.7 if sup else size  # plotly draws <sup> at 70 %
+    out, cur = [], ""
+    for word in body.split(" "):
+        trial = f"{cur} {word}" if cur else word
+        if cur and text_px(trial, size) > width:
+            out.append(cur)
+            cur = word
+        else:
+            cur = trial
+    out.append(cur)
+    return [f"<sup>{x}</sup>" for x in out] if sup else out
+
+
+def wrap_title(text: str, *, size: float, width: float) -> str:
+    """``text`` with ``<br>`` inserted between words so that no line is wider than ``width`` px;
+    a ``<sup>...</sup>`` line is wrapped as sup lines (issue 20: titles of 194 characters were cut off)."""
+    lines = re.split(r"<br\s*/?>", text or "")
+    # "head<sup>details</sup>" without a break: keep as given (rare); wrap the parts we can
+    return "<br>".join(part for line in lines for part in _wrap_line(line.strip(), size, width))
+
+
+def fit_title(fig: go.Figure, top: int = 90, *, width: int | None = None) -> go.Figure:
+    """Wrap the title (and subtitle) to the figure's width and give its lines room in the top margin.
+
+    Args:
+        width: the width to fit (default the figure's, else :data:`FIGURE_WIDTH`).
+    """
     title = fig.layout.title
-    two_lines = "<br>" in (title.text or "") or bool(title.subtitle.text)
-    if two_lines and (fig.layout.margin.t or 0) < top:
-        fig.update_layout(margin={"t": top})
+    base = float(fig.layout.font.size or style.FONT["size"])
+    size = float(title.font.size or base * 1.4)  # plotly's default title size
+    room = float(width or fig.layout.width or FIGURE_WIDTH) - 40
+    lines = 0
+    if title.text:
+        wrapped = wrap_title(title.text, size=size, width=room)
+        fig.update_layout(title_text=wrapped)
+        lines += wrapped.count("<br>") + 1
+    if title.subtitle.text:
+        sub = float(title.subtitle.font.size or base)
+        wrapped = "<br>".join(_wrap_line(title.subtitle.text, sub * 1.0, room))
+        fig.update_layout(title_subtitle_text=wrapped)
+        lines += wrapped.count("<br>") + 1
+    need = 30 + 22 * lines
+    if lines > 1 and (fig.layout.margin.t or 0) < max(top, need):
+        fig.update_layout(margin={"t": max(top, need)})
     return fig
 
 

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 
 from ..trace import Trace
 from . import style
-from ._common import check_positive_int, empty_figure, modelled_note, two_line_title
+from ._common import check_positive_int, empty_figure, fit_title, modelled_note, two_line_title
 from ._controls import animation_controls
 from ._graph import OP_STATES, DependencyGraph, dependency_graph, expression_graph, frame_times, frontend_status, node_states
 
@@ -174,6 +174,7 @@ def plot_dependency_graph(source: Trace | str | DependencyGraph, *, max_ops: int
     fig.update_layout(**animation_controls(times, factor, unit, origin=o))
     fig.update_layout(**style.base_layout(title=title, height=max(380, 120 + 90 * (nodes["y"].max() - nodes["y"].min() + 2))))
     fig.update_layout(margin={"t": 90, "b": 90})
+    fit_title(fig)
     fig.update_xaxes(visible=False, range=[x_left - 0.5, float(nodes["depth"].max()) + 0.9])  # room for the last label
     fig.update_yaxes(visible=False, range=[float(nodes["y"].min()) - 0.7, top + 0.5])
     if graph.n_ops_total > graph.n_ops:

@@ -236,5 +236,6 @@ def plot_trace(trace: Trace, *, in_flight: bool = False, cap: float | None | Lit
         title={"text": title, "subtitle": {"text": notes}} if notes else {"text": title},
         barmode="overlay", bargap=0, height=420 + 46 * nl + 160 * (nq - 1)))
     fig.update_layout(margin={"t": 90})
+    fit_title(fig)
     fig.update_xaxes(title_text=style.time_axis_title(tl.unit), row=1 + nq, col=1)
     return fig

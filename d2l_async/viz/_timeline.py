@@ -36,7 +36,7 @@ import plotly.graph_objects as go
 
 from ..trace import BACKEND_KINDS, Lane, Trace, is_python_lane
 from . import style
-from ._common import check_positive_int, check_trace, empty_figure, modelled_note, time_span, two_line_title
+from ._common import check_positive_int, check_trace, empty_figure, fit_title, modelled_note, time_span, two_line_title
 
 __all__ = ["TimelineData", "timeline_data", "plot_timeline"]
 
@@ -401,5 +401,6 @@ def plot_timeline(trace: Trace, *, max_events: int = 4000, max_connectors: int =
         barmode="overlay", height=160 + 46 * len(data.lanes), bargap=0,
     ))
     fig.update_layout(margin={"t": 90})
+    fit_title(fig)
     fig.update_xaxes(title_text=style.time_axis_title(data.unit))
     return fig

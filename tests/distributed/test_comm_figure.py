@@ -17,12 +17,14 @@ def test_table_labels_each_setting_and_rank():
     assert comm_table(pd.DataFrame(ROWS)).equals(df)
 
 
-def test_bars_stack_hidden_under_exposed_in_ms_with_step_markers():
+def test_bars_stack_hidden_under_exposed_in_ms_with_steps_in_their_own_panel():
     fig = plot_comm_overlap(ROWS, title="t")
     hidden, exposed, step = fig.data
     assert fig.layout.barmode == "stack" and fig.layout.title.text == "t"
     assert list(hidden.y) == [0.0, 3.0] and list(exposed.y) == [4.0, 1.0]
-    assert list(step.y) == [30.0, 25.0] and step.yaxis == "y2"
+    assert list(step.y) == [30.0, 25.0] and list(step.x) == ["after_backward", "bucketed"]
+    # issue 20: a panel of its own beside the bars, not a second y-axis overlaying them
+    assert step.xaxis == "x2" and fig.layout.yaxis2.overlaying is None
     assert "ms" in fig.layout.yaxis.title.text
 
 
