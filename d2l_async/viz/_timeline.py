@@ -27,6 +27,7 @@ hundreds of thousands of calls would crowd out the ops.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,9 @@ LAUNCH_WIDTH = 0.35
 _TEXT_LIMIT = 40
 #: Plot width in pixels that the drawing assumes (minimum bar width, label spacing).
 _PIXELS = 1500
+#: Width of the plotting area of a 900 px figure (lane labels and the legend take the rest): names are
+#: written inside a bar only where they fit at this width.
+_PLOT_PX = 620
 _CHAR_PX = 7  # width of one label character at font size 11
 #: Traces with at most this many events show their Python call-stack lanes by default.
 PYTHON_STACK_AUTO = 20_000
@@ -207,6 +211,8 @@ def timeline_data(
             "reads": trace["reads"][idx], "writes": trace["writes"][idx], "source": trace["source"][idx],
         })
 
+    bars["role"] = bar_roles(bars, lanes)
+
     # -- connectors: issue (frontend lane) -> start (backend lane) ------------------------------
     frontend_rows = [rows[l.name] for l in trace.frontend_lanes]
     conn_idx = np.flatnonzero(finite & np.isin(kind, BACKEND_KINDS) & np.isfinite(trace["issue"]))
@@ -239,6 +245,59 @@ def timeline_data(
     })
     blocks["label"] = [style.block_label(r, s) for r, s in zip(blocks["reason"], blocks["source"])]
     return TimelineData(lanes, labels, bars, connectors, n_conn, blocks, span, unit, factor, n_events, hidden)
+
+
+# -- roles: what a bar is for, so the colours say forward / backward / all-reduce ---------------
+_ROLE_PATTERNS = (
+    ("all-reduce", re.compile(r"all_?reduce|allreduce|all_gather|broadcast|gloo|nccl|c10d", re.I)),
+    ("backward", re.compile(r"backward", re.I)),
+    ("optimizer step", re.compile(r"optimizer|sgd|adam", re.I)),
+)
+#: Kinds that are their own role (frontend launches, runtime calls, copies): never re-coloured.
+_OWN_ROLE = ("launch", "runtime", "copy", "memset")
+
+
+def bar_roles(bars: pd.DataFrame, lanes: tuple[Lane, ...]) -> list[str]:
+    """The role of each bar, for colouring: ``""`` (colour by kind, as before) unless the trace has
+    roles worth telling apart (issue 20: 10's DDP timelines were one colour, so "all-reduces during
+    the backward pass" could not be seen):
+
+    * a profiler trace with backward ops or collectives: ``"all-reduce"``, ``"backward"``,
+      ``"optimizer step"``, else ``"forward / other"``;
+    * an engine trace with ops on two or more devices: ``"ops on <device>"`` (03's chain and
+      follow-up, 07's two devices).
+    """
+    if not len(bars):
+        return []
+    names = bars["name"].astype(str).tolist()
+    kinds = bars["kind"].astype(str).tolist()
+    by_pattern = []
+    for name, kind in zip(names, kinds):
+        role = ""
+        if kind not in _OWN_ROLE:
+            role = next((r for r, pat in _ROLE_PATTERNS if pat.search(name)), "")
+        by_pattern.append(role)
+    if any(r in ("all-reduce", "backward") for r in by_pattern):
+        return [r or ("" if k in _OWN_ROLE else "forward / other") for r, k in zip(by_pattern, kinds)]
+    device = {l.name: l.device for l in lanes if not l.is_frontend and l.device}
+    ops_devices = {device.get(str(ln), "") for ln, k in zip(bars["lane"], kinds) if k == "op"} - {""}
+    if len(ops_devices) >= 2:
+        return [f"ops on {device.get(str(ln), '')}" if k == "op" and device.get(str(ln)) else ""
+                for ln, k in zip(bars["lane"], kinds)]
+    return [""] * len(bars)
+
+
+_ROLE_COLOURS = {"forward / other": style.OKABE_ITO["blue"], "backward": style.OKABE_ITO["reddish_purple"],
+                 "all-reduce": style.OKABE_ITO["orange"], "optimizer step": style.OKABE_ITO["bluish_green"]}
+
+
+def role_color(role: str, i: int) -> str:
+    return _ROLE_COLOURS.get(role) or style.series_color(i)
+
+
+def _fits(names: pd.Series, widths_px: np.ndarray, size: int = 11) -> list[str]:
+    """Each bar's name where it fits inside the bar at ``size`` px, else ``""`` (no overprinting)."""
+    return [n if len(n) * size * 0.6 + 6 <= w else "" for n, w in zip(names.astype(str), widths_px)]
 
 
 # -- drawing ----------------------------------------------------------------------------------
@@ -307,20 +366,30 @@ def draw_timeline(fig: go.Figure, data: TimelineData, *, row: int | None = None,
                                text=lb.label, showarrow=False, bgcolor="rgba(255,255,255,0.75)",
                                font={"size": 11, "color": style.KIND_COLORS["block"]}, **where)
 
-    # bars, one trace per kind so the legend explains the colours
+    # bars, one trace per role (or per kind) so the legend explains the colours
     bars = data.bars
     small = len(bars) <= _TEXT_LIMIT and not data.merged  # names only where each bar is one event
+    px_per = _PLOT_PX / max((data.span[1] - o), 1e-12)  # pixels per second of the drawn plot
     order = {k: i for i, k in enumerate(style.KIND_ORDER)}
-    for kind, grp in sorted(bars.groupby("kind", sort=False), key=lambda kv: order.get(kv[0], len(order))):
+    roles = bars["role"] if "role" in bars.columns else pd.Series([""] * len(bars), index=bars.index)
+    key = np.where(roles.astype(str) != "", roles.astype(str), bars["kind"].astype(str)) if len(bars) else []
+    groups = bars.assign(_key=key).groupby("_key", sort=False) if len(bars) else []
+    role_names = sorted({r for r in roles if r}, key=lambda r: (list(_ROLE_COLOURS).index(r) if r in _ROLE_COLOURS
+                                                               else len(_ROLE_COLOURS), r))
+    for name, grp in sorted(groups, key=lambda kv: (kv[0] not in role_names,
+                                                   role_names.index(kv[0]) if kv[0] in role_names
+                                                   else order.get(kv[0], len(order)))):
+        kind = str(grp["kind"].iloc[0])
         on_frontend = grp["row"].isin(frontend_rows).to_numpy()
         width = np.where(on_frontend & (kind != "op"), LAUNCH_WIDTH, BAR_WIDTH)
+        colour = role_color(name, role_names.index(name)) if name in role_names else style.kind_color(kind)
+        text = _fits(grp["name"], (grp["end"] - grp["start"]).to_numpy() * px_per) if small else None
         fig.add_trace(go.Bar(
             orientation="h", base=(grp["start"].to_numpy() - o) * f, x=np.maximum((grp["end"] - grp["start"]).to_numpy(), min_width) * f,
-            y=grp["row"].to_numpy(), width=width, name=str(kind), marker={"color": style.kind_color(kind),
-                                                                          "line": {"width": 0}},
+            y=grp["row"].to_numpy(), width=width, name=str(name), marker={"color": colour, "line": {"width": 0}},
             hovertext=_hover(grp, unit, f, o), hovertemplate="%{hovertext}<extra></extra>",
-            text=grp["name"].tolist() if small else None, textposition="auto" if small else None,
-            insidetextanchor="middle", textfont={"size": 11}, cliponaxis=False,
+            text=text, textposition="inside" if small else None, constraintext="none" if small else None,
+            insidetextanchor="middle", textfont={"size": 11}, cliponaxis=False, showlegend=True,
         ), **where)
 
     # connectors: issue on the frontend -> start on the backend lane (the time spent queued)
