@@ -58,7 +58,7 @@ PYTHON_STACK_AUTO = 20_000
 
 def _non_overlapping(blocks: pd.DataFrame, span: float):
     """Blocks whose labels, centred on them, do not overlap a label already placed (longest first)."""
-    per_px = (span or 1.0) / _PIXELS * 1.3  # labels are drawn on a plot narrower than _PIXELS
+    per_px = (span or 1.0) / _PLOT_PX  # seconds per pixel of a 900 px figure's plotting area
     placed: list[tuple[float, float]] = []
     for lb in blocks.itertuples(index=False):
         centre, half = (lb.start + lb.end) / 2, len(lb.label) * _CHAR_PX * per_px / 2
@@ -358,7 +358,7 @@ def draw_timeline(fig: go.Figure, data: TimelineData, *, row: int | None = None,
         right = data.span[1] - o
         for lb in _non_overlapping(longest, right):
             # keep the label inside the plot: anchor it to the block's edge near a plot edge
-            half = len(lb.label) * _CHAR_PX * right / _PIXELS * 1.3 / 2
+            half = len(lb.label) * _CHAR_PX * right / _PLOT_PX / 2
             centre = (lb.start + lb.end) / 2 - o
             x, anchor = (lb.end - o, "right") if centre + half > right else (
                 (lb.start - o, "left") if centre - half < 0 else (centre, "center"))
