@@ -155,13 +155,17 @@ def _parse(f: Fields, path: Path, python_stack: bool) -> Trace:
                 and nm.startswith(COLLECTIVE_PREFIXES) else k for c, k, nm in zip(cat_x, cats, name_x)]
     steps_idx = [j for j, nm in enumerate(name_x) if isinstance(nm, str) and nm.startswith("ProfilerStep#")]
     step_set = set(steps_idx)
-    if ours is not None:  # our own file: every slice carries its record, whatever its category
+    # user annotations (record_function ranges) other than steps and collectives: kept as ranges
+    # in meta["annotations"], not as events (they span work and would hide when a thread was busy)
+    notes_idx = ([j for j, (c, k) in enumerate(zip(cat_x, cats)) if c == "user_annotation" and k is None
+                  and j not in step_set] if "user_annotation" in raw_cats else [])
+    if ours is not None:  # our own file: every slice carries its record, except the ranges it exports
         d2l_x = _take(f.args["d2l"], x_idx)
-        if any(not isinstance(d, dict) for d in d2l_x):
-            missing = sum(not isinstance(d, dict) for d in d2l_x)
+        keep = [j for j, d in enumerate(d2l_x) if isinstance(d, dict)]
+        missing = len(x_idx) - len(keep) - sum(not isinstance(d2l_x[j], dict) for j in steps_idx + notes_idx)
+        if missing:
             raise TraceError(f"{path}: {missing} slices lack their args.d2l record; "
                              "was the file edited after d2l_async wrote it?")
-        keep = list(range(len(x_idx)))
         skipped: dict[str, int] = {}
     else:
         keep = [j for j, k in enumerate(cats) if k is not None and j not in step_set]
@@ -197,7 +201,7 @@ def _parse(f: Fields, path: Path, python_stack: bool) -> Trace:
         kind[mt[[is_mtia_copy(x) for x in name[mt]]]] = Kind.COPY.value
 
     b_rows = [r for r, b in zip(rows, back.tolist()) if b]
-    step_rows = [x_idx[j] for j in steps_idx]
+    step_rows = [x_idx[j] for j in steps_idx + notes_idx]
     if f.bad:  # a value that could not be converted, in an event the trace uses: say which
         check_values(f.bad, {"ts": rows + step_rows, "dur": rows + step_rows, "correlation": rows,
                              "stream": b_rows, "device": b_rows, "bytes": b_rows}, f.name, path)
@@ -246,7 +250,7 @@ def _parse(f: Fields, path: Path, python_stack: bool) -> Trace:
         lane_col[back] = names[inv]
         device_col[back] = np.array([f"{prefix}:{d}" for d, _ in uniq], dtype=object)[inv]
         lanes += [Lane(str(nm), LaneRole.BACKEND, device=f"{prefix}:{d}", stream=int(s)) for nm, (d, s) in zip(names, uniq)]
-    lanes = _thread_lanes(lanes, back, kind, cat_arr, pid_l, tid_l, thread_names, lane_col, device_col,
+    lanes, thread_of = _thread_lanes(lanes, back, kind, cat_arr, pid_l, tid_l, thread_names, lane_col, device_col,
                           start, end)
 
     # -- runtime calls: launch / block / other, by name
@@ -284,9 +288,12 @@ def _parse(f: Fields, path: Path, python_stack: bool) -> Trace:
         meta["unplaced_device_events"] = not_placed
     if "baseTimeNanoseconds" in f.top:
         meta["base_time_ns"] = f.top["baseTimeNanoseconds"]
-    steps = _profiler_steps(f, [x_idx[j] for j in steps_idx], origin)
+    steps = _ranges(f, [x_idx[j] for j in steps_idx], origin, thread_of)
     if steps:
         meta["steps"] = steps
+    notes = _ranges(f, [x_idx[j] for j in notes_idx], origin, thread_of)
+    if notes:
+        meta["annotations"] = notes
     if ours is not None:
         lanes, cols, meta = _apply_ours(ours, _take(f.args["d2l"], rows), cols, meta, path)
         return Trace.from_columns(cols, lanes, meta)
@@ -318,7 +325,7 @@ def _thread_lanes(lanes, back, kind, cat_arr, pid_l, tid_l, thread_names, lane_c
     """Frontend lanes (one per CPU thread), gloo's communication threads, the Python call stack."""
     front_idx = np.flatnonzero(~back)
     if not len(front_idx):
-        return lanes
+        return lanes, {}
     used = {l.name for l in lanes}
     keys = [(pid_l[i], tid_l[i]) for i in front_idx.tolist()]
     cats = cat_arr[front_idx].tolist()
@@ -349,7 +356,7 @@ def _thread_lanes(lanes, back, kind, cat_arr, pid_l, tid_l, thread_names, lane_c
         first = {k: i for i, k in enumerate(seen)}
         order = sorted(set(zip(py_keys, depth.tolist())), key=lambda kd: (first[kd[0]], kd[1]))
         py_lanes = [Lane(stack_lane_name(seen[k], d), LaneRole.FRONTEND, group=PYTHON_GROUP) for k, d in order]
-    return thread_lanes + py_lanes + lanes
+    return thread_lanes + py_lanes + lanes, seen
 
 
 def _pair(back, corr, kind, start, device_col):
@@ -385,18 +392,22 @@ def _unique_name(name: str, key: tuple[Any, Any], used: set[str]) -> str:
     return f"{name} #{i}"
 
 
-def _profiler_steps(f: Fields, idx: list[int], origin: float) -> list[dict[str, Any]]:
-    """The ``ProfilerStep#N`` ranges ``torch.profiler.schedule`` marks on the CPU, by start.
+def _ranges(f: Fields, idx: list[int], origin: float, thread_of: dict[Any, str]) -> list[dict[str, Any]]:
+    """CPU ranges by start: ``name``, ``start``, ``end`` (seconds) and ``lane`` (their thread's lane,
+    ``""`` when that thread has no lane).
 
-    They tell where each training step began; HTA drops the work launched in the last one, which
-    may be partial, before computing its queue statistics (``include_last_profiler_step``).
+    For the ``ProfilerStep#N`` ranges ``torch.profiler.schedule`` marks: they tell where each
+    training step began; HTA drops the work launched in the last one, which may be partial, before
+    computing its queue statistics (``include_last_profiler_step``).  The writer exports them (and
+    the other user annotations) as ``user_annotation`` slices again, so HTA and Perfetto see them.
     """
     out = []
     for i in idx:
         if f.cat[i] in ("gpu_user_annotation",):  # the GPU's copy of the range
             continue
         start = (float(f.ts[i]) - origin) / 1e6
-        out.append({"name": f.name[i], "start": start, "end": start + float(f.dur[i] or 0) / 1e6})
+        out.append({"name": f.name[i], "start": start, "end": start + float(f.dur[i] or 0) / 1e6,
+                    "lane": thread_of.get((f.pid[i], f.tid[i]), "")})
     return sorted(out, key=lambda d: d["start"])
 
 

@@ -387,6 +387,12 @@ class Trace:
 
         return write_chrome_trace(self, path)
 
+    def to_trace_dir(self, folder: Any) -> Any:
+        """Write one file per rank into ``folder`` (HTA's ``trace_dir``); see ``write_trace_dir``."""
+        from ._perfetto import write_trace_dir
+
+        return write_trace_dir(self, folder)
+
     def __repr__(self) -> str:
         src = self.meta.get("source", "?")
         return (

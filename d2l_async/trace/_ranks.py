@@ -42,7 +42,7 @@ import numpy as np
 from ._model import COLUMNS, Lane, Trace, TraceError
 from ._stack import PYTHON_GROUP
 
-__all__ = ["merge_ranks", "read_trace_dir", "rank_lanes", "RankLanes", "COLLECTIVE_PREFIXES"]
+__all__ = ["merge_ranks", "split_ranks", "read_trace_dir", "rank_lanes", "RankLanes", "COLLECTIVE_PREFIXES"]
 
 #: Event-name prefixes of collective-communication work (c10d's record_function labels on the
 #: gloo/NCCL threads, NCCL's kernels on a GPU stream).  A backend lane whose events start with one
@@ -162,7 +162,10 @@ def merge_ranks(traces: Mapping[int, Trace]) -> Trace:
     lanes: list[Lane] = []
     parts: dict[str, list[np.ndarray]] = {name: [] for name in COLUMNS}
     id_base = flow_base = 0
+    id_offsets: dict[int, int] = {}
+    flow_offsets: dict[int, int] = {}
     for r, t in items:
+        id_offsets[r], flow_offsets[r] = id_base, flow_base
         group = f"rank {r}"
         rename = {l.name: f"{group}{SEP}{l.name}" for l in t.lanes}
         lanes += [replace(l, name=rename[l.name], group=f"{group}{SEP}{l.group}" if l.group else group, rank=r)
@@ -199,6 +202,8 @@ def merge_ranks(traces: Mapping[int, Trace]) -> Trace:
         "ranks": ranks,
         "clock": clock,
         "offsets_s": offsets,
+        "id_offsets": id_offsets,
+        "flow_offsets": flow_offsets,
         "per_rank": {r: dict(t.meta) for r, t in items},
     }
     if clock == "profiler":
@@ -207,6 +212,55 @@ def merge_ranks(traces: Mapping[int, Trace]) -> Trace:
         if "base_time_ns" in traces[first].meta:
             meta["base_time_ns"] = traces[first].meta["base_time_ns"]
     return Trace(tuple(lanes), cols, meta)
+
+
+def split_ranks(trace: Trace) -> dict[int, Trace]:
+    """The inverse of :func:`merge_ranks`: rank -> that rank's trace, as it was before the merge.
+
+    Each part has the rank's lanes with their own names (no ``"rank R · "``), its own clock, ids
+    and correlation ids (the merge's offsets undone) and its own meta, plus ``meta["distributed"]``
+    (``rank``, ``world_size`` and ``backend`` where the rank's file said so) for the writer's
+    ``distributedInfo``.
+
+    Raises:
+        TraceError: the trace has no ranks (it is one rank's trace already).
+    """
+    if not isinstance(trace, Trace):
+        raise TypeError(f"split_ranks expects a Trace, got {type(trace).__name__}")
+    if not trace.ranks:
+        raise TraceError("the trace has no ranks to split (it is one process's trace already)")
+    meta = trace.meta
+
+    def per(key: str, r: int, default: Any) -> Any:
+        table = meta.get(key) or {}
+        return table.get(r, table.get(str(r), default))  # str keys after a round trip through JSON
+
+    world = len(trace.ranks)
+    out: dict[int, Trace] = {}
+    lane_col = trace["lane"]
+    for r in trace.ranks:
+        prefix = f"rank {r}{SEP}"
+        lanes = [replace(l, name=l.name.removeprefix(prefix), rank=-1,
+                         group="" if l.group == f"rank {r}" else l.group.removeprefix(prefix))
+                 for l in trace.lanes if l.rank == r]
+        wanted = {l.name for l in trace.lanes if l.rank == r}
+        mask = np.fromiter(map(wanted.__contains__, lane_col.tolist()), dtype=bool, count=len(trace))
+        c = {k: v[mask] for k, v in trace.columns.items()}
+        shift, id_off, flow_off = float(per("offsets_s", r, 0.0)), int(per("id_offsets", r, 0)), int(per("flow_offsets", r, 0))
+        c["lane"] = np.array([x.removeprefix(prefix) for x in c["lane"].tolist()], dtype=object)
+        for name in ("issue", "start", "end"):
+            c[name] = c[name] - shift
+        c["id"] = c["id"] - id_off
+        c["flow"] = np.where(c["flow"] >= 0, c["flow"] - flow_off, -1)
+        deps = np.empty(int(mask.sum()), dtype=object)
+        deps[:] = [tuple(int(d) - id_off for d in ds) if ds else () for ds in c["deps"].tolist()]
+        c["deps"] = deps
+        own = dict(per("per_rank", r, {}) or {})
+        info = (own.get("file") or {}).get("distributedInfo")
+        info = dict(info) if isinstance(info, dict) else {}
+        own["distributed"] = {**info, "rank": r, "world_size": info.get("world_size", world)}
+        out[r] = Trace.from_columns(c, lanes, own)
+    return out
 
 
 def _rank_of(trace: Trace, path: Path) -> int | None:

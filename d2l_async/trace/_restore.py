@@ -47,6 +47,8 @@ def apply_ours(ours: dict[str, Any], extra: list[Any], cols: dict[str, Any], met
             vals = [Kind(v).value for v in vals]
         cols[name] = vals
     cols["flow"] = [x.get("flow", -1) for x in extra]
+    # the clock, steps and file fields are the original trace's (its record), not the export's
+    meta = {k: v for k, v in meta.items() if k not in ("origin_us", "base_time_ns", "steps", "annotations", "file")}
     meta = {**meta, **(ours.get("meta") or {}), "path": str(path)}
     meta.pop("generations", None)
     return declared, cols, meta
