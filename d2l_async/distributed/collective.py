@@ -67,7 +67,7 @@ def run_collective(*, ranks: int = 2, numel: int | None = None, size: int | None
         ranks: processes (2-8).
         numel: floats reduced; default ``1 << 20`` = 1,048,576 (4 MiB; quick mode ``1 << 18``).
         size: side of the independent matmul done while the collective is in flight; default 640
-            (quick mode 384): sized so the product takes at least as long as the reduction (issue 20:
+            (quick mode 512): sized so the product takes at least as long as the reduction (issue 20:
             with 4M floats and a 512 product, a 3 ms product was set against a 27 ms all-reduce,
             so overlap could never save time).
         repeats: timed repeats; default 5 (quick 2).
@@ -79,7 +79,7 @@ def run_collective(*, ranks: int = 2, numel: int | None = None, size: int | None
     """
     ranks = _int("ranks", ranks, 2, 8)
     numel = _int("numel", numel if numel is not None else config.scale(1 << 20, 1 << 18), 1, 1 << 28)
-    size = _int("size", size if size is not None else config.scale(640, 384), 1, 8192)
+    size = _int("size", size if size is not None else config.scale(640, 512), 1, 8192)
     repeats = _int("repeats", repeats if repeats is not None else config.scale(5, 2), 1, 1000)
     backend = check_backend(backend, ranks)
     at = where(backend, ranks)
