@@ -129,3 +129,16 @@ def test_the_capture_adds_the_cuda_facts_in_one_place(tmp_path):
     raw = C.blocker_demo(tmp_path)
     t = label_block_sources(blocking_copies(label_final_sync(raw)))
     assert int((t["kind"] == Kind.BLOCK.value).sum()) == int((raw["kind"] == Kind.BLOCK.value).sum()) + 6
+
+
+def test_the_reports_blocker_figure_of_a_cuda_capture_names_the_ops(tmp_path):
+    """The report draws ``plot_blocked_time(trace, by="source")``: one "(unknown)" bar on CUDA before."""
+    pytest.importorskip("plotly")
+    from d2l_async.capture._profiler import label_final_sync
+    from d2l_async.viz import plot_blocked_time
+
+    raw = C.blocker_demo(tmp_path)
+    t = label_block_sources(blocking_copies(label_final_sync(raw)))
+    labels = {str(y) for bar in plot_blocked_time(t, by="source").data for y in list(bar.y if bar.y is not None else ())}
+    assert {"aten::item", "aten::_to_copy", "aten::is_nonzero"} <= labels, labels
+    assert "(unknown)" not in labels
