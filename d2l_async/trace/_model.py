@@ -375,11 +375,12 @@ class Trace:
         return read_chrome_trace(path)
 
     @classmethod
-    def from_trace_dir(cls, path: Any) -> "Trace":
-        """Load a folder of per-rank profiler traces (HTA's ``trace_dir``), one lane group per rank."""
+    def from_trace_dir(cls, path: Any, *, strict: bool = False) -> "Trace":
+        """Load a folder of per-rank profiler traces (HTA's ``trace_dir``), one lane group per rank;
+        files that are not one job's warn (``strict=True``: raise), see ``read_trace_dir``."""
         from ._ranks import read_trace_dir
 
-        return read_trace_dir(path)
+        return read_trace_dir(path, strict=strict)
 
     def to_chrome_trace(self, path: Any) -> Any:
         """Write Chrome Trace Event JSON that opens in Perfetto (``.gz`` compresses)."""

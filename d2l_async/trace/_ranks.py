@@ -33,12 +33,14 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
+from ._job import MixedJobs, job_problems
 from ._model import COLUMNS, Lane, Trace, TraceError
 from ._stack import PYTHON_GROUP
 
@@ -283,16 +285,24 @@ def trace_dir_files(path: str | os.PathLike[str]) -> list[Path]:
     return files
 
 
-def read_trace_dir(path: str | os.PathLike[str]) -> Trace:
+def read_trace_dir(path: str | os.PathLike[str], *, strict: bool = False) -> Trace:
     """Load a folder of per-rank Chrome traces (HTA's ``trace_dir``) as one merged trace.
 
     The rank of each file is its ``distributedInfo.rank``; a file without one takes the number in
     its name (``rank3.json.gz``, ``worker_3.pt.trace.json``); a lone file without either is rank 0.
 
+    The files should be one job's: the same world size and backend, each rank below the world
+    size, and time ranges that overlap (``_job.py``).  When they are not, the merged timeline is
+    not one run's: a :class:`~d2l_async.trace.MixedJobs` warning names the files (``strict=True``
+    raises instead), and ``meta["job_problems"]`` keeps the reasons.
+
     Raises:
         TraceError: not a folder, no trace files, a file that cannot be read (named), a file
-            whose rank cannot be told, or two files with the same rank (both named).
+            whose rank cannot be told, two files with the same rank (both named), or, with
+            ``strict=True``, files that are not one job's.
     """
+    if not isinstance(strict, (bool, np.bool_)):
+        raise TypeError(f"strict must be True or False, got {strict!r}")
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"read_trace_dir expects a folder path (str or os.PathLike), got {type(path).__name__}")
     from ._chrome import read_chrome_trace
@@ -311,5 +321,13 @@ def read_trace_dir(path: str | os.PathLike[str]) -> Trace:
         if r in by_rank:
             raise TraceError(f"{where[r]} and {f} both say rank {r}; a trace_dir holds one file per rank")
         by_rank[r], where[r] = t, f
+    problems = job_problems(by_rank, where)
+    if problems:
+        msg = (f"{Path(path)}: the files do not look like one job: " + "; ".join(problems)
+               + ("" if strict else "; merged anyway (strict=True raises)"))
+        if strict:
+            raise TraceError(msg)
+        warnings.warn(msg, MixedJobs, stacklevel=3)
     merged = merge_ranks(by_rank)
-    return merged.with_meta(path=str(Path(path)), files={r: str(p) for r, p in where.items()})
+    extra = {"job_problems": problems} if problems else {}
+    return merged.with_meta(path=str(Path(path)), files={r: str(p) for r, p in where.items()}, **extra)
