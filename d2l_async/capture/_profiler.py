@@ -195,7 +195,8 @@ def label_block_sources(trace: Trace) -> Trace:
     for i in blocks.tolist():
         if c["lane"][i] not in front:
             continue
-        around = ops[(c["lane"][ops] == c["lane"][i]) & (c["start"][ops] <= c["start"][i]) & (c["end"][ops] >= c["end"][i])]
+        around = ops[(c["lane"][ops] == c["lane"][i]) & (c["start"][ops] <= c["start"][i])
+                     & (c["end"][ops] >= c["end"][i])]
         if len(around):
             outer = around[np.argmin(c["start"][around] - c["end"][around])]  # the longest: the outermost
             source[i] = str(c["name"][outer])
