@@ -14,7 +14,8 @@ traces):
 * ``args.correlation`` joining a call and its device work, ``ac2g`` flow events (``s`` on the call,
   ``f`` on the device slice), ``External id`` linking both to the ``cpu_op``;
 * ``cuda_sync`` markers on the device for synchronizing calls;
-* times in µs relative to ``baseTimeNanoseconds`` (torch >= 2.3), ``deviceProperties`` naming the GPUs.
+* times in fractional µs relative to ``baseTimeNanoseconds`` (as torch 2.13's CPU profiler writes them
+  here), thread ``thread N (python)`` in process ``python``, ``deviceProperties`` naming the GPUs.
 
 Times given to the methods are µs from the start of the recording.
 """
@@ -28,7 +29,9 @@ from typing import Any
 from d2l_async.trace import Trace, read_chrome_trace
 
 PID, TID = 4242, 4242
-BASE_NS = 1_764_547_200_000_000_000  # 1 Dec 2025, as a profiler clock
+BASE_NS = 1_790_857_026_000_000_000  # what torch 2.13 wrote on this machine (Dec 2026)
+#: torch 2.13's ``ts`` of a recording's start: fractional µs on a clock relative to ``baseTimeNanoseconds``
+TS0 = 5_285_495_519_366.633
 MATMUL = "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_16x5_nn_align4>(Params)"
 ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>(int, ...)"
 FILL = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int, ...)"
@@ -105,21 +108,25 @@ class KinetoFile:
     # -- the file --------------------------------------------------------------------------------------
     def document(self) -> dict[str, Any]:
         meta: list[dict[str, Any]] = [
-            {"name": "process_name", "ph": "M", "ts": 0, "pid": PID, "tid": 0, "args": {"name": "python3"}},
-            {"name": "process_labels", "ph": "M", "ts": 0, "pid": PID, "tid": 0, "args": {"labels": "CPU"}},
-            {"name": "thread_name", "ph": "M", "ts": 0, "pid": PID, "tid": TID, "args": {"name": "python3"}},
+            {"ph": "M", "name": "process_name", "ts": TS0, "pid": PID, "tid": 0, "args": {"name": "python"}},
+            {"ph": "M", "name": "process_labels", "ts": TS0, "pid": PID, "tid": 0, "args": {"labels": "CPU"}},
+            {"ph": "M", "name": "thread_name", "ts": TS0, "pid": PID, "tid": TID,
+             "args": {"name": f"thread {TID} (python)"}},
         ]
         for d in sorted({d for d, _ in self._streams}):
-            meta += [{"name": "process_name", "ph": "M", "ts": 0, "pid": d, "tid": 0, "args": {"name": "python3"}},
-                     {"name": "process_labels", "ph": "M", "ts": 0, "pid": d, "tid": 0, "args": {"labels": f"GPU {d}"}}]
+            meta += [{"ph": "M", "name": "process_name", "ts": TS0, "pid": d, "tid": 0, "args": {"name": "python"}},
+                     {"ph": "M", "name": "process_labels", "ts": TS0, "pid": d, "tid": 0, "args": {"labels": f"GPU {d}"}},
+                     {"ph": "M", "name": "thread_name", "ts": TS0, "pid": d, "tid": -1, "args": {"name": f"Device {d}"}}]
         for d, s in sorted(self._streams):
-            meta.append({"name": "thread_name", "ph": "M", "ts": 0, "pid": d, "tid": s, "args": {"name": f"stream {s} "}})
+            meta.append({"ph": "M", "name": "thread_name", "ts": TS0, "pid": d, "tid": s,
+                         "args": {"name": f"stream {s} "}})
         props = [{"id": i, "name": g, "totalGlobalMem": 150_000_000_000, "computeMajor": 9, "computeMinor": 0,
                   "numSms": 132} for i, g in enumerate(self.gpus)]
         return {"schemaVersion": 1, "deviceProperties": props, "cupti_version": 24, "cuda_runtime_version": 12080,
                 "with_flops": False, "record_shapes": False, "cuda_driver_version": 12080, "trace_id": "0",
                 "displayTimeUnit": "ms", "baseTimeNanoseconds": BASE_NS, "traceName": "synthetic.json",
-                "traceEvents": meta + sorted(self.events, key=lambda e: (e["ts"], e["ph"] != "X"))}
+                "traceEvents": meta + [{**e, "ts": round(TS0 + e["ts"], 3)}
+                                       for e in sorted(self.events, key=lambda e: (e["ts"], e["ph"] != "X"))]}
 
     def write(self, path: Path) -> Path:
         path.write_text(json.dumps(self.document()))
