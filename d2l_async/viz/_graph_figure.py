@@ -117,13 +117,15 @@ def plot_dependency_graph(source: Trace | str | DependencyGraph, *, max_ops: int
                                          "line": {"color": "#555555", "width": 1}}))
     states0 = node_states(graph, times[0])
     typ = nodes["type"].to_numpy()
-    # size nodes to the columns available (about 1000 px of width); drop labels that cannot fit
-    col_px = 1000 / (float(nodes["depth"].max() - nodes["depth"].min()) + 1)
+    # size nodes to the columns available (a 900 px figure: about 800 px of plot); labels alternate
+    # above and below by column, so a label has two columns of room and never meets its neighbour's
+    col_px = 700 / (float(nodes["depth"].max() - nodes["depth"].min()) + 1)
     op_size = float(np.clip(col_px * 0.55, 10, 40))
     arr_size = float(np.clip(col_px * 0.3, 7, 22))
-    width = 14 if col_px >= 90 else 10
-    labels = [_wrap(lbl, width) if t == "op" else _short(lbl, width + 4) for lbl, t in zip(nodes["label"], typ)]
-    text = [lbl if col_px >= 45 else "" for lbl in labels]
+    width = int(max(6, min(16, 2 * col_px / (11 * 0.62) - 3)))  # characters that fit in two columns
+    labels = [_wrap(lbl, width) if t == "op" else _short(lbl, width) for lbl, t in zip(nodes["label"], typ)]
+    text = [lbl if col_px >= 30 else "" for lbl in labels]
+    above = (nodes["depth"].to_numpy() % 2) == 0
     hover = []
     for r in nodes.itertuples(index=False):
         if r.type == "op":
@@ -134,8 +136,8 @@ def plot_dependency_graph(source: Trace | str | DependencyGraph, *, max_ops: int
     node_index = len(fig.data)
     fig.add_trace(go.Scatter(
         x=nodes["depth"], y=nodes["y"], mode="markers+text", text=text, showlegend=False,
-        # ops' names above their circle, arrays' below their square: whole words, never inside a node
-        textposition=["top center" if t == "op" else "bottom center" for t in typ],
+        # names above the node in even columns, below it in odd ones: whole words, never inside a node
+        textposition=["top center" if a else "bottom center" for a in above],
         textfont={"size": 11}, customdata=states0, hovertext=hover,
         hovertemplate="%{hovertext}<br>state: %{customdata}<extra></extra>",
         marker={"symbol": [_SYMBOL[t] for t in typ], "size": [op_size if t == "op" else arr_size for t in typ],
@@ -175,7 +177,9 @@ def plot_dependency_graph(source: Trace | str | DependencyGraph, *, max_ops: int
     fig.update_layout(**style.base_layout(title=title, height=max(380, 120 + 90 * (nodes["y"].max() - nodes["y"].min() + 2))))
     fig.update_layout(margin={"t": 90, "b": 90})
     fit_title(fig)
-    fig.update_xaxes(visible=False, range=[x_left - 0.5, float(nodes["depth"].max()) + 0.9])  # room for the last label
+    # room for the first and last columns' labels, centred on their nodes (clipped "make minibatch")
+    half = max((len(str(t).split("<br>")[0]) for t in text), default=0) * 11 * 0.62 / 2 / col_px
+    fig.update_xaxes(visible=False, range=[x_left - max(0.5, half + 0.2), float(nodes["depth"].max()) + max(0.9, half + 0.2)])
     fig.update_yaxes(visible=False, range=[float(nodes["y"].min()) - 0.7, top + 0.5])
     if graph.n_ops_total > graph.n_ops:
         fig.add_annotation(text=f"first {graph.n_ops} of {graph.n_ops_total:,} ops", xref="paper", yref="paper",

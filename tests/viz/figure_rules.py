@@ -92,16 +92,19 @@ def _boxes(fig: dict[str, Any], width: int) -> list[tuple[str, float, float, flo
     base = float(_get(layout, "font", "size", default=12) or 12)
     out = []
 
-    def place(text: str, x: Any, y: Any, xa: str, ya: str, size: float, anchor: str = "center") -> None:
+    def place(text: str, x: Any, y: Any, xa: str, ya: str, size: float, anchor: str = "center",
+              vertical: str = "middle") -> None:
         if not text or not isinstance(x, (int, float)) or not isinstance(y, (int, float)):
             return
         if xa not in maps or ya not in maps:
             return
         (xlo, xs), (ylo, ys) = maps[xa], maps[ya]
         px, py = (x - xlo) * xs, (y - ylo) * ys
-        w, h = _px(text, size), size * 1.2
+        lines = str(text).split("<br>")
+        w, h = max(_px(line, size) for line in lines), size * 1.2 * len(lines)
         x0 = px if anchor == "left" else px - w if anchor == "right" else px - w / 2
-        out.append((str(text), x0, x0 + w, py - h / 2, py + h / 2))
+        y0 = py + 6 if vertical == "top" else py - 6 - h if vertical == "bottom" else py - h / 2
+        out.append((str(text), x0, x0 + w, y0, y0 + h))
 
     for a in layout.get("annotations", []) or []:
         xref, yref = a.get("xref", "x"), a.get("yref", "y")
@@ -114,10 +117,12 @@ def _boxes(fig: dict[str, Any], width: int) -> list[tuple[str, float, float, flo
         if tr.get("type") == "scatter" and "text" in str(tr.get("mode", "")):
             texts, xs, ys = tr.get("text") or [], tr.get("x") or [], tr.get("y") or []
             texts = texts if isinstance(texts, (list, tuple)) else [texts] * len(xs)
-            pos = str(tr.get("textposition", "middle center"))
-            anchor = "left" if "right" in pos else "right" if "left" in pos else "center"
-            for t, x, y in zip(texts, xs, ys):
-                place(t, x, y, xa, ya, size, anchor)
+            pos = tr.get("textposition", "middle center")
+            positions = pos if isinstance(pos, (list, tuple)) else [pos] * len(xs)
+            for t, x, y, p in zip(texts, xs, ys, positions):
+                p = str(p)
+                anchor = "left" if "right" in p else "right" if "left" in p else "center"
+                place(t, x, y, xa, ya, size, anchor, "top" if "top" in p else "bottom" if "bottom" in p else "middle")
         if tr.get("type") == "bar" and tr.get("orientation") == "h" and tr.get("text"):
             base_x = tr.get("base") or [0] * len(tr.get("x") or [])
             for t, b, w, y in zip(tr.get("text"), base_x, tr.get("x") or [], tr.get("y") or []):
