@@ -52,7 +52,7 @@ def modelled_note(title: str, meta: Any) -> str:
 #: The width a figure is laid out for when it has none (a notebook cell, the figure test's PNGs).
 FIGURE_WIDTH = 900
 #: Average advance of one character, as a share of the font size (sans-serif, mixed case).
-CHAR_EM = 0.56
+CHAR_EM = 0.6  # a little wide on purpose: a wrapped line must not reach the edge
 _TAG = re.compile(r"<[^>]+>")
 
 
