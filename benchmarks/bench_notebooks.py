@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import time
@@ -51,13 +52,16 @@ def main() -> int:
             "notebook": run.name, "seconds": round(run.seconds, 2), "peak_rss_mib": round(run.peak_rss_bytes / 2**20),
             "children_peak_rss_mib": round(run.children_peak_rss_bytes / 2**20), "error": run.error[-500:],
             "within_goal": ok, "checks": [c.to_dict() for c in run.checks],
-            "held": sum(c.holds for c in run.checks), "failed_explained": sum((not c.holds) and c.explained
-                                                                             for c in run.checks),
+            "held": sum(c.holds is True for c in run.checks),
+            "failed_explained": sum(c.holds is False and c.explained for c in run.checks),
+            "cant_tell": sum(c.holds is None for c in run.checks),
             "unexplained": len(run.unexplained), "kernel_affinity": list(run.affinity),
+            "load_avg_after": [round(x, 2) for x in os.getloadavg()],
         })
         r = rows[-1]
         print(f"{run.name:32s} {run.seconds:6.1f} s  {r['peak_rss_mib']:5d} MiB  checks {r['held']}✔ "
-              f"{r['failed_explained']}✘ {'ERROR ' + run.error.splitlines()[0][:80] if run.error else ''}", flush=True)
+              f"{r['failed_explained']}✘ {r['cant_tell']}? load {r['load_avg_after'][0]:.1f} "
+              f"{'ERROR ' + run.error.splitlines()[0][:80] if run.error else ''}", flush=True)
         for c in run.checks:
             print("     ", c.text[:160])
     out = {
@@ -69,6 +73,8 @@ def main() -> int:
         "when": time.strftime("%Y-%m-%d %H:%M:%S"), "notebooks": rows,
     }
     name = "notebooks_quick.json" if args.quick else "notebooks.json"
+    if args.only:  # a partial rerun keeps the other notebooks' rows of the last full run
+        name = name.replace(".json", "_partial.json")
     dest = ROOT / "benchmarks" / "results" / name
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
