@@ -33,7 +33,7 @@ import numpy as np
 
 from ._model import BACKEND_KINDS, Kind, Trace
 
-__all__ = ["queued_mask", "queue_steps", "last_step_starts", "hta_tie_ranks"]
+__all__ = ["queued_mask", "queue_steps", "last_step_starts", "hta_tie_ranks", "hta_window_mask"]
 
 
 def last_step_starts(trace: Trace) -> dict[int, float]:
@@ -50,6 +50,24 @@ def last_step_starts(trace: Trace) -> dict[int, float]:
             shift = float(offsets.get(r, offsets.get(str(r), 0.0))) if r >= 0 else 0.0
             out[r] = max(float(s["start"]) for s in steps) + shift
     return out
+
+
+def hta_window_mask(trace: Trace) -> np.ndarray:
+    """The events HTA 0.5.0 analyses by default (``include_last_profiler_step=False``).
+
+    On a rank with two profiler steps or more, HTA keeps the CPU events that start before the last
+    ``ProfilerStep`` starts and the device work launched by them (its launch starts before then;
+    work with no known launch is dropped); a rank with fewer steps is kept whole, as HTA does.
+    """
+    c = trace.columns
+    keep = np.ones(len(trace), dtype=bool)
+    for rank, last in last_step_starts(trace).items():
+        mine = [l for l in trace.lanes if l.rank == rank]
+        front = isin(c["lane"], [l.name for l in mine if l.is_frontend or not l.device.startswith(("cuda", "mtia"))])
+        device = isin(c["lane"], [l.name for l in mine if not l.is_frontend and l.device.startswith(("cuda", "mtia"))])
+        with np.errstate(invalid="ignore"):
+            keep &= ~(front & (c["start"] >= last)) & ~(device & ~(c["issue"] < last))
+    return keep
 
 
 def queued_mask(trace: Trace, *, include_last_profiler_step: bool = True) -> np.ndarray:
