@@ -61,7 +61,7 @@ from ..trace import Trace
 from ._meta import MetaCache, compute_specs, meta_of
 from ._schema import func_info
 from ._state import capture, enter
-from ._sync import ESCAPE, SyncPaths, answer_query, dispatch_any, run_eager
+from ._sync import ESCAPE, RngVar, SyncPaths, TVar, answer_query, dispatch_any, run_eager
 from ._tensor import AsyncTensor, set_dispatch
 
 __all__ = ["AsyncRuntime", "dispatch_any", "CACHE"]
@@ -75,16 +75,6 @@ _make = AsyncTensor.make
 
 def _real(a: Any) -> Any:
     return a._real if type(a) is AsyncTensor else a
-
-
-class RngVar(EngineVar):
-    """The global generator's variable: it orders random ops and never holds an error.  A random
-    op that fails (``torch.randn(-1)``) leaves the generator as it was, as in eager torch; its
-    error is its output's, raised once at the next blocking point -- before, every later random
-    op of the block failed with it, even after ``manual_seed`` (issue 19, item 9)."""
-
-    __slots__ = ()
-    error = property(lambda self: None, lambda self, value: None)
 
 
 def _run_op(op: EngineOp) -> None:
@@ -166,9 +156,18 @@ class AsyncRuntime(SyncPaths, Scheduler):
             dev.cond.notify()
             dev.idle -= 1
 
+    def _submit(self, op: EngineOp, depth: int = 2) -> None:
+        for v in op.reads:  # what lets the frontend tell an idle variable (._sync.idle)
+            v.last = op
+        for v in op.writes:
+            v.last = op
+        if op.out is not None:
+            op.out.last = op
+        super()._submit(op, depth + 1)
+
     # -- variables ---------------------------------------------------------------------------
     def _var_new(self) -> EngineVar:
-        return EngineVar(f"t{next(self._labels)}")
+        return TVar(f"t{next(self._labels)}")
 
     def _plain_var(self, t: torch.Tensor) -> EngineVar:
         """The variable of a plain tensor's storage (created on first use)."""
@@ -179,7 +178,7 @@ class AsyncRuntime(SyncPaths, Scheduler):
         v = self._plain.get(key)
         if v is None:
             with self._plain_lock:
-                v = self._plain.setdefault(key, EngineVar(f"plain{next(self._labels)}"))
+                v = self._plain.setdefault(key, TVar(f"plain{next(self._labels)}"))
         return v
 
     def _leaf_var(self, t: torch.Tensor) -> EngineVar:
@@ -200,10 +199,15 @@ class AsyncRuntime(SyncPaths, Scheduler):
             info = func._d2l_async_info = func_info(func)
         if info.query:
             return answer_query(func, args, kwargs)
+        if info.here:
+            return func(*args, **kwargs)
         if info.sync:
             return self.run_sync(func, args, kwargs, info.sync, depth + 1)
         if info.lift:  # torch.tensor(data): the data is there already
-            return self.adopt(args[0])
+            t = self.adopt(args[0])
+            if not t._m[0]:
+                t._host = True  # a host scalar (see ._sync.SyncPaths.try_here)
+            return t
         if self.closed:
             return run_eager(func, args, kwargs)
         leaves: list = []
@@ -211,11 +215,14 @@ class AsyncRuntime(SyncPaths, Scheduler):
         key: list = [id(func)]  # ops are singletons; hashing an OpOverload runs Python
         wpos = info.write_pos
         slow = ""
+        big = not (wpos or info.write_kw)  # only in-place ops on 0-dim tensors may run here (try_here)
         for i, a in enumerate(args):
             t = type(a)
             if t is AsyncTensor:
                 if a._rt is not self:
                     slow = "a tensor of another asynchronous() block"
+                if a._m[0]:
+                    big = True
                 key.append(a._m)
                 leaves.append(a)
                 written.append(i in wpos)
@@ -223,6 +230,7 @@ class AsyncRuntime(SyncPaths, Scheduler):
                 key.append((t, a))
             elif isinstance(a, torch.Tensor):
                 slow = slow or self._check_plain(a, i in wpos)
+                big = True
                 key.append(None if slow else ("plain", meta_of(a)))
                 leaves.append(a)
                 written.append(i in wpos)
@@ -233,9 +241,12 @@ class AsyncRuntime(SyncPaths, Scheduler):
                         if type(b) is AsyncTensor:
                             if b._rt is not self:
                                 slow = "a tensor of another asynchronous() block"
+                            if b._m[0]:
+                                big = True
                             sub.append(b._m)
                         else:
                             slow = slow or self._check_plain(b, i in wpos)
+                            big = True
                             sub.append(None if slow else ("plain", meta_of(b)))
                         leaves.append(b)
                         written.append(i in wpos)
@@ -248,6 +259,7 @@ class AsyncRuntime(SyncPaths, Scheduler):
             for name, a in kwargs.items():
                 w = name in info.write_kw
                 if isinstance(a, torch.Tensor):
+                    big = True
                     if type(a) is AsyncTensor:
                         if a._rt is not self:
                             slow = "a tensor of another asynchronous() block"
@@ -274,6 +286,10 @@ class AsyncRuntime(SyncPaths, Scheduler):
                 args, kwargs = self._foreign(args, kwargs)
                 return self.dispatch(func, args, kwargs, depth + 1)
             return self.run_sync(func, args, kwargs, slow, depth + 1)
+        if not big and leaves and not info.seeded:
+            done, res = self.try_here(func, args, kwargs, leaves, written)
+            if done:
+                return res
         entry = None
         if not info.meta_changing:
             try:
@@ -326,7 +342,7 @@ class AsyncRuntime(SyncPaths, Scheduler):
                 w = _make(self, spec[2], self._leaf_var(leaves[spec[1]]))
                 # the view's storage var is its base's; its *own* var orders its readers after
                 # the op that makes it (readers of one storage var would not wait for each other)
-                v = w._own = EngineVar(f"t{next(self._labels)}")
+                v = w._own = TVar(f"t{next(self._labels)}")
                 if out_var is None:
                     out_var = v
                 else:

@@ -14,6 +14,10 @@ op is queued:
   points: the op is queued like any other and the frontend waits for it;
 * ``meta_changing``: it changes its argument's shape or strides in place (``t_``, ``resize_``,
   ``out=`` that resizes): its output metadata is recomputed every time instead of cached;
+* ``here``: run on the frontend at once, neither queued nor waited for: the profiler's
+  ``record_function`` markers around ``optimizer.step()``/``zero_grad()`` (they return a handle,
+  not a tensor; waiting for them made every step a full barrier, issue 19 item 4).  Like a
+  CUDA program's markers, they stamp the time the frontend *queues* the work;
 * ``query``: a metadata question (``sym_size``, ``dim``, ``is_contiguous``): answered from the
   wrapper's metadata without touching data.
 """
@@ -50,6 +54,7 @@ class FuncInfo:
     has_device: bool
     kind: str          # "op" or "copy" (how traces draw it)
     lift: bool         # torch.tensor(data)'s lift_fresh: the data exists already
+    here: bool = False  # run on the frontend at once: profiler markers (no data, no wait)
 
 
 _CACHE: dict = {}
@@ -107,4 +112,5 @@ def _compute(func) -> FuncInfo:
     return FuncInfo(name=name, write_pos=frozenset(write_pos), write_kw=frozenset(write_kw),
                     seeded=torch.Tag.nondeterministic_seeded in tags, sync=sync,
                     meta_changing=meta_changing, query=query, has_generator=has_generator,
-                    has_device=has_device, kind=kind, lift=name in ("lift_fresh", "lift"))
+                    has_device=has_device, kind=kind, lift=name in ("lift_fresh", "lift"),
+                    here=func.namespace == "profiler")

@@ -19,13 +19,13 @@ import torch
 
 from ..engine._deps import split_access
 from ..engine._errors import deferred
-from ..engine._op import EngineOp, EngineVar
+from ..engine._op import _DONE, EngineOp, EngineVar
 from ._meta import map_tensors, meta_of, meta_tensor
 from ._schema import _CACHE as _INFO, func_info
 from ._state import capture, enter
 from ._tensor import AsyncTensor
 
-__all__ = ["SyncPaths", "answer_query", "run_eager", "dispatch_any", "ESCAPE"]
+__all__ = ["SyncPaths", "answer_query", "run_eager", "dispatch_any", "ESCAPE", "TVar", "RngVar"]
 
 aten = torch.ops.aten
 _make = AsyncTensor.make
@@ -33,6 +33,34 @@ _make = AsyncTensor.make
 
 def _real(a: Any) -> Any:
     return a._real if type(a) is AsyncTensor else a
+
+
+class TVar(EngineVar):
+    """A storage's variable, and ``last``: the last op pushed that touches it (set by
+    ``AsyncRuntime._submit``).  When that op is done and the engine holds no reader or writer of
+    it, no queued op can touch the data any more: the variable is *idle* (:func:`idle`)."""
+
+    __slots__ = ("last",)
+
+    def __init__(self, label: str) -> None:
+        EngineVar.__init__(self, label)
+        self.last: EngineOp | None = None
+
+
+class RngVar(TVar):
+    """The global generator's variable: it orders random ops and never holds an error.  A random
+    op that fails (``torch.randn(-1)``) leaves the generator as it was, as in eager torch; its
+    error is its output's, raised once at the next blocking point -- before, every later random
+    op of the block failed with it, even after ``manual_seed`` (issue 19, item 9)."""
+
+    __slots__ = ()
+    error = property(lambda self: None, lambda self, value: None)
+
+
+def idle(v: TVar) -> bool:
+    """No queued op touches ``v`` (frontend only: only the frontend pushes, so none can start to)."""
+    op = v.last
+    return v.error is None and (op is None or (op.state is _DONE and not v.readers and v.writer is None))
 
 
 def ESCAPE(op: EngineOp) -> None:  # noqa: N802 - a marker, compared by identity
@@ -71,7 +99,7 @@ class SyncPaths:
         data earlier made ``Module._apply``'s queued init ops run on ``None``).
         """
         old = tuple(v for v in (t._var, t._own) if v is not None)
-        own = EngineVar(f"t{next(self._labels)}")
+        own = TVar(f"t{next(self._labels)}")
         reads, writes = split_access((value._var,) if value._own is None else (value._var, value._own), old)
 
         def run(op: EngineOp) -> None:
@@ -105,17 +133,47 @@ class SyncPaths:
         writes = [self._leaf_var(t) for t, w in zip(leaves, written) if w]
         if info.seeded or info.has_generator:
             writes.append(self._rng)
-        holder: list = []
-        r, w = split_access(reads, writes)
-        op = EngineOp(info.name, info.kind, _run_sync_op, func, (args, kwargs, holder, capture()), r, w, self._dev, 0, None)
-        self._submit(op, depth)
-        self._wait_op(op, reason)
-        if op.error is not None:
-            exc = op.error
-            with self._lock:  # raised here, at the call (its own error or a failed input's): once
-                self._unreported = [o for o in self._unreported if o is not op and o.error is not exc]
-            raise deferred(exc, f"{info.name!r}, run synchronously ({reason})") from exc
-        res = holder[0]
+        if leaves and all(type(t) is AsyncTensor and t._host for t in leaves) and all(map(idle, reads)) \
+                and all(map(idle, writes)):
+            res = self._run_here(func, args, kwargs)  # host scalars (see try_here): no wait, no block
+        else:
+            holder: list = []
+            r, w = split_access(reads, writes)
+            op = EngineOp(info.name, info.kind, _run_sync_op, func, (args, kwargs, holder, capture()), r, w,
+                          self._dev, 0, None)
+            self._submit(op, depth)
+            self._wait_op(op, reason)
+            if op.error is not None:
+                exc = op.error
+                with self._lock:  # raised here, at the call (its own error or a failed input's): once
+                    self._unreported = [o for o in self._unreported if o is not op and o.error is not exc]
+                raise deferred(exc, f"{info.name!r}, run synchronously ({reason})") from exc
+            res = holder[0]
+        return self._sync_results(res, info, leaves, written)
+
+    @staticmethod
+    def _run_here(func, args: tuple, kwargs: dict) -> Any:
+        """Run ``func`` on the frontend, now, on the data (its inputs are idle: nothing to wait for).
+        It is not recorded: like a CUDA program's host arithmetic, it never reaches the device."""
+        ra, rk = map_tensors(args, kwargs, _real)
+        return func(*ra, **rk)
+
+    def try_here(self, func, args: tuple, kwargs: dict, leaves: list, written: list) -> tuple[bool, Any]:
+        """*Host scalars*: 0-dim tensors made from a Python number (``torch.tensor(0.0)``: Adam's
+        and RMSprop's step counters).  A CUDA program keeps them on the CPU, where ``step += 1``
+        and ``step.item()`` run at once and never wait for the GPU; here an in-place op on host
+        scalars no queued op touches runs on the frontend, now (``.item()`` too, in
+        :meth:`run_sync`).  Before, each Adam step waited for every queued op four times.
+        ``(False, None)`` when the op must be queued."""
+        for t in leaves:
+            if type(t) is not AsyncTensor or not t._host or not idle(t._var) or \
+                    (t._own is not None and not idle(t._own)):
+                return False, None
+        info = _INFO.get(func) or func_info(func)
+        return True, self._sync_results(self._run_here(func, args, kwargs), info, leaves, written)
+
+    def _sync_results(self, res: Any, info: Any, leaves: list, written: list) -> Any:
+        """The outputs of an op run synchronously, as the frontend's tensors."""
         if info.meta_changing:  # set_, resize_, t_: the wrappers follow their data's new metadata
             for t, w in zip(leaves, written):
                 if w and type(t) is AsyncTensor and t._real is not None:

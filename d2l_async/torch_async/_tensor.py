@@ -51,6 +51,7 @@ class AsyncTensor(torch.Tensor):
     _real: torch.Tensor | None = None  # class defaults: two attribute writes fewer per op
     _op: Any = None
     _own: Any = None  # a view's own var (see _runtime): None for a tensor with its own storage
+    _host = False  # a host scalar: torch.tensor(number), 0-dim (see _sync.SyncPaths.try_here)
 
     @staticmethod
     def make(rt: Any, m: tuple, var: Any, real: torch.Tensor | None = None, op: Any = None) -> "AsyncTensor":
