@@ -25,17 +25,11 @@ from typing import Any, Iterable
 from ._why import fmt_time
 
 __all__ = ["LAUNCH_QUEUE_CAP", "CudaFacts", "cuda_facts", "why_not_ahead", "why_queue", "queue_full", "explain",
-           "is_cuda", "why_streams", "why_chain_ended"]
+           "why_streams", "why_chain_ended"]
 
 #: Pending launches CUDA queues per device before ``cudaLaunchKernel`` blocks (measured "about 1024" on
 #: recent GPUs; ``make gpu-check`` measures it on the machine it runs on: gpu_numbers.json).
 LAUNCH_QUEUE_CAP = 1024
-
-
-def is_cuda(r: Any) -> bool:
-    """True for a result (or trace) of a CUDA run."""
-    meta = getattr(getattr(r, "trace", None), "meta", None) or getattr(r, "meta", None) or {}
-    return getattr(r, "backend", None) == "cuda" or meta.get("source") == "cuda"
 
 
 @dataclass(frozen=True)
