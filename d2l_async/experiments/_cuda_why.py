@@ -41,7 +41,8 @@ class CudaFacts:
         launch_s: median seconds the CPU spent in one launch call.
         kernel_s: median seconds one piece of device work ran on the GPU.
         max_queue: the longest launch queue of any stream.
-        waits: synchronizing calls of the run (the capture's own final synchronize left out).
+        waits: synchronizing calls inside the run: before its last launch (a final synchronize that ends
+            a timed run, and the capture's own, are not in the way of anything).
         wait_s: seconds the CPU spent in them.
         slow_launches: launch calls over 5 times the median: waits for a free queue slot.
     """
@@ -75,15 +76,17 @@ def cuda_facts(trace: Any) -> CudaFacts:
     launches = trace.where(kind="launch")
     work = trace.where(kind=BACKEND_KINDS, lane=[lane.name for lane in trace.backend_lanes])
     blocks = trace.where(kind="block")
-    own = np.array([str(s).startswith("d2l_async.capture") for s in blocks["source"]], dtype=bool)
+    last_launch = float(launches["start"].max()) if len(launches) else float("-inf")
+    inside = np.array([not str(src).startswith("d2l_async.capture") and float(st) < last_launch
+                       for src, st in zip(blocks["source"], blocks["start"])], dtype=bool)
     ldur = launches["end"] - launches["start"]
     launch_s = float(np.median(ldur)) if len(ldur) else float("nan")
     kernel_s = float(np.median(work["end"] - work["start"])) if len(work) else float("nan")
     summary = queue_length_summary(trace) if len(work) else None
     q = int(summary["max"].max()) if summary is not None and len(summary) else 0
     slow = int((ldur > 5 * launch_s).sum()) if len(ldur) and launch_s > 0 else 0
-    wait = blocks["end"][~own] - blocks["start"][~own]
-    return CudaFacts(len(launches), launch_s, kernel_s, q, int((~own).sum()), float(wait.sum()), slow)
+    wait = blocks["end"][inside] - blocks["start"][inside]
+    return CudaFacts(len(launches), launch_s, kernel_s, q, int(inside.sum()), float(wait.sum()), slow)
 
 
 def why_not_ahead(f: CudaFacts) -> str:

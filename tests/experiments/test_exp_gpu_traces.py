@@ -175,7 +175,12 @@ def test_cuda_facts_read_launch_latency_and_the_queue(tmp_path):
     keep_up = cuda_facts(C.increments(tmp_path, ops=50, launch_us=5, kernel_us=2))
     assert keep_up.launches == 50 and keep_up.max_queue <= 1 and not keep_up.at_cap
     assert keep_up.kernel_s == pytest.approx(2e-6) and keep_up.launch_s == pytest.approx(4e-6)
-    assert keep_up.waits == 1  # the run's own synchronize; the capture's is left out
+    assert keep_up.waits == 0  # the run's final synchronize and the capture's are in nothing's way
+    from d2l_async.capture import blocking_copies
+
+    demo = C.blocker_demo(tmp_path)
+    assert cuda_facts(demo).waits == 5  # the stream syncs between the demo's six lines, not after the last launch
+    assert cuda_facts(blocking_copies(demo)).waits == 10  # and the copies into pageable memory before them
     capped = cuda_facts(C.increments(tmp_path, ops=1300, launch_us=5, kernel_us=50, queue_cap=LAUNCH_QUEUE_CAP))
     assert capped.at_cap and LAUNCH_QUEUE_CAP - 2 <= capped.max_queue <= LAUNCH_QUEUE_CAP + 1
     assert capped.slow_launches >= 100  # each launch past the cap waits for a kernel to start
