@@ -26,12 +26,20 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PY) -m pip install -q -e ".[dev]" -c $(CONSTRAINTS)
 	@touch $(STAMP)
 
+# configurable-http-proxy (npm) for the local JupyterHub class test (tests/hub); without npm that test
+# skips (under CI=true it fails: .ci/run installs nodejs and npm first).
+CHP := $(VENV)/chp/node_modules/.bin/configurable-http-proxy
+$(CHP):
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm install --silent --no-fund --no-audit --prefix $(VENV)/chp configurable-http-proxy@5; \
+	else echo "npm not found: the JupyterHub class test (tests/hub) will skip"; fi
+
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG)
 
 # Unit tests, every notebook in quick mode pinned to one CPU beside a busy process (tests/one_core:
 # no cell may fail, every lesson check must be ✔ or ✘ with its reason), and the browser test.
-test: $(STAMP)
+test: $(STAMP) $(CHP)
 	D2L_ASYNC_QUICK=1 $(PY) -m pytest tests -p no:cacheprovider $(PYTEST_FLAGS)
 
 test-unit: $(STAMP)

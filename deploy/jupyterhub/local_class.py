@@ -1,0 +1,388 @@
+"""A class on a real JupyterHub, on this machine's loopback: what one student costs (issue 22).
+
+Starts JupyterHub (pip's ``jupyterhub``) with its configurable-http-proxy (npm's), a local-process
+spawner (every student's single-user server is a process of this user, home folders in a temporary
+directory) and the dummy authenticator, everything bound to 127.0.0.1. Then N simulated students,
+at the same time, each: is created through the hub's REST API, starts a server, uploads notebooks 01
+and 07 through the server's contents API, and runs every code cell through a kernel (the kernels
+API and its websocket), in quick mode. Measured per student: the peak memory of their server's
+process tree (server + kernel), the time to a ready server and to the last cell, and every lesson
+check (✔, or ✘/? with its reason). At the end every server and the hub are stopped and no process
+of the run is left (checked).
+
+Bounded: at most 16 students, one overall deadline; nothing listens beyond 127.0.0.1.
+
+    python deploy/jupyterhub/local_class.py --students 2          # prints one JSON object
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = ("01_asynchrony", "07_automatic_parallelism")
+MAX_STUDENTS = 16
+
+
+class ClassError(RuntimeError):
+    """The hub, a server or a kernel did not do what a student needed (the message says which)."""
+
+
+def find_proxy() -> str | None:
+    """configurable-http-proxy: ``$D2L_ASYNC_CHP``, the Makefile's ``.venv/chp``, or on ``PATH``."""
+    for candidate in (os.environ.get("D2L_ASYNC_CHP"),
+                      str(ROOT / ".venv" / "chp" / "node_modules" / ".bin" / "configurable-http-proxy"),
+                      shutil.which("configurable-http-proxy")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Student:
+    """One simulated student's run."""
+
+    name: str
+    server_ready_s: float | None = None
+    finished_s: float | None = None
+    peak_rss_mib: float = 0.0
+    notebooks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    error: str = ""
+
+    @property
+    def checks_ok(self) -> bool:
+        """Every lesson check ✔, or ✘/? with its reason, and no cell error."""
+        return not self.error and all(
+            nb["cell_errors"] == 0 and nb["checks"] > 0 and nb["unexplained"] == 0 for nb in self.notebooks.values())
+
+
+# -- the hub ---------------------------------------------------------------------------------------------
+
+
+class LocalHub:
+    """JupyterHub + proxy on loopback in a temporary folder; a context manager that leaves nothing."""
+
+    def __init__(self, *, proxy: str, quick: bool = True, workdir: Path | None = None) -> None:
+        self.proxy = proxy
+        self.quick = quick
+        self.dir = Path(workdir or tempfile.mkdtemp(prefix="d2l-class-"))
+        self.port, self.hub_port, self.api_port = _free_port(), _free_port(), _free_port()
+        self.token = secrets.token_hex(24)
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+
+    def config(self) -> str:
+        venv_bin = Path(sys.executable).parent
+        env = {"D2L_ASYNC_QUICK": "1" if self.quick else "0", "PATH": f"{venv_bin}:{os.environ.get('PATH', '')}",
+               "MPLBACKEND": "Agg"}
+        return f"""
+c.JupyterHub.ip = "127.0.0.1"
+c.JupyterHub.port = {self.port}
+c.JupyterHub.hub_ip = "127.0.0.1"
+c.JupyterHub.hub_port = {self.hub_port}
+c.ConfigurableHTTPProxy.command = [{self.proxy!r}]
+c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{self.api_port}"
+c.JupyterHub.db_url = "sqlite:///{self.dir / 'hub.sqlite'}"
+c.JupyterHub.cookie_secret_file = "{self.dir / 'cookie_secret'}"
+c.JupyterHub.pid_file = "{self.dir / 'hub.pid'}"
+c.JupyterHub.authenticator_class = "dummy"
+c.Authenticator.allow_all = True
+c.JupyterHub.spawner_class = "simple"
+c.SimpleLocalProcessSpawner.home_dir_template = "{self.dir / 'home' / '{username}'}"
+c.Spawner.ip = "127.0.0.1"
+c.Spawner.cmd = [{str(venv_bin / 'jupyterhub-singleuser')!r}]
+c.Spawner.args = ["--allow-root", "--ServerApp.open_browser=False"]
+c.Spawner.environment = {env!r}
+c.Spawner.start_timeout = 180
+c.Spawner.http_timeout = 180
+c.JupyterHub.services = [{{"name": "class-test", "api_token": {self.token!r}}}]
+c.JupyterHub.load_roles = [{{"name": "class-test", "services": ["class-test"],
+    "scopes": ["admin:users", "admin:servers", "admin:server_state", "access:servers", "tokens"]}}]
+"""
+
+    def __enter__(self) -> "LocalHub":
+        (self.dir / "home").mkdir(parents=True, exist_ok=True)
+        cfg = self.dir / "jupyterhub_config.py"
+        cfg.write_text(self.config())
+        log = open(self.dir / "hub.log", "w")
+        hub = Path(sys.executable).with_name("jupyterhub")
+        self.proc = subprocess.Popen([str(hub), "-f", str(cfg)], cwd=self.dir, stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                self.api("GET", "/")
+                return self
+            except (OSError, ClassError):
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.__exit__(None, None, None)
+                    raise ClassError(f"the hub did not answer within 90 s:\n{self.log_tail()}")
+                time.sleep(0.3)
+
+    def log_tail(self, n: int = 30) -> str:
+        path = self.dir / "hub.log"
+        return "\n".join(path.read_text(errors="replace").splitlines()[-n:]) if path.exists() else ""
+
+    def request(self, method: str, url: str, body: Any = None, *, timeout: float = 60) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(url, data=data, method=method,
+                                     headers={"Authorization": f"token {self.token}",
+                                              "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                raw = resp.read()
+        except urllib.error.HTTPError as exc:
+            raise ClassError(f"{method} {url}: HTTP {exc.code} {exc.read()[:300]!r}") from None
+        return json.loads(raw) if raw.strip() else None
+
+    def api(self, method: str, path: str, body: Any = None) -> Any:
+        return self.request(method, f"{self.url}/hub/api{path}", body)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.proc is None:
+            return
+        try:
+            for user in self.api("GET", "/users") or []:
+                if user.get("servers"):
+                    try:
+                        self.api("DELETE", f"/users/{user['name']}/server")
+                    except ClassError:
+                        pass
+        except (OSError, ClassError):
+            pass
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)  # the hub stops its proxy and servers
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        self.proc = None
+
+    def leftovers(self) -> list[str]:
+        """Processes still alive whose command line mentions this run's folder or ports."""
+        import psutil
+
+        marks = (str(self.dir), f":{self.port}", f"{self.api_port}")
+        out = []
+        for p in psutil.process_iter(["pid", "cmdline", "environ"]):
+            try:
+                cmd = " ".join(p.info["cmdline"] or [])
+                home = (p.info.get("environ") or {}).get("HOME", "")
+            except (psutil.Error, TypeError):
+                continue
+            if p.pid != os.getpid() and (any(m in cmd for m in marks) or home.startswith(str(self.dir))):
+                out.append(f"{p.pid}: {cmd[:120]}")
+        return out
+
+
+# -- one student -------------------------------------------------------------------------------------------
+
+
+class _Peak(threading.Thread):
+    """Samples the RSS of a process and its descendants every 0.2 s; keeps the peak."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(name=f"class-rss-{pid}", daemon=True)
+        self.pid, self.peak, self._halt = pid, 0, threading.Event()
+
+    def run(self) -> None:
+        import psutil
+
+        while not self._halt.is_set():
+            try:
+                root = psutil.Process(self.pid)
+                procs = [root, *root.children(recursive=True)]
+                total = 0
+                for p in procs:
+                    try:
+                        total += p.memory_info().rss
+                    except psutil.Error:
+                        pass
+                self.peak = max(self.peak, total)
+            except psutil.Error:
+                pass
+            self._halt.wait(0.2)
+
+    def stop(self) -> int:
+        self._halt.set()
+        self.join(timeout=5)
+        return self.peak
+
+
+def _decode(raw: str | bytes) -> dict[str, Any]:
+    """A kernel message from the websocket: text JSON, or (with binary buffers, e.g. a widget's) the
+    legacy binary framing: uint32 count, uint32 offsets, the JSON message, then the buffers."""
+    if isinstance(raw, str):
+        return json.loads(raw)
+    n = int.from_bytes(raw[:4], "big")
+    offsets = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(n)]
+    end = offsets[1] if n > 1 else len(raw)
+    return json.loads(raw[offsets[0]:end].decode("utf-8"))
+
+
+def _run_notebook(hub: LocalHub, user: str, stem: str, deadline: float) -> dict[str, Any]:
+    """Upload ``stem`` and run its code cells in a fresh kernel; outputs read from the websocket."""
+    import nbformat
+    import websocket
+
+    from d2l_async.lesson import checks_in_outputs
+
+    nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
+    base = f"{hub.url}/user/{user}/api"
+    hub.request("PUT", f"{base}/contents/{stem}.ipynb", {"type": "notebook", "format": "json", "content": nb})
+    kernel = hub.request("POST", f"{base}/kernels", {"name": "python3"})
+    ws = websocket.create_connection(f"ws://127.0.0.1:{hub.port}/user/{user}/api/kernels/{kernel['id']}/channels",
+                                     header=[f"Authorization: token {hub.token}"], timeout=30)
+    session, start, outputs_all, errors, cells = uuid.uuid4().hex, time.monotonic(), [], [], 0
+    try:
+        for cell in nb.cells:
+            if cell.cell_type != "code" or not cell.source.strip():
+                continue
+            cells += 1
+            msg_id = uuid.uuid4().hex
+            ws.send(json.dumps({
+                "header": {"msg_id": msg_id, "msg_type": "execute_request", "session": session, "username": user,
+                           "version": "5.3", "date": ""},
+                "parent_header": {}, "metadata": {}, "channel": "shell",
+                "content": {"code": cell.source, "silent": False, "store_history": True,
+                            "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}}))
+            idle = replied = False
+            while not (idle and replied):
+                if time.monotonic() > deadline:
+                    raise ClassError(f"{user}: {stem} passed the run's deadline at cell {cells}")
+                ws.settimeout(max(1.0, deadline - time.monotonic()))
+                msg = _decode(ws.recv())
+                if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                    continue
+                kind, content = msg["msg_type"], msg["content"]
+                if kind == "status" and content.get("execution_state") == "idle":
+                    idle = True
+                elif kind == "execute_reply":
+                    replied = True
+                    if content.get("status") != "ok":
+                        errors.append(f"cell {cells}: {content.get('ename')}: {content.get('evalue')}")
+                elif kind == "stream":
+                    outputs_all.append({"output_type": "stream", "name": content["name"], "text": content["text"]})
+                elif kind in ("display_data", "execute_result"):
+                    outputs_all.append({"output_type": kind, "data": content.get("data", {}),
+                                        "metadata": content.get("metadata", {})})
+            if errors:
+                break
+    finally:
+        ws.close()
+        try:
+            hub.request("DELETE", f"{base}/kernels/{kernel['id']}")
+        except ClassError:
+            pass
+    checks = checks_in_outputs(outputs_all)
+    return {"seconds": round(time.monotonic() - start, 2), "cells": cells, "cell_errors": len(errors),
+            "errors": errors, "checks": len(checks), "held": sum(c.holds is True for c in checks),
+            "explained": sum(c.holds is not True and bool(c.otherwise.strip()) for c in checks),
+            "unexplained": sum(c.holds is not True and not c.otherwise.strip() for c in checks),
+            "lines": [c.text for c in checks]}
+
+
+def _student(hub: LocalHub, s: Student, t0: float, deadline: float) -> None:
+    peak = None
+    try:
+        hub.api("POST", f"/users/{s.name}")
+        hub.api("POST", f"/users/{s.name}/server")
+        while True:
+            model = hub.api("GET", f"/users/{s.name}")
+            server = (model.get("servers") or {}).get("", {})
+            if server.get("ready"):
+                break
+            if time.monotonic() > deadline:
+                raise ClassError(f"{s.name}: the server was not ready before the deadline")
+            time.sleep(0.3)
+        s.server_ready_s = round(time.monotonic() - t0, 2)
+        pid = (server.get("state") or {}).get("pid")
+        if pid:
+            peak = _Peak(int(pid))
+            peak.start()
+        for stem in NOTEBOOKS:
+            s.notebooks[stem] = _run_notebook(hub, s.name, stem, deadline)
+        s.finished_s = round(time.monotonic() - t0, 2)
+    except Exception as exc:  # noqa: BLE001 - reported per student, the class goes on
+        s.error = f"{type(exc).__name__}: {exc}"
+    finally:
+        if peak is not None:
+            s.peak_rss_mib = round(peak.stop() / 2**20, 1)
+
+
+def run_class(students: int, *, quick: bool = True, timeout_s: float = 900, proxy: str | None = None) -> dict[str, Any]:
+    """Run ``students`` simulated students at once on a fresh local hub; the measurements as a dict."""
+    if not 1 <= students <= MAX_STUDENTS:
+        raise ValueError(f"students must be 1..{MAX_STUDENTS}, got {students}")
+    proxy = proxy or find_proxy()
+    if proxy is None:
+        raise ClassError("configurable-http-proxy not found: `make` installs it with npm into .venv/chp "
+                         "(or npm install -g configurable-http-proxy), or set D2L_ASYNC_CHP")
+    from d2l_async.devices import describe_machine
+
+    load_before = os.getloadavg()
+    roster = [Student(f"student{i + 1}") for i in range(students)]
+    with LocalHub(proxy=proxy, quick=quick) as hub:
+        t0 = time.monotonic()
+        deadline = t0 + timeout_s
+        threads = [threading.Thread(target=_student, args=(hub, s, t0, deadline), name=f"class-{s.name}", daemon=True)
+                   for s in roster]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=max(1.0, deadline - time.monotonic() + 30))
+        wall = round(time.monotonic() - t0, 2)
+        hub_log = hub.log_tail()
+    time.sleep(1.0)  # the proxy and servers get a moment after the hub's exit
+    left = hub.leftovers()
+    shutil.rmtree(hub.dir, ignore_errors=True)
+    peaks = [s.peak_rss_mib for s in roster if s.peak_rss_mib]
+    return {
+        "students": students, "quick": quick, "notebooks": list(NOTEBOOKS), "wall_s": wall,
+        "machine": describe_machine(), "cpus": os.cpu_count(), "load_before": [round(x, 2) for x in load_before],
+        "load_after": [round(x, 2) for x in os.getloadavg()],
+        "peak_rss_mib_max": max(peaks) if peaks else None,
+        "finished_s_max": max((s.finished_s for s in roster if s.finished_s is not None), default=None),
+        "all_ok": all(s.checks_ok for s in roster), "leftover_processes": left,
+        "per_student": [{**asdict(s), "checks_ok": s.checks_ok} for s in roster],
+        "hub_log_tail": "" if all(s.checks_ok for s in roster) else hub_log,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python deploy/jupyterhub/local_class.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--students", type=int, default=2, help=f"simulated students at once (1..{MAX_STUDENTS}; default 2)")
+    p.add_argument("--default-mode", action="store_true", help="the notebooks' default workloads instead of quick mode")
+    p.add_argument("--timeout", type=float, default=900, help="deadline for the whole class in seconds (default 900)")
+    args = p.parse_args(argv)
+    result = run_class(args.students, quick=not args.default_mode, timeout_s=args.timeout)
+    print(json.dumps(result, indent=2))
+    return 0 if result["all_ok"] and not result["leftover_processes"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
