@@ -4,9 +4,11 @@ Also reads and writes Chrome-trace JSON (:func:`read_chrome_trace`, :func:`write
 torch.profiler traces of every Kineto generation (2020–2026), CUDA, ROCm and MTIA (one category
 table, ``_kineto.py``), a ``with_stack=True`` profile's Python call stack as lanes (``_stack.py``),
 files of any size with little memory (``_json.py``); gives the launch-queue step function the
-analysis and the Perfetto export share, with HTA's defaults (``_queue.py``); and merges the traces
+analysis and the Perfetto export share, with HTA's defaults (``_queue.py``); merges the traces
 of several ranks into one, a lane group per rank (:func:`merge_ranks`, :func:`read_trace_dir`,
-``_ranks.py``).
+``_ranks.py``), after checking that a folder's files are one job's (``_job.py``); and writes
+exports HTA reads as this package does, one file per rank for a merged trace
+(:func:`write_trace_dir`, :func:`split_ranks`).
 
 Loads neither torch, plotly nor ipywidgets.
 """

@@ -21,9 +21,15 @@ counted in ``meta["unmatched_gpu_ops"]`` and ``meta["unmatched_launches"]``, nev
 Times in the file are microseconds, absolute or relative to ``baseTimeNanoseconds``; the trace
 holds seconds from its first event (``meta["origin_us"]``, ``meta["base_time_ns"]`` keep the
 absolute zero, which :func:`~d2l_async.trace.merge_ranks` uses to put ranks on one clock).  The
-``ProfilerStep#N`` ranges are kept in ``meta["steps"]``, not as events: they span whole steps and
-would hide when the thread was really busy.  Other ``user_annotation`` ranges, ``cuda_sync``
-markers and the profiler's own spans are skipped and counted in ``meta["skipped"]``.
+``ProfilerStep#N`` ranges are kept in ``meta["steps"]`` and the other CPU ``user_annotation``
+ranges in ``meta["annotations"]`` (name, start, end, lane), not as events: they span whole steps
+and would hide when the thread was really busy; the writer exports both as slices again.  As
+events they are skipped and counted in ``meta["skipped"]``, as are ``cuda_sync`` markers, the GPU's
+copies of annotations and the profiler's own spans.  A file with no work at all loads as an empty
+trace with an :class:`EmptyTrace` warning that says so.
+
+Numbers are read as each vendor spells them (``_convert.py``: ROCm's ``"stream": "0x0"``, times
+as strings); lanes are built in ``_lanes.py``.
 
 Files written by :func:`~d2l_async.trace.write_chrome_trace` (``_perfetto.py``) carry every column
 in ``args["d2l"]`` and the lanes in a top-level ``"d2l_async"`` record; for those the reader
@@ -45,12 +51,12 @@ import numpy as np
 
 from ._convert import check_values
 from ._json import Fields, load_fields
+from ._lanes import device_pairs, thread_lanes
 from ._kineto import (BACK, CATEGORIES, COLLECTIVE_CATEGORY, LAUNCH_CALLS, SYNC_CALLS, UnplacedDeviceEvents,
                       category, device_names, device_prefix, is_mtia_copy, metadata, unplaced)
 from ._model import _DEFAULTS, COLUMNS, Kind, Lane, LaneRole, Trace, TraceError, _order_lanes
 from ._restore import apply_ours as _apply_ours
 from ._ranks import COLLECTIVE_PREFIXES
-from ._stack import PYTHON_GROUP, stack_depths, stack_lane_name
 
 __all__ = ["read_chrome_trace", "EmptyTrace", "LAUNCH_CALLS", "SYNC_CALLS"]
 
@@ -244,13 +250,13 @@ def _parse(f: Fields, path: Path, python_stack: bool) -> Trace:
         pid_b = np.array([p if type(p) is int and -2**63 <= p < 2**63 else -1 for p in _take(f.pid, b_rows)],
                          dtype=np.int64)
         gdev = np.where(dev_b != -1, dev_b, pid_b)  # no args.device: the process is the device
-        uniq, inv = _pairs(gdev, stream_b)
+        uniq, inv = device_pairs(gdev, stream_b)
         names = np.array([f"{prefix}:{d} stream {s}" if s != -1 else f"{prefix}:{d} (no stream)" for d, s in uniq],
                          dtype=object)
         lane_col[back] = names[inv]
         device_col[back] = np.array([f"{prefix}:{d}" for d, _ in uniq], dtype=object)[inv]
         lanes += [Lane(str(nm), LaneRole.BACKEND, device=f"{prefix}:{d}", stream=int(s)) for nm, (d, s) in zip(names, uniq)]
-    lanes, thread_of = _thread_lanes(lanes, back, kind, cat_arr, pid_l, tid_l, thread_names, lane_col, device_col,
+    lanes, thread_of = thread_lanes(lanes, back, kind, cat_arr, pid_l, tid_l, thread_names, lane_col, device_col,
                           start, end)
 
     # -- runtime calls: launch / block / other, by name
@@ -300,65 +306,6 @@ def _parse(f: Fields, path: Path, python_stack: bool) -> Trace:
     return _fast_trace(cols, lanes, meta, n)
 
 
-def _pairs(dev: np.ndarray, stream: np.ndarray) -> tuple[list[tuple[int, int]], np.ndarray]:
-    """The distinct (device, stream) pairs, sorted, and each row's pair index.
-
-    Ids may be any 64-bit value (``_convert.py``): one int64 key ``device * width + stream`` is
-    used only when it cannot overflow (a 1-D unique is ~10x faster than ``unique(axis=0)``);
-    otherwise each id is numbered on its own first.
-    """
-    lo_d, hi_d = (int(dev.min()), int(dev.max())) if len(dev) else (0, 0)
-    lo_s, hi_s = (int(stream.min()), int(stream.max())) if len(stream) else (0, 0)
-    width = hi_s - lo_s + 1
-    if dev.dtype != object and stream.dtype != object and (hi_d - lo_d + 1) * width < 2**62:
-        code, inv = np.unique((dev - lo_d) * width + (stream - lo_s), return_inverse=True)
-        pairs = list(zip((code // width + lo_d).tolist(), (code % width + lo_s).tolist()))
-        return pairs, inv.reshape(-1)
-    ud, di = np.unique(dev, return_inverse=True)
-    us, si = np.unique(stream, return_inverse=True)
-    code, inv = np.unique(di.reshape(-1).astype(np.int64) * len(us) + si.reshape(-1), return_inverse=True)
-    pairs = [(int(ud[c // len(us)]), int(us[c % len(us)])) for c in code.tolist()]
-    return pairs, inv.reshape(-1)
-
-
-def _thread_lanes(lanes, back, kind, cat_arr, pid_l, tid_l, thread_names, lane_col, device_col, start, end):
-    """Frontend lanes (one per CPU thread), gloo's communication threads, the Python call stack."""
-    front_idx = np.flatnonzero(~back)
-    if not len(front_idx):
-        return lanes, {}
-    used = {l.name for l in lanes}
-    keys = [(pid_l[i], tid_l[i]) for i in front_idx.tolist()]
-    cats = cat_arr[front_idx].tolist()
-    # a thread whose only events are collectives (gloo's pt_gloo_runloop) does the
-    # communication for the frontend: a backend lane of the CPU
-    work = {k for k, c in zip(keys, cats) if c not in (COLLECTIVE_CATEGORY, _PY)}
-    comm = {k for k, c in zip(keys, cats) if c == COLLECTIVE_CATEGORY} - work
-    seen: dict[tuple[Any, Any], str] = {}
-    py_lanes: list[Lane] = []
-    thread_lanes: list[Lane] = []
-    for key in dict.fromkeys(keys):  # first-seen order
-        nm = _unique_name(thread_names.get(key) or f"thread {key[1]}", key, used)
-        seen[key] = nm
-        used.add(nm)
-        if key in comm:
-            thread_lanes.append(Lane(nm, LaneRole.BACKEND, device="cpu"))
-        else:
-            thread_lanes.append(Lane(nm, LaneRole.FRONTEND))
-    lane_col[front_idx] = [seen[k] for k in keys]
-    comm_rows = front_idx[[k in comm for k in keys]] if comm else front_idx[:0]
-    device_col[comm_rows] = "cpu"
-    py = front_idx[np.asarray([c == _PY for c in cats], dtype=bool)]
-    if len(py):
-        py_keys = [(pid_l[i], tid_l[i]) for i in py.tolist()]
-        depth = stack_depths(py_keys, start[py], end[py])
-        lane_of = [stack_lane_name(seen[k], int(d)) for k, d in zip(py_keys, depth.tolist())]
-        lane_col[py] = lane_of
-        first = {k: i for i, k in enumerate(seen)}
-        order = sorted(set(zip(py_keys, depth.tolist())), key=lambda kd: (first[kd[0]], kd[1]))
-        py_lanes = [Lane(stack_lane_name(seen[k], d), LaneRole.FRONTEND, group=PYTHON_GROUP) for k, d in order]
-    return thread_lanes + py_lanes + lanes, seen
-
-
 def _pair(back, corr, kind, start, device_col):
     """Pair each device op with its runtime call through the correlation id."""
     n = len(back)
@@ -378,18 +325,6 @@ def _pair(back, corr, kind, start, device_col):
     launches = np.flatnonzero(kind == Kind.LAUNCH.value)
     matched = np.isin(flow[launches], flow[bc_idx[hit]])
     return issue, flow, int(len(bc_idx) - hit.sum()), int((~matched).sum())
-
-
-def _unique_name(name: str, key: tuple[Any, Any], used: set[str]) -> str:
-    """``name``, or ``name (tid)`` / ``name (pid P, tid T)`` when another thread has it already
-    (Chrome's own traces name several threads of one process alike)."""
-    for cand in (name, f"{name} ({key[1]})", f"{name} (pid {key[0]}, tid {key[1]})"):
-        if cand not in used:
-            return cand
-    i = 2
-    while f"{name} #{i}" in used:
-        i += 1
-    return f"{name} #{i}"
 
 
 def _ranges(f: Fields, idx: list[int], origin: float, thread_of: dict[Any, str]) -> list[dict[str, Any]]:
