@@ -295,9 +295,28 @@ def role_color(role: str, i: int) -> str:
     return _ROLE_COLOURS.get(role) or style.series_color(i)
 
 
-def _fits(names: pd.Series, widths_px: np.ndarray, size: int = 11) -> list[str]:
-    """Each bar's name where it fits inside the bar at ``size`` px, else ``""`` (no overprinting)."""
-    return [n if len(n) * size * 0.6 + 6 <= w else "" for n, w in zip(names.astype(str), widths_px)]
+def bar_labels(bars: pd.DataFrame, px_per_s: float, size: int = 11) -> pd.Series:
+    """Each bar's name where it fits inside the bar at ``size`` px and does not overlap a label already
+    placed on the same row (nested events such as ``aten::matmul`` around ``aten::mm``: the longer bar
+    is named), else ``""`` — no overprinted labels (issue 20)."""
+    out = pd.Series([""] * len(bars), index=bars.index, dtype=object)
+    if not len(bars):
+        return out
+    placed: dict[int, list[tuple[float, float]]] = {}
+    dur = (bars["end"] - bars["start"]).to_numpy()
+    for i in np.argsort(-dur, kind="stable"):
+        r = bars.iloc[i]
+        name = str(r["name"])
+        w = len(name) * size * 0.6 + 6
+        if w > dur[i] * px_per_s:
+            continue
+        centre = (r["start"] + r["end"]) / 2 * px_per_s
+        box = (centre - w / 2, centre + w / 2)
+        row = placed.setdefault(int(r["row"]), [])
+        if all(box[1] <= a or box[0] >= b for a, b in row):
+            row.append(box)
+            out.iloc[i] = name
+    return out
 
 
 # -- drawing ----------------------------------------------------------------------------------
@@ -374,6 +393,7 @@ def draw_timeline(fig: go.Figure, data: TimelineData, *, row: int | None = None,
     roles = bars["role"] if "role" in bars.columns else pd.Series([""] * len(bars), index=bars.index)
     key = np.where(roles.astype(str) != "", roles.astype(str), bars["kind"].astype(str)) if len(bars) else []
     groups = bars.assign(_key=key).groupby("_key", sort=False) if len(bars) else []
+    names_shown = bar_labels(bars, px_per) if small else None
     role_names = sorted({r for r in roles if r}, key=lambda r: (list(_ROLE_COLOURS).index(r) if r in _ROLE_COLOURS
                                                                else len(_ROLE_COLOURS), r))
     for name, grp in sorted(groups, key=lambda kv: (kv[0] not in role_names,
@@ -383,7 +403,7 @@ def draw_timeline(fig: go.Figure, data: TimelineData, *, row: int | None = None,
         on_frontend = grp["row"].isin(frontend_rows).to_numpy()
         width = np.where(on_frontend & (kind != "op"), LAUNCH_WIDTH, BAR_WIDTH)
         colour = role_color(name, role_names.index(name)) if name in role_names else style.kind_color(kind)
-        text = _fits(grp["name"], (grp["end"] - grp["start"]).to_numpy() * px_per) if small else None
+        text = names_shown.loc[grp.index].tolist() if small else None
         fig.add_trace(go.Bar(
             orientation="h", base=(grp["start"].to_numpy() - o) * f, x=np.maximum((grp["end"] - grp["start"]).to_numpy(), min_width) * f,
             y=grp["row"].to_numpy(), width=width, name=str(name), marker={"color": colour, "line": {"width": 0}},

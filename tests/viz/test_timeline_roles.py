@@ -46,3 +46,12 @@ def test_names_are_written_only_inside_bars_wide_enough():
     op = next(t for t in fig.data if t.name == "op")
     assert set(push.text) == {""}  # twenty pushes 10 µs apart on a 200 ms axis: no overprinted labels
     assert list(op.text) == ["a long matmul"]
+
+
+def test_nested_events_are_named_once():
+    """10's collective timeline printed 'aten::matmul' over 'aten::mm' (one inside the other)."""
+    lanes = [Lane("python", LaneRole.FRONTEND)]
+    rows = [_row("python", "op", "aten::matmul", 0.0, 0.1), _row("python", "op", "aten::mm", 0.001, 0.099)]
+    fig = viz.plot_timeline(_trace(rows, lanes))
+    texts = [t for tr in fig.data if tr.type == "bar" for t in (tr.text or ()) if t]
+    assert texts == ["aten::matmul"]
