@@ -69,6 +69,7 @@ class NotebookRun:
     cpu: int
     busy: bool
     cells: int = field(default=0)
+    figures: tuple[dict, ...] = field(default=())  # every plotly figure the notebook drew (output JSON)
 
     @property
     def unexplained(self) -> tuple[lesson.Check, ...]:
@@ -158,11 +159,14 @@ def run_pinned(path: str | os.PathLike, *, quick: bool = True, busy: bool = True
         else:
             os.environ["D2L_ASYNC_QUICK"] = saved
     seconds = time.perf_counter() - t0
-    checks, leaks, probe = [], [], {}
+    checks, leaks, probe, figures = [], [], {}, []
     for cell in nb.cells:
         outputs = cell.get("outputs", []) if cell.cell_type == "code" else []
         checks += lesson.checks_in_outputs(outputs)
         for out in outputs:
+            fig_json = (out.get("data") or {}).get("application/vnd.plotly.v1+json")
+            if fig_json:
+                figures.append(json.loads(fig_json) if isinstance(fig_json, str) else dict(fig_json))
             if out.get("output_type") == "error" and not error:
                 error = f"{out.get('ename')}: {out.get('evalue')}"
             if out.get("output_type") != "stream":
@@ -174,4 +178,4 @@ def run_pinned(path: str | os.PathLike, *, quick: bool = True, busy: bool = True
                     probe = json.loads(line[len(_PROBE_TAG):])
     return NotebookRun(path.name, seconds, tuple(checks), error, tuple(leaks), tuple(probe.get("affinity", ())),
                        int(probe.get("maxrss_kb", 0)) * 1024, int(probe.get("children_maxrss_kb", 0)) * 1024,
-                       cpu, busy, len(nb.cells) - 1)
+                       cpu, busy, len(nb.cells) - 1, tuple(figures))

@@ -39,6 +39,46 @@ def test_notebook_on_one_busy_core(path):
     undecided = [c.text for c in run.undecided_comparisons]
     assert not undecided, (f"{run.name}: a check compares times without deciding against the run's spread "
                            f"(use d2l_async._verdict.compare/trend as holds): {undecided}")
+    check_figures(run)
+
+
+def _rules():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "viz" / "figure_rules.py"
+    spec = importlib.util.spec_from_file_location("figure_rules", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def check_figures(run) -> None:
+    """Issue 20: every figure the notebook drew, rendered to a 900 px PNG with kaleido (where the tests'
+    Chromium is installed), has its title lines within the width, no overlapping text labels, and a
+    legend where a timeline has more than one role."""
+    rules = _rules()
+    bad = {i: p for i, fig in enumerate(run.figures) if (p := rules.problems(fig, width=900))}
+    assert not bad, f"{run.name}: figures a student cannot read at a glance: {bad}"
+    from tests.conftest import CHROMIUM
+
+    if not run.figures or not os.path.exists(CHROMIUM):
+        return
+    import struct
+    import tempfile
+
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    os.environ.setdefault("BROWSER_PATH", CHROMIUM)
+    figs = [go.Figure(f) for f in run.figures]
+    with tempfile.TemporaryDirectory() as tmp:
+        files = [os.path.join(tmp, f"{i}.png") for i in range(len(figs))]
+        pio.write_images(figs, files, width=900, height=[int(f.layout.height or 500) for f in figs], scale=1)
+        for f in files:
+            with open(f, "rb") as fh:
+                head = fh.read(24)
+            assert head[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">I", head[16:20])[0] == 900, f
 
 
 def test_pinning_and_the_busy_neighbour_are_real():
