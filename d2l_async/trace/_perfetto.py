@@ -97,7 +97,8 @@ def write_chrome_trace(trace: Trace, path: str | os.PathLike[str]) -> Path:
         if lane.group:  # one process per rank and device: ranks stay apart in Perfetto
             group = f"{lane.group}{_SEP}{group or 'frontend (CPU threads)'}"
         pid = pids.setdefault(group, len(pids) + 1)
-        tid = lane.stream if (not lane.is_frontend and lane.stream >= 0) else 1000 + i
+        # a stream's number as its thread id (viewers take 32-bit tids; args.stream keeps any id)
+        tid = lane.stream if (not lane.is_frontend and 0 <= lane.stream < 2**31) else 1000 + i
         if (pid, tid) in lane_key.values():  # two lanes claiming one stream number stay apart
             tid = 1000 + i
         lane_key[lane.name] = (pid, tid)

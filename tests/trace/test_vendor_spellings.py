@@ -148,9 +148,14 @@ def test_stream_and_device_ids_of_any_64_bit_value(tmp_path, no_slow_path, strea
     assert sorted(queue_length_summary(t)["stream"].tolist()) == sorted([stream, 7])
 
 
-def test_hex_stream_beyond_int64_keeps_its_value(tmp_path, no_slow_path):
+def test_hex_stream_beyond_int64_keeps_its_value_and_round_trips(tmp_path, no_slow_path):
     t = read_chrome_trace(write(tmp_path, with_kernel(stream="0xffffffffffffffff")))
     assert [l.stream for l in t.backend_lanes] == [2**64 - 1]
+    back = read_chrome_trace(t.to_chrome_trace(tmp_path / "out.json"))
+    assert back.lanes == t.lanes
+    doc = json.loads((tmp_path / "out.json").read_text())
+    kernel = next(e for e in doc["traceEvents"] if e.get("name") == "k")
+    assert kernel["args"]["stream"] == 2**64 - 1 and kernel["tid"] < 2**31  # viewers take 32-bit tids
 
 
 def test_an_empty_trace_loads_with_a_warning_that_says_so(tmp_path):
