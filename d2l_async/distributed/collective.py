@@ -25,7 +25,12 @@ from ..trace import Trace, rank_lanes
 from ._common import OnRanks, Where, check_backend, run_and_load, where
 from .ranks import collective_rank
 
-__all__ = ["CollectiveResult", "run_collective", "checks", "returned_early"]
+__all__ = ["CollectiveResult", "run_collective", "checks", "returned_early", "DEFAULT_NUMEL", "DEFAULT_SIZE"]
+
+#: Floats reduced by default (default mode, quick mode): notebook 10's text names the first.
+DEFAULT_NUMEL = (1 << 20, 1 << 18)
+#: Side of the independent product (default, quick): it takes at least as long as the reduction.
+DEFAULT_SIZE = (640, 512)
 
 
 @dataclass(frozen=True)
@@ -78,8 +83,8 @@ def run_collective(*, ranks: int = 2, numel: int | None = None, size: int | None
         ValueError: bad sizes or backend.  RankError / RankTimeout: see :func:`launch`.
     """
     ranks = _int("ranks", ranks, 2, 8)
-    numel = _int("numel", numel if numel is not None else config.scale(1 << 20, 1 << 18), 1, 1 << 28)
-    size = _int("size", size if size is not None else config.scale(640, 512), 1, 8192)
+    numel = _int("numel", numel if numel is not None else config.scale(*DEFAULT_NUMEL), 1, 1 << 28)
+    size = _int("size", size if size is not None else config.scale(*DEFAULT_SIZE), 1, 8192)
     repeats = _int("repeats", repeats if repeats is not None else config.scale(5, 2), 1, 1000)
     backend = check_backend(backend, ranks)
     at = where(backend, ranks)

@@ -158,3 +158,17 @@ def test_straggler_is_measured_against_the_same_ranks_even_run(overlap):
     slower, waited = straggler_checks(r)
     assert slower.holds is None  # +37.6 ms against a 100 ms delay, inside the steps' spread: not a ✘
     assert waited.holds is False and "33.9 ms (rank 0)" in waited.shown  # not 123.9 ms across ranks
+
+
+def test_c2_notebook_10_names_the_numel_it_reduces():
+    """Issue 20, C2: the markdown said "a million floats" while the run reduced 4,194,304, and exercise 3
+    named 1 << 16 as the default."""
+    import json
+    from pathlib import Path
+
+    from d2l_async.distributed.collective import DEFAULT_NUMEL
+
+    nb = json.loads((Path(__file__).resolve().parents[2] / "notebooks" / "10_async_communication.ipynb").read_text())
+    text = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert f"{DEFAULT_NUMEL[0]:,} floats" in text and "a million floats" not in text
+    assert f"from its default `1 << {DEFAULT_NUMEL[0].bit_length() - 1}`" in text
