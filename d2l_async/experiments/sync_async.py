@@ -332,7 +332,8 @@ def sweep_sync_async(
 
     Args:
         ops: op counts; default (100, 1000, 10000) (quick mode (100, 400)).
-        numels: elements per op; default (1, 10**4, 10**6) (quick mode (1, 10**5, 10**6)).
+        numels: elements per op; default (1, 10**2, 10**4, 10**6) (quick mode (1, 10**3, 10**5, 10**6)):
+            four sizes, the fewest a rank trend can decide.
         repeat: timed runs per point.
         backend: ``"auto"``, ``"engine"`` or ``"cuda"``.
 
@@ -342,8 +343,9 @@ def sweep_sync_async(
     quick = config.quick_mode()
     ops = positive_ints("ops", ops if ops is not None else ((100, 400) if quick else (100, 1000, 10_000)),
                         maximum=1_000_000)
+    # four sizes at least: a trend is decided over every point, and three points never decide one
     numels = positive_ints("numels", numels if numels is not None else
-                           ((1, 10**5, 10**6) if quick else (1, 10**4, 10**6)), maximum=1 << 28)
+                           ((1, 10**3, 10**5, 10**6) if quick else (1, 10**2, 10**4, 10**6)), maximum=1 << 28)
     repeat = positive_int("repeat", repeat, maximum=100)
     setup = resolve_backend(backend, n_devices=1)
     from d2l_async.devices import machine
