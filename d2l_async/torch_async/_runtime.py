@@ -88,8 +88,13 @@ def _run_op(op: EngineOp) -> None:
                         for k, v in kwargs.items()} if kwargs else {}))
     if fill:
         flat = res if type(res) in (tuple, list) else (res,)
-        for i, w in fill:
-            w._real = flat[i]
+        for i, w, shape in fill:
+            r = w._real = flat[i]
+            if shape is not None and r.shape != shape:  # fresh memory whose meta kernel erred: the
+                # op fails (at the next blocking point) instead of a silent mismatch
+                raise RuntimeError(
+                    f"d2l_async: {op.name}'s meta kernel promised shape {tuple(shape)}, its CPU kernel "
+                    f"made {tuple(r.shape)}; run this op outside the block (and please report it)")
 
 
 class AsyncRuntime(SyncPaths, Scheduler):
@@ -337,7 +342,7 @@ class AsyncRuntime(SyncPaths, Scheduler):
                     writes.append(v)
                 w = _make(self, spec[1], v)
                 nbytes += spec[2]
-                fill.append((i, w))
+                fill.append((i, w, spec[1][0]))  # the shape promised at push
             elif tag == "view":
                 w = _make(self, spec[2], self._leaf_var(leaves[spec[1]]))
                 # the view's storage var is its base's; its *own* var orders its readers after
@@ -347,7 +352,7 @@ class AsyncRuntime(SyncPaths, Scheduler):
                     out_var = v
                 else:
                     writes.append(v)
-                fill.append((i, w))
+                fill.append((i, w, None))
             elif tag == "same":
                 w = leaves[spec[1]]
             else:
@@ -355,7 +360,7 @@ class AsyncRuntime(SyncPaths, Scheduler):
             outs.append(w)
         r, wr = split_access(reads, writes) if len(reads) + len(writes) > 1 else (tuple(reads), tuple(writes))
         op = EngineOp(info.name, info.kind, _run_op, func, (args, kwargs, fill, capture()), r, wr, self._dev, nbytes, out_var)
-        for _, w in fill:
+        for _, w, _ in fill:
             w._op = op
         self._submit(op, depth)
         if structure == 0:

@@ -5,9 +5,9 @@ on a worker thread, whose state is its own -- so the state is part of the op (is
 
 * **thread-local** state is captured at push (:func:`capture`) and re-established on the worker
   around the op (:func:`enter`): the dispatcher's local include/exclude key sets as the frontend's
-  dispatch handler sees them (autograd, ``ADInplaceOrView``, autocast, the conjugate and negative
-  fallbacks are *behind* the op already: the worker must not run them again) and grad mode (a
-  few kernels read it).  Without it, a worker ran ``param.add_(...)`` of ``optimizer.step()``
+  dispatch handler sees them (autograd, ``ADInplaceOrView`` and autocast are *behind* the op
+  already: the worker must not run them again; the conjugate/negative/zero-tensor fallbacks are
+  the exception, see :data:`_MATH_BITS`) and grad mode (a few kernels read it).  Without it, a worker ran ``param.add_(...)`` of ``optimizer.step()``
   through autograd again, with grad mode on, and a plain parameter failed with "a leaf Variable
   that requires grad is being used in an in-place operation" (issue 19, item 1);
 * **process-global** settings (``torch.set_default_dtype``, ``use_deterministic_algorithms``, ...)
@@ -45,9 +45,21 @@ def capture() -> tuple:
     return (_incl(), _excl(), _grad())
 
 
+#: Keys the worker must *not* skip: the wrappers carry no conjugate/negative/zero bits, their
+#: data does, so these fallbacks act on the worker, on the data (skipping them made
+#: ``z.conj() * 1`` compute ``z * 1``).
+_K = _C.DispatchKey
+_MATH_BITS = _C.DispatchKeySet(_K.Conjugate) | _C.DispatchKeySet(_K.Negative) | _C.DispatchKeySet(_K.ZeroTensor)
+_worker_excl: dict[int, Any] = {}
+
+
 def enter(state: tuple) -> Any:
     """On the worker: set grad mode and return the guard that sets the key sets (``with enter(s):``)."""
     inc, exc, grad = state
     if _grad() is not grad:
         _set_grad(grad)
-    return _Force(inc, exc)
+    raw = exc.raw_repr()
+    e = _worker_excl.get(raw)
+    if e is None:
+        e = _worker_excl[raw] = exc - _MATH_BITS
+    return _Force(inc, e)

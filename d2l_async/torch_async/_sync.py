@@ -174,10 +174,12 @@ class SyncPaths:
 
     def _sync_results(self, res: Any, info: Any, leaves: list, written: list) -> Any:
         """The outputs of an op run synchronously, as the frontend's tensors."""
-        if info.meta_changing:  # set_, resize_, t_: the wrappers follow their data's new metadata
-            for t, w in zip(leaves, written):
-                if w and type(t) is AsyncTensor and t._real is not None:
-                    t._m = meta_of(t._real)
+        for t, w in zip(leaves, written):  # set_, resize_, t_, and eager kernels that resize
+            if w and type(t) is AsyncTensor and t._real is not None:  # (addbmm_ of a (1,) tensor)
+                m = meta_of(t._real)
+                if info.meta_changing or m[0] != t._m[0]:
+                    t._m = m  # the wrapper follows its data's new metadata
+        if info.meta_changing:
             if info.name == "set_" and len(leaves) > 1 and type(leaves[0]) is AsyncTensor:
                 # x.set_(y): x now shares y's storage, so x's readers and y's writers must order
                 # through one variable (they raced on 2 workers, issue 19 item 8)
@@ -280,7 +282,7 @@ def answer_query(func, args: tuple, kwargs: dict) -> Any:
     """A metadata question about an AsyncTensor, answered from its metadata (no waiting)."""
     a = args[0] if args else None
     if type(a) is AsyncTensor:
-        shape, stride, offset, _ = a._m
+        shape, stride, offset = a._m[0], a._m[1], a._m[2]
         if func is aten.sym_size.default:
             return shape
         if func is aten.sym_stride.default:

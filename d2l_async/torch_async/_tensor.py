@@ -55,11 +55,16 @@ class AsyncTensor(torch.Tensor):
 
     @staticmethod
     def make(rt: Any, m: tuple, var: Any, real: torch.Tensor | None = None, op: Any = None) -> "AsyncTensor":
-        shape, stride, offset, dtype = m
+        shape, stride, offset, dtype = m[0], m[1], m[2], m[3]
         t = torch.Tensor._make_wrapper_subclass(AsyncTensor, shape, strides=stride, storage_offset=offset,
                                                 dtype=dtype, device=_CPU, requires_grad=False,
                                                 dispatch_sizes_strides_policy="sizes")
         t._m = m
+        if len(m) > 4:  # a conjugate or negative view: the wrapper carries the bit, as its data does
+            if m[4] & 1:
+                torch._C._set_conj(t, True)
+            if m[4] & 2:
+                torch._C._set_neg(t, True)
         t._var = var
         t._rt = rt
         if real is not None:
