@@ -56,15 +56,26 @@ _CHAR_PX = 7  # width of one label character at font size 11
 PYTHON_STACK_AUTO = 20_000
 
 
-def _non_overlapping(blocks: pd.DataFrame, span: float):
-    """Blocks whose labels, centred on them, do not overlap a label already placed (longest first)."""
-    per_px = (span or 1.0) / _PLOT_PX  # seconds per pixel of a 900 px figure's plotting area
-    placed: list[tuple[float, float]] = []
+def _label_positions(blocks: pd.DataFrame, origin: float, right: float):
+    """``(block, x, xanchor)`` for the wait labels that fit, longest block first: a label is centred on
+    its block, or anchored to the block's edge where it would cross a plot edge, and kept only if its
+    box (after that shift) overlaps no label already placed on the same row (issue 20: two wait labels
+    overprinted in notebook 01)."""
+    per_px = (right or 1.0) / _PLOT_PX  # seconds per pixel of a 900 px figure's plotting area
+    placed: dict[int, list[tuple[float, float]]] = {}
     for lb in blocks.itertuples(index=False):
-        centre, half = (lb.start + lb.end) / 2, len(lb.label) * _CHAR_PX * per_px / 2
-        if all(abs(centre - c) > half + h for c, h in placed):
-            placed.append((centre, half))
-            yield lb
+        width = len(lb.label) * _CHAR_PX * per_px
+        centre = (lb.start + lb.end) / 2 - origin
+        if centre + width / 2 > right:
+            x, anchor, box = lb.end - origin, "right", (lb.end - origin - width, lb.end - origin)
+        elif centre - width / 2 < 0:
+            x, anchor, box = lb.start - origin, "left", (lb.start - origin, lb.start - origin + width)
+        else:
+            x, anchor, box = centre, "center", (centre - width / 2, centre + width / 2)
+        row = placed.setdefault(int(lb.row), [])
+        if all(box[1] <= a or box[0] >= b for a, b in row):
+            row.append(box)
+            yield lb, x, anchor
 
 
 @dataclass(frozen=True)
@@ -375,12 +386,7 @@ def draw_timeline(fig: go.Figure, data: TimelineData, *, row: int | None = None,
             hovertemplate="%{hovertext}<extra></extra>"), **where)
         longest = b.assign(d=b["end"] - b["start"]).nlargest(max_labels, "d")
         right = data.span[1] - o
-        for lb in _non_overlapping(longest, right):
-            # keep the label inside the plot: anchor it to the block's edge near a plot edge
-            half = len(lb.label) * _CHAR_PX * right / _PLOT_PX / 2
-            centre = (lb.start + lb.end) / 2 - o
-            x, anchor = (lb.end - o, "right") if centre + half > right else (
-                (lb.start - o, "left") if centre - half < 0 else (centre, "center"))
+        for lb, x, anchor in _label_positions(longest, o, right):
             fig.add_annotation(x=x * f, y=lb.row, xanchor=anchor,
                                text=lb.label, showarrow=False, bgcolor="rgba(255,255,255,0.75)",
                                font={"size": 11, "color": style.KIND_COLORS["block"]}, **where)

@@ -55,3 +55,23 @@ def test_nested_events_are_named_once():
     fig = viz.plot_timeline(_trace(rows, lanes))
     texts = [t for tr in fig.data if tr.type == "bar" for t in (tr.text or ()) if t]
     assert texts == ["aten::matmul"]
+
+
+def test_wait_labels_near_the_right_edge_do_not_overprint():
+    """04: two waits near the end, each label anchored to its block's right edge, overlapped."""
+    lanes = [Lane("frontend", LaneRole.FRONTEND), Lane("cpu:0 worker 0", LaneRole.BACKEND, device="cpu:0")]
+    rows = [_row("cpu:0 worker 0", "op", "matmul", 0.0, 1.0)]
+    for s, e, why in ((0.90, 0.94, "item"), (0.95, 0.99, "numpy")):
+        rows.append({"lane": "frontend", "kind": "block", "name": why, "start": s, "end": e})
+    cols = {k: [r[k] for r in rows] for k in ("lane", "kind", "name", "start", "end")}
+    cols["id"] = list(range(len(rows)))
+    cols["reason"] = ["", "item", "numpy"]
+    cols["source"] = ["", "In[12] line 3: b = a @ a; b.sum().item()", "In[12] line 4: b = a @ a; b.numpy()"]
+    fig = viz.plot_timeline(Trace.from_columns(cols, lanes, {}))
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from figure_rules import overlapping_labels
+
+    assert len(fig.layout.annotations) >= 1 and not overlapping_labels(fig.to_plotly_json())
