@@ -33,6 +33,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..engine._source import add_internal_dir
 from ._compat import UnsupportedTorchError, check_torch
+from ._meta import warm
 from ._runtime import CACHE, AsyncRuntime, live_runtimes
 from ._state import GLOBAL_SETTERS
 
@@ -143,6 +144,7 @@ def current_runtime() -> AsyncRuntime | None:
 @contextlib.contextmanager
 def _block(workers: int, record: bool, torch_threads: int | None) -> Iterator[AsyncRuntime]:
     check_torch()
+    warm()  # the first block only: meta kernels' imports, paid before the first op (see ._meta.warm)
     CACHE.check_default_dtype()  # set outside a block since the cache was filled
     rt = AsyncRuntime(workers=workers, record=record, torch_threads=torch_threads)
     mode = _AsyncMode(rt)

@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 import torch
 
-__all__ = ["meta_of", "meta_tensor", "set_bits", "compute_specs", "map_tensors", "MetaCache"]
+__all__ = ["meta_of", "meta_tensor", "set_bits", "warm", "compute_specs", "map_tensors", "MetaCache"]
 
 _META = torch.device("meta")
 M = tuple  # (shape, stride, storage_offset, dtype)
@@ -129,6 +129,35 @@ def compute_specs(func, args: tuple, kwargs: dict, leaves: list, leaf_meta: list
         k = storages.get(o.untyped_storage()._cdata)
         specs.append(("view", k, m) if k is not None else ("new", m, _nbytes(m)))
     return structure, tuple(specs), metas
+
+
+_WARM: list[float] = []
+
+
+def warm() -> float:
+    """Run a few common meta kernels once per process; returns the seconds it took (0 after).
+
+    The first meta kernel that checks a shape imports torch's symbolic-shapes machinery (sympy,
+    mpmath: about 480 modules, 0.4 s on the 2-core development machine, 1.7--2.5 s measured on a
+    cold disk in issue 19).  Paid inside a block, it made the first block's loop *return* late --
+    no asynchrony to see in the README's first example.  Paid when the first block opens, the loop
+    returns at once.
+    """
+    if _WARM:
+        return 0.0
+    import time
+    t0 = time.perf_counter()
+    a = torch.empty(2, 2, device=_META)
+    v = torch.empty(2, device=_META)
+    for f in (lambda: a @ a, lambda: a + a, lambda: a * 2, lambda: a.sum(), lambda: torch.relu(a),
+              lambda: torch.addmm(v, a, a), lambda: a.t().reshape(4), lambda: torch.randn(2, 2, device=_META),
+              lambda: torch.nn.functional.cross_entropy(a, torch.zeros(2, dtype=torch.long, device=_META))):
+        try:
+            f()
+        except Exception:  # noqa: BLE001 - warming is a courtesy; the real op reports its own errors
+            pass
+    _WARM.append(time.perf_counter() - t0)
+    return _WARM[0]
 
 
 class MetaCache:
