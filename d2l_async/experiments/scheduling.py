@@ -8,8 +8,10 @@ timed in wall time and in the process's CPU time (:mod:`d2l_async.engine._overhe
 
 Whether the cost *grows* with the threads is a measurement, not a promise: extra threads add lock
 traffic, wake-ups and interpreter-lock hand-offs only when they get to run, and on one usable CPU
-they mostly sleep.  :meth:`SchedulingResult.lessons` states the growth only where the quantiles of
-the runs separate, and otherwise says why from the machine (usable CPUs, other work on them).
+they mostly sleep.  :meth:`SchedulingResult.lessons` states the growth only where it is larger than the
+spread of the runs (:func:`d2l_async._verdict.compare`: a bootstrap interval of the ratio of medians),
+says "can't tell" inside it, with the reason from the machine (usable CPUs, other work on them), and
+compares the scheduler with eager PyTorch in CPU time on both sides (a claim about work, issue 20).
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ from ._why import cpus_clause, fmt_time
 
 __all__ = ["GROWTH", "SchedulingResult", "run_scheduling"]
 
-#: The cost "grows" when the median at the most workers exceeds the one at the fewest by this factor
-#: *and* the quantile bands of the two do not overlap.
+#: Kept for compatibility: growth is now decided against the runs' spread (``_verdict.compare``), not
+#: by this factor.
 GROWTH = 1.1
 
 
