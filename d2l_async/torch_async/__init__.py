@@ -25,17 +25,21 @@ How it works, module by module (read in this order):
 * :mod:`._context` -- the ``TorchDispatchMode`` and the ``with`` block;
 * :mod:`._module` -- :func:`make_async` for an ``nn.Module``'s parameters.
 
-It uses private torch APIs (checked by :mod:`._compat`): tested with torch 2.13; an older or
-changed torch fails at the first block with :class:`UnsupportedTorchError`.
+It uses private torch APIs (checked by :mod:`._compat` when this package is imported, before any
+of them is touched): torch >= ``MIN_VERSION``; an older or changed torch gets
+:class:`UnsupportedTorchError`, which names the versions that work.
 """
 
 from __future__ import annotations
 
-from ._compat import TESTED_VERSIONS, UnsupportedTorchError, check_torch
+from ._compat import MIN_VERSION, TESTED_VERSIONS, UnsupportedTorchError, check_torch
+
+check_torch()  # before any module below touches a private torch API (issue 19)
+
 from ._context import asynchronous, current_runtime, synchronize
 from ._module import make_async
 from ._runtime import AsyncRuntime
 from ._tensor import AsyncTensor
 
-__all__ = ["AsyncRuntime", "AsyncTensor", "TESTED_VERSIONS", "UnsupportedTorchError", "asynchronous",
+__all__ = ["AsyncRuntime", "AsyncTensor", "MIN_VERSION", "TESTED_VERSIONS", "UnsupportedTorchError", "asynchronous",
            "check_torch", "current_runtime", "make_async", "synchronize"]

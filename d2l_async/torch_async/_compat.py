@@ -1,12 +1,18 @@
-"""Which torch this runs on: the private APIs plain-torch asynchrony needs, checked once.
+"""Which torch this runs on: the version floor, then the private APIs, checked before either is used.
 
-Running unmodified torch code asynchronously takes three of torch's extension points that are not
-covered by its stability promise: ``torch.Tensor._make_wrapper_subclass`` (a tensor with metadata
-and no storage), ``TorchDispatchMode`` (catch every op, factories included) and operator tags
-(which ops draw random numbers, which change metadata in place, which have data-dependent
-shapes).  They exist since torch 2.1 and were tested here with the pinned 2.13.  Anything missing
-fails at the first ``asynchronous()`` with :class:`UnsupportedTorchError`, which names the version
-and the API, instead of crashing somewhere inside an op.
+Running unmodified torch code asynchronously takes torch extension points that its stability
+promise does not cover: ``torch.Tensor._make_wrapper_subclass`` (a tensor with metadata and no
+storage), ``TorchDispatchMode`` (catch every op, factories included), operator tags (which ops
+draw random numbers, change metadata in place, have data-dependent shapes) and the dispatcher's
+thread-local key sets (:mod:`._state`).  :func:`check_torch` runs when ``d2l_async.torch_async``
+is imported, *before* any module of it touches a private API: an older torch gets
+:class:`UnsupportedTorchError` naming the versions that work, not an ``AttributeError`` from
+deep inside an import (torch 2.1.2 failed with "module 'torch._C' has no attribute
+'TensorBase'"; 2.2.2 got past the old guard and broke at the first tensor, issue 19).
+
+The one source of truth for versions: :data:`MIN_VERSION` (the floor that pyproject.toml,
+binder/ and the README repeat, checked by tests/test_install_files.py) and
+:data:`TESTED_VERSIONS` (what the test suite ran on).
 """
 
 from __future__ import annotations
@@ -17,13 +23,18 @@ import torch
 
 from ..engine import EngineError
 
-__all__ = ["UnsupportedTorchError", "check_torch", "TESTED_VERSIONS", "MIN_VERSION"]
+__all__ = ["UnsupportedTorchError", "check_torch", "TESTED_VERSIONS", "MIN_VERSION", "PRIVATE_APIS"]
 
-#: Versions this package's tests ran on (the project pins 2.13; others are untested).
+#: torch versions tests/torch_async ran on with this code (the project pins 2.13).
 TESTED_VERSIONS = ("2.13",)
-#: The oldest torch with every API below (tags on OpOverload, wrapper subclasses with
-#: ``dispatch_sizes_strides_policy``, the dispatch-mode stack).
-MIN_VERSION = (2, 1)
+#: The oldest torch that passes: 2.3 (measured in issue 19; 2.2.2 passed the API check below and
+#: then failed at the first tensor, and crashed in index_add_).
+MIN_VERSION = (2, 3)
+#: The private APIs used, as ``(owner path, attribute)`` (checked by :func:`check_torch`).
+PRIVATE_APIS = (("torch.Tensor", "_make_wrapper_subclass"), ("torch._C", "TensorBase"),
+                ("torch._C", "_ForceDispatchKeyGuard"), ("torch._C", "_dispatch_tls_local_include_set"),
+                ("torch._C", "_dispatch_tls_local_exclude_set"), ("torch._C", "_set_conj"),
+                ("torch._C", "_set_neg"), ("torch._C", "_set_grad_enabled"), ("torch._C", "DispatchKeySet"))
 
 
 class UnsupportedTorchError(EngineError):
@@ -42,23 +53,29 @@ def check_torch() -> None:
     """Raise :class:`UnsupportedTorchError` unless this torch has what the package needs."""
     if _CHECKED:
         return
-    version = torch.__version__
+    version = getattr(torch, "__version__", "unknown")
     if _version(version) < MIN_VERSION:
         raise UnsupportedTorchError(
             f"d2l_async.asynchronous needs torch >= {MIN_VERSION[0]}.{MIN_VERSION[1]} "
             f"(tested with {', '.join(TESTED_VERSIONS)}); this is torch {version}. "
             "Upgrade torch, or use the engine (d2l_async.engine.ThreadedEngine), which works on any torch.")
     missing = []
-    if not hasattr(torch.Tensor, "_make_wrapper_subclass"):
-        missing.append("torch.Tensor._make_wrapper_subclass")
+    for owner, name in PRIVATE_APIS:
+        obj = torch
+        for part in owner.split(".")[1:]:
+            obj = getattr(obj, part, None)
+        if not hasattr(obj, name):
+            missing.append(f"{owner}.{name}")
     try:
         from torch.utils._python_dispatch import TorchDispatchMode  # noqa: F401
     except ImportError:
         missing.append("torch.utils._python_dispatch.TorchDispatchMode")
     for tag in ("nondeterministic_seeded", "inplace_view", "dynamic_output_shape", "data_dependent_output"):
-        if not hasattr(torch.Tag, tag):
+        if not hasattr(getattr(torch, "Tag", None), tag):
             missing.append(f"torch.Tag.{tag}")
-    if not hasattr(torch.ops.aten.add.Tensor, "_schema"):
+    try:
+        torch.ops.aten.add.Tensor._schema  # noqa: B018 - does the attribute exist
+    except Exception:  # noqa: BLE001 - any failure means it is not there
         missing.append("OpOverload._schema")
     if missing:
         raise UnsupportedTorchError(

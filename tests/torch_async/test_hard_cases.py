@@ -293,7 +293,7 @@ def test_raw_memory_access_raises_a_clear_error():
 def test_unsupported_torch_version_fails_clearly(monkeypatch):
     monkeypatch.setattr(_compat, "_CHECKED", [])
     monkeypatch.setattr(torch, "__version__", "1.13.1")
-    with pytest.raises(UnsupportedTorchError, match="needs torch >= 2.1"):
+    with pytest.raises(UnsupportedTorchError, match="needs torch >= 2.3"):
         with asynchronous():
             pass
 
