@@ -59,6 +59,19 @@ def test_every_distributed_option_has_help():
         assert re.search(rf"{option} \S+\s+\S", text) or re.search(rf"{option} \S+\n\s+\S", text), option
 
 
+def test_every_report_option_has_help():
+    import argparse
+
+    from d2l_async.__main__ import build_parser
+
+    parser = build_parser("d2l-async")
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for sub in subs:
+        for name, sp in sub.choices.items():
+            bare = [a.dest for a in sp._actions if not a.help and a.dest != "help"]
+            assert not bare, f"{name}: options without help: {bare}"
+
+
 def test_one_gpu_count_per_machine_in_the_docs():
     import d2l_async.distributed.__main__ as entry
 
