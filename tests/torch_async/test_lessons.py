@@ -42,7 +42,10 @@ def test_increments():
     assert "µs/op" in bad[0].shown and all("compare:" in c.decided_by for c in bad)
     # one run each, 1.5x apart: inside what one run can tell (2x): can't tell, not ✔
     unsure = lessons.increments(0.3, 0.2, 0.05, 10_000, M)
-    assert unsure[0].holds is None and "less than 2x apart" in unsure[0].otherwise
+    assert unsure[0].holds is None and "one run each decides only beyond 2x" in unsure[0].otherwise
+    # the same 1.5x from three interleaved runs each, tightly grouped: decided
+    rep = lessons.increments((0.30, 0.31, 0.29), (0.20, 0.21, 0.19), (0.05,) * 3, 10_000, M)
+    assert rep[0].holds is True and rep[0].decided_by.startswith("compare: bootstrap")
 
 
 def test_one_stall_that_decides_is_named():
