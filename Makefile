@@ -42,14 +42,14 @@ lab: $(STAMP)
 test: $(STAMP) $(CHP)
 	D2L_ASYNC_QUICK=1 $(PY) -m pytest tests -p no:cacheprovider $(PYTEST_FLAGS)
 
-test-unit: $(STAMP)
-	D2L_ASYNC_QUICK=1 $(PY) -m pytest tests --ignore=tests/browser --ignore=tests/one_core $(PYTEST_FLAGS)
+test-unit: $(STAMP) $(CHP)
+	D2L_ASYNC_QUICK=1 $(PY) -m pytest tests --ignore=tests/browser --ignore=tests/one_core --ignore=tests/site $(PYTEST_FLAGS)
 
 test-notebooks: $(STAMP)
 	D2L_ASYNC_QUICK=1 $(PY) -m pytest tests/one_core -s $(PYTEST_FLAGS)
 
 test-browser: $(STAMP)
-	D2L_ASYNC_QUICK=1 $(PY) -m pytest tests/browser $(PYTEST_FLAGS)
+	D2L_ASYNC_QUICK=1 $(PY) -m pytest tests/browser tests/site $(PYTEST_FLAGS)
 
 # The headless chapter run: every experiment, a results table, build/report.html.
 report: $(STAMP)
