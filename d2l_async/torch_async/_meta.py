@@ -119,6 +119,8 @@ def compute_specs(func, args: tuple, kwargs: dict, leaves: list, leaf_meta: list
             continue
         if o.device.type != "meta":
             raise TypeError(f"{func}'s meta kernel returned a tensor on {o.device}")
+        if o.layout is not torch.strided or o.is_nested:  # sparse/nested: no wrapper; run it synchronously
+            raise TypeError(f"{func} returns a {o.layout} tensor")
         same = next((k for k, mt in enumerate(metas) if mt is o), None)
         if same is not None:
             specs.append(("same", same))

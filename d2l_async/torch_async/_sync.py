@@ -203,7 +203,8 @@ class SyncPaths:
             ptr = res.untyped_storage().data_ptr()
             for t in leaves:
                 real = _real(t)
-                if isinstance(real, torch.Tensor) and ptr and real.untyped_storage().data_ptr() == ptr:
+                if isinstance(real, torch.Tensor) and ptr and not real.is_nested and \
+                        real.layout is torch.strided and real.untyped_storage().data_ptr() == ptr:
                     return _make(self, meta_of(res), self._leaf_var(t), res, None)
             return _make(self, meta_of(res), self._var_new(), res, None)
         if type(res) in (tuple, list):
