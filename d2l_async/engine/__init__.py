@@ -15,8 +15,9 @@ Where to read on:
 
 * :mod:`._deps` -- the dependency rules (reads overlap, writes wait), as pure functions;
 * :mod:`._scheduler` -- the state machine of an op, queues and workers (the lecture);
-* :mod:`._waits`, :mod:`._shutdown`, :mod:`._guard` -- blockers and barriers, cancelling, and what
-  keeps a student from wedging the engine (Ctrl-C, waits inside an op, dropped engines);
+* :mod:`._waits`, :mod:`._shutdown`, :mod:`._guard`, :mod:`._worker` -- blockers and barriers,
+  cancelling, and what keeps a student from wedging the engine (waits inside an op, dropped engines);
+* :mod:`._shield` -- a Ctrl-C never lands half-way through the bookkeeping (naive engine);
 * :mod:`._array` -- ``EngineArray``, the handle arithmetic builds ops from;
 * :mod:`._engine` -- ``ThreadedEngine`` and its synchronous twin ``NaiveEngine``;
 * :mod:`._observer` -- the observer protocol and the recorder that makes traces;

@@ -53,7 +53,8 @@ Two details keep this honest under threads and Ctrl-C:
 
 The rest of the engine core lives beside this module: the waits (:mod:`._waits`), shutting down
 and cancelling (:mod:`._shutdown`), and what keeps a student from wedging the engine -- waits
-inside an op, the workers' weak hold on a dropped engine (:mod:`._guard`, issue 11).
+inside an op (:mod:`._guard`), the workers' weak hold on a dropped engine (:mod:`._worker`, issue 11),
+and the naive engine's bookkeeping shielded from Ctrl-C (:mod:`._shield`, issue 21).
 
 What an op costs (``benchmarks/bench_engine.py``; CPU time on the 2-core machine this was built
 on, where eager ``y = x + 1`` costs about 3 us): a push about 1.3 us (2.3 us while recording), a
@@ -76,11 +77,13 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from ._deps import finish_write
 from ._errors import EngineError
-from ._guard import IDLE_RECHECK, abandoned, inside, inside_op, observer_failed as _observer_failed, worker_loop
+from ._guard import inside, inside_op, observer_failed as _observer_failed
 from ._op import _DONE, _FAILED, _READY, _RUNNING, Device, EngineOp, EngineStatistics, parse_devices
+from ._shield import expose, shield, shield_ctrl_c
 from ._shutdown import Shutdown
 from ._source import user_frame
-from ._waits import WAIT_SLICE, Waits
+from ._waits import WAIT_SLICE, Waits, _take
+from ._worker import IDLE_RECHECK, abandoned, worker_loop
 
 if TYPE_CHECKING:  # the observer module imports the trace model (numpy); the core does not
     from ._observer import Observer
@@ -141,9 +144,10 @@ class Scheduler(Waits, Shutdown):
         self._thread_init = thread_init
         self._cancelled = 0  # ops dropped by a cancel (shutdown(wait=False), an exception in `with`)
         self._token = object()  # what a thread running this engine's ops carries (._guard.inside)
-        self._serial = threading.Lock()  # naive engine: one thread runs ops at a time (_drain)
+        self._serial = threading.RLock()  # naive engine: one thread runs ops at a time (_drain);
+        # an RLock for ``_is_owned``: whether a Ctrl-C landed just before or after taking it
         self._inline_ready: deque[EngineOp] = deque()  # naive engine: ready ops, run in this order
-        # workers hold a weak reference (._guard.worker_loop), so a dropped engine can be collected;
+        # workers hold a weak reference (._worker.worker_loop), so a dropped engine can be collected;
         # the finalizer stops them then, and warns (it refers to the devices, not to the engine)
         ref = weakref.ref(self)
         for dev in self._devices.values():
@@ -333,25 +337,28 @@ class Scheduler(Waits, Shutdown):
             self._block_end("full queue", t1, ())
 
     # -- running ---------------------------------------------------------------------------
-    # A worker's loop is ._guard.worker_loop: it holds the engine by a weak reference while asleep.
+    # A worker's loop is ._worker.worker_loop: it holds the engine by a weak reference while asleep.
     # It calls _book, _execute and _finish below; _execute is where an op runs (and where a modelled
     # device holds it, see ._modelled).
 
-    def _drain(self) -> None:
+    def _drain(self, deadline: float | None = None) -> None:
         """The naive engine's worker: run every pushed op on this thread, as each becomes ready.
 
         A push from inside an op only joins the inbox and runs after that op returns, as on the
         threaded engine (issue 11: running it at once ran it before the op that writes its input).
-        Pushes from several threads are serialized by ``_serial``: one thread runs ops at a time.
+        Pushes from several threads are serialized by ``_serial``: one thread runs ops at a time;
+        waiting for it honours ``deadline`` (a ``timeout=``).  The bookkeeping here is shielded
+        from Ctrl-C (:mod:`._shield`, issue 21): an interrupt is raised in the op being run or
+        just after the bookkeeping, never half-way through it.
         """
         if inside_op(self._token):
             return
+        shield_ctrl_c()
         serial = self._serial
-        while not serial.acquire(timeout=WAIT_SLICE):  # in slices: a Ctrl-C gets through
-            pass
         prev = getattr(inside, "token", None)
-        inside.token = self._token
         try:
+            _take(serial, deadline)  # exposed: a Ctrl-C gets through while another thread runs ops
+            inside.token = self._token
             ready = self._inline_ready
             while True:
                 with self._lock:
@@ -368,14 +375,19 @@ class Scheduler(Waits, Shutdown):
                 except BaseException as exc:  # noqa: BLE001 - a Ctrl-C just before or after the op
                     if op.error is None:
                         op.error = exc
-                finally:
-                    with self._lock:
-                        self._finish(op)
+                    if self._observers:  # it may have missed its stamps: the recorder reads them
+                        for stamp in ("t_start", "t_end"):
+                            if not hasattr(op, stamp):
+                                setattr(op, stamp, _perf())
+                        op.worker = 0
+                with self._lock:
+                    self._finish(op)
                 if isinstance(op.error, KeyboardInterrupt):  # Ctrl-C inside an inline op: stop now
                     raise op.error
         finally:
             inside.token = prev
-            serial.release()
+            if serial._is_owned():  # taken (a Ctrl-C may land just after acquire returned)
+                serial.release()
 
     def _execute(self, op: EngineOp, k: int) -> None:
         """Run ``op`` (no lock held); keep its error instead of raising it."""
@@ -513,3 +525,10 @@ class Scheduler(Waits, Shutdown):
                 failed=self._failed, device_pending=per_device,
                 bytes_pending=max(0, self._bytes_pending + sum(op.nbytes for op in inbox)),
                 blocked_seconds=self._blocked, elapsed=_perf() - self._t0)
+
+
+# Ctrl-C and the bookkeeping (._shield, issue 21): an interrupt that arrives in these is raised
+# just after them; one that arrives in an op the naive engine runs, or in a wait, is raised there.
+shield(Scheduler._submit, Scheduler._book, Scheduler._ready, Scheduler._record_deps, Scheduler._drain,
+       Scheduler._finish, Scheduler._failed_op, Scheduler._interrupted, finish_write)
+expose(Scheduler._execute, Scheduler._wait_for_space, _take)

@@ -45,8 +45,10 @@ class Shutdown:
         """
         if self.closed:  # again: join the workers an exception left finishing an op (__exit__)
             me, end = threading.current_thread(), _perf() + timeout
-            for t in [t for d in self._devices.values() for t in d.threads if t is not me and t.is_alive()]:
-                t.join(max(0.0, end - _perf()))
+            for d in self._devices.values():
+                for t in [t for t in d.threads if t is not me and t.is_alive()]:
+                    t.join(max(0.0, end - _perf()))
+                d.threads[:] = [t for t in d.threads if t.is_alive()]
             return
         deadline = _perf() + timeout
         if wait:
@@ -54,7 +56,7 @@ class Shutdown:
                 raise wait_inside_op("shutdown(wait=True)")
             try:
                 if self._inline:
-                    self._drain()
+                    self._drain(deadline)
                 with self._lock:
                     self._waitall_waiting += 1
                     try:
@@ -97,6 +99,10 @@ class Shutdown:
                     t.join(max(0.0, end - _perf()))
                     if t.is_alive():
                         stuck.append(t.name)
+            # release the joined threads (issue 21): a Thread is in threading's WeakSet of dangling
+            # threads, whose callback is Python code; freed later by the garbage collector, in the
+            # reader's next loop, a Ctrl-C that landed in that callback was swallowed
+            dev.threads[:] = [t for t in dev.threads if t.is_alive()]
         self._forget()
         return dropped, stuck
 

@@ -18,6 +18,7 @@ Ctrl-C, runs then.  Mixed into :class:`._scheduler.Scheduler`, whose state it re
 
 from __future__ import annotations
 
+import threading
 import time
 
 from ._errors import EngineError, deferred
@@ -44,14 +45,14 @@ class Waits:
             return
         if inside_op(self._token):  # it would wait on itself (issue 11): refuse at once
             raise wait_inside_op(f"a blocker ({reason})")
+        t0 = _perf()
+        deadline = None if timeout is None else t0 + timeout
         if self._inline:  # ops pushed from inside an op, or left by a Ctrl-C, run now
-            self._drain()
+            self._drain(deadline)
             st = op.state
             if st is _DONE or st is _FAILED:
                 return
-        t0 = _perf()
         self._block_begin(reason, t0)
-        deadline = None if timeout is None else t0 + timeout
         try:
             with self._lock:
                 op.watched = True
@@ -87,14 +88,14 @@ class Waits:
         Raises:
             EngineError: called from inside an op of this engine (it would wait for itself).
         """
+        t0 = _perf()
+        deadline = None if timeout is None else t0 + timeout
         if self._inline and (self._inbox or self._inline_ready) and not inside_op(self._token):
-            self._drain()
+            self._drain(deadline)
         if self._inbox or self._booked:
             if inside_op(self._token):  # the op calling it is pending: it would wait for itself
                 raise wait_inside_op("waitall()")
-            t0 = _perf()
             self._block_begin("waitall", t0)
-            deadline = None if timeout is None else t0 + timeout
             try:
                 with self._lock:
                     self._waitall_waiting += 1
@@ -144,3 +145,14 @@ class Waits:
                 f(reason, t, deps)
             except Exception as exc:  # noqa: BLE001
                 _observer_failed(exc)
+
+
+def _take(lock: "threading.RLock", deadline: float | None) -> None:
+    """Take the naive engine's ``_serial`` lock, which another thread holds while it runs its ops:
+    in slices, so a Ctrl-C gets through, and never past ``deadline`` (issue 21: this spin ignored
+    ``waitall(timeout=)``, and spun for ever on a lock a Ctrl-C had kept)."""
+    while not lock.acquire(timeout=WAIT_SLICE if deadline is None else max(0.0, min(WAIT_SLICE,
+                                                                                   deadline - _perf()))):
+        if deadline is not None and _perf() >= deadline:
+            raise TimeoutError("timed out waiting for another thread that is running the naive engine's "
+                               "ops; the engine is still running them")

@@ -184,3 +184,36 @@ def test_naive_engine_lets_a_keyboard_interrupt_inside_an_op_through_at_once():
             eng.push(interrupted, writes=(x,))
         eng.waitall(timeout=WAIT)  # already raised: not raised again
         assert (eng.array([1.0]) + 1).item() == 2.0
+
+
+def test_a_stopped_engine_leaves_the_collector_no_python_code_to_run():
+    """Issue 21: a stopped engine's worker threads stayed in a reference cycle; when the collector
+    freed them during the reader's next loop, threading's WeakSet callback ran there, and a Ctrl-C
+    that landed in it was swallowed ("Exception ignored").  Now shutdown joins and releases them."""
+    import gc
+
+    gc.collect()
+    gc.disable()
+    try:
+        for make in (lambda: ThreadedEngine(workers=2, devices=("cpu:0", "cpu:1")), NaiveEngine):
+            eng = make()
+            x = eng.array([1.0])
+            y = (x + 1).to(eng.devices[-1]) if len(eng.devices) > 1 else x + 1
+            assert y.wait_to_read(timeout=WAIT).item() == 2.0
+            eng.shutdown(timeout=WAIT)
+            assert all(not d.threads for d in eng._devices.values())  # joined and released
+            del eng, x, y
+            calls = []
+
+            def profile(frame, event, arg):
+                if event == "call":
+                    calls.append(f"{frame.f_code.co_filename}:{frame.f_code.co_name}")
+
+            sys.setprofile(profile)
+            try:
+                gc.collect()
+            finally:
+                sys.setprofile(None)
+            assert calls == [], calls
+    finally:
+        gc.enable()
