@@ -42,14 +42,17 @@ __all__ = ["Observer", "Recorder", "RECORD_LIMIT"]
 
 #: Events (ops + blocks) a recorder keeps by default before it stops (about 90 MB at most).
 RECORD_LIMIT = 1_000_000
-#: One finished op, packed (72 bytes): id, nbytes, t_launch, t_issue, t_start, t_end, then uint32s:
-#: device << 16 | worker, name code, file code, line, number of dependencies,
-#: n_reads << 18 | n_writes << 2 | is_copy << 1 | failed.  One ``pack`` and one ``+=`` per op: the
-#: cheapest way found to append a dozen numbers from Python (three ``array.extend`` cost twice it).
-_ROW = struct.Struct("<qqddddIIIIII")
+#: One finished op, packed (76 bytes): id, nbytes, t_launch, t_issue, t_start, t_end, then uint32s:
+#: device << 16 | worker, name code, file code, line, number of dependencies, number of reads,
+#: n_writes << 2 | is_copy << 1 | failed.  One ``pack`` and one ``+=`` per op: the cheapest way
+#: found to append a dozen numbers from Python (three ``array.extend`` cost twice it).  Each count
+#: has a field of its own (issue 21: reads shared 14 bits with the writes, and an op reading 16,384
+#: arrays overflowed into them); a count no field holds is refused before anything is written.
+_ROW = struct.Struct("<qqddddIIIIIII")
 _ROW_DTYPE = np.dtype([("id", "<i8"), ("nbytes", "<i8"), ("t_launch", "<f8"), ("t_issue", "<f8"),
                        ("t_start", "<f8"), ("t_end", "<f8"), ("where", "<u4"), ("name", "<u4"),
-                       ("file", "<u4"), ("line", "<u4"), ("n_deps", "<u4"), ("flags", "<u4")])
+                       ("file", "<u4"), ("line", "<u4"), ("n_deps", "<u4"), ("n_reads", "<u4"),
+                       ("flags", "<u4")])
 
 
 class Observer(Protocol):
@@ -158,7 +161,6 @@ class Recorder:
         if self._events >= self.limit:
             self.dropped += 1
             return
-        self._events += 1
         name, f = op.name, op.file
         nc = self._names.codes.get(name)
         if nc is None:
@@ -167,25 +169,32 @@ class Recorder:
         if fc is None:
             fc = self._files.code(f)
         deps = op.deps
-        if deps:
-            self._deps.extend(deps)
         r, w, out = op.reads, op.writes, op.out
-        code = self._codes.append
-        for v in r:  # an engine-made label "a17" is stored as ~17 == -18; a name by its table code
-            n = v.num
-            code(~n if n >= 0 else self._labels.code(v.label))
-        for v in w:
-            n = v.num
-            code(~n if n >= 0 else self._labels.code(v.label))
-        nw = len(w)
-        if out is not None:
-            n = out.num
-            code(~n if n >= 0 else self._labels.code(out.label))
-            nw += 1
-        # appended last, in one C call: trace() sees whole rows, and their deps and labels
-        self._rows += self._pack(op.id, op.nbytes, op.t_launch, op.t_issue, op.t_start, op.t_end,
-                                 op.device.index << 16 | op.worker, nc, fc, op.line, len(deps),
-                                 len(r) << 18 | nw << 2 | (op.kind == "copy") << 1 | (op.error is not None))
+        nw = len(w) + (out is not None)
+        # packed first: a field that cannot hold a value raises here, before anything is kept
+        # (issue 21: the deps and labels of a row that failed shifted every later row's)
+        row = self._pack(op.id, op.nbytes, op.t_launch, op.t_issue, op.t_start, op.t_end,
+                         op.device.index << 16 | op.worker, nc, fc, op.line, len(deps), len(r),
+                         nw << 2 | (op.kind == "copy") << 1 | (op.error is not None))
+        n_deps, n_codes = len(self._deps), len(self._codes)
+        try:
+            if deps:
+                self._deps.extend(deps)
+            code = self._codes.append
+            for v in r:  # an engine-made label "a17" is stored as ~17 == -18; a name by its table code
+                n = v.num
+                code(~n if n >= 0 else self._labels.code(v.label))
+            for v in w:
+                n = v.num
+                code(~n if n >= 0 else self._labels.code(v.label))
+            if out is not None:
+                n = out.num
+                code(~n if n >= 0 else self._labels.code(out.label))
+        except BaseException:
+            del self._deps[n_deps:], self._codes[n_codes:]  # no half-kept row
+            raise
+        self._rows += row  # last, in one C call: trace() sees whole rows, and their deps and labels
+        self._events += 1
         if self._events == self.limit:
             self._full()
 
@@ -238,7 +247,7 @@ class Recorder:
         n = len(rows) // _ROW.size
         rec = np.frombuffer(rows, dtype=_ROW_DTYPE, count=n)
         where, flags = rec["where"].astype(np.int64), rec["flags"].astype(np.int64)
-        n_reads, n_writes = flags >> 18, (flags >> 2) & 0xFFFF
+        n_reads, n_writes = rec["n_reads"].astype(np.int64), flags >> 2
         ops = {"id": rec["id"], "nbytes": rec["nbytes"], "device": where >> 16, "worker": where & 0xFFFF,
                "name": rec["name"].astype(np.int64), "file": rec["file"].astype(np.int64),
                "line": rec["line"].astype(np.int64), "n_deps": rec["n_deps"].astype(np.int64),

@@ -101,3 +101,53 @@ def test_the_default_limit_is_a_million_events():
     with NaiveEngine() as eng:
         assert eng._recorder.limit == RECORD_LIMIT
         assert np.isnan(eng._recorder.stopped_at)
+
+
+@pytest.mark.parametrize("n", [16_384, 70_000])
+def test_an_op_reading_tens_of_thousands_of_arrays_is_recorded_and_later_rows_stay_right(n):
+    """Issue 21: the reads shared a packed field with the writes; 16,384 reads overflowed it, the
+    row was dropped with a warning after its labels were kept, and every later row was wrong."""
+    import warnings
+
+    with NaiveEngine() as eng, warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "an observer raised" warning
+        xs = [eng.array([1.0], name=f"x{i}") for i in range(n)]
+        y = eng.array([0.0], name="y")
+        eng.push(lambda *t: t[-1].fill_(float(len(t) - 1)), reads=tuple(xs), writes=(y,), name="gather")
+        z = y + 1
+        assert z.item() == n + 1
+        tr = eng.trace()
+    ops = tr.where(kind="op")
+    by_name = {name: i for i, name in enumerate(ops["name"])}
+    big, after = by_name["gather"], by_name["add"]
+    assert len(ops["reads"][big]) == n and ops["reads"][big][:2] == ("x0", "x1")
+    assert ops["writes"][big] == ("y",)
+    assert ops["reads"][after] == ("y",) and ops["writes"][after] == (z.label,)
+
+
+def test_a_row_the_recorder_cannot_hold_is_refused_whole_and_later_rows_stay_right():
+    from types import SimpleNamespace
+
+    from d2l_async.engine._observer import Recorder
+
+    rec = Recorder(["cpu:0"], 1, "threaded", t0=0.0)
+    dev = SimpleNamespace(index=0)
+
+    def var(label):
+        return SimpleNamespace(num=-1, label=label)
+
+    def op(i, line, reads, writes):
+        return SimpleNamespace(id=i, name="op", file="f.py", line=line, deps=(i - 1,) if i else (),
+                               reads=tuple(map(var, reads)), writes=tuple(map(var, writes)), out=None,
+                               nbytes=0, t_launch=0.0, t_issue=0.0, t_start=float(i), t_end=i + 0.5,
+                               device=dev, worker=0, kind="op", error=None)
+
+    rec.on_finish(op(0, 1, ["a"], ["b"]))
+    with pytest.raises(Exception):  # a line no uint32 holds: refused before anything is kept
+        rec.on_finish(op(1, -1, ["c", "d", "e"], ["f"]))
+    rec.on_finish(op(2, 3, ["g"], ["h"]))
+    assert rec.ops == 2 and rec.recorded == 2
+    ops = rec.trace().where(kind="op")
+    assert [tuple(r) for r in ops["reads"]] == [("a",), ("g",)]
+    assert [tuple(w) for w in ops["writes"]] == [("b",), ("h",)]
+    assert [tuple(d) for d in ops["deps"]] == [(), (1,)]
