@@ -81,12 +81,14 @@ def test_one_gpu_count_per_machine_in_the_docs():
         return set(gpus), set(procs)
 
     words = {"two": "2", "four": "4", "eight": "8"}
-    for where, text in (("README.md", (ROOT / "README.md").read_text()), ("module docstring", entry.__doc__)):
+    notebook = (ROOT / "notebooks" / "10_async_communication.ipynb").read_text()
+    for where, text in (("README.md", (ROOT / "README.md").read_text()), ("module docstring", entry.__doc__),
+                        ("notebook 10", notebook)):
         gpus, procs = counts(text)
         assert len(gpus) == 1 and len(procs) == 1, (where, gpus, procs)
         g = next(iter(gpus))
         assert words.get(g, g) == next(iter(procs)), f"{where}: {g} GPUs each but --nproc-per-node {procs}"
-    assert counts((ROOT / "README.md").read_text()) [1] == counts(entry.__doc__)[1]
+    assert counts((ROOT / "README.md").read_text())[1] == counts(entry.__doc__)[1] == counts(notebook)[1]
 
 
 def test_invalid_control_value_names_the_allowed_values():

@@ -1,8 +1,8 @@
 """Run the chapter's rank functions under ``torchrun``, on one machine or many.
 
-On each machine (here two machines with two GPUs each; ``HOST`` is the first machine's address)::
+On each machine (here two machines with 4 GPUs each; ``HOST`` is the first machine's address)::
 
-    torchrun --nnodes 2 --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint HOST:29500 \\
+    torchrun --nnodes 2 --nproc-per-node 4 --rdzv-backend c10d --rdzv-endpoint HOST:29500 \\
         -m d2l_async.distributed overlap --trace-dir traces/
 
 ``torchrun`` starts the processes and sets ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``,
