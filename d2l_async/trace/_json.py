@@ -13,11 +13,14 @@ is the fallback) the reader
    strings interned (a million events carry a few thousand distinct names).
 
 Measured with ``benchmarks/bench_trace.py`` on this project's 2-core VM (peak RSS of a fresh
-process; CPU seconds, since the machine was shared): the generated 203 MB, 1.09M-event Kineto file
-loads and summarises in 4.8 s of CPU at 541 MB peak.  The decoders compared on the 109k-event A100
-trace (26 MB of JSON, alone in a process, load average 1.7): stdlib ``json`` 0.32 s and +87 MB,
-``orjson`` 0.17 s and +138 MB, ``msgspec`` untyped 0.23 s and +84 MB, ``msgspec`` typed 0.16 s
-and +28 MB: typed msgspec is both the fastest and the leanest, hence the choice.
+process; CPU seconds, since the machine was shared; 1 Dec 2026, load average 2.5-4.0): the
+generated 203 MB, 1.09M-event Kineto file loads and summarises in 4.8 s (2.9 s of CPU) at 522 MB
+peak, and the same file spelled as ROCm writes it (hex-string stream ids, issue 17) in 5.2 s
+(3.3 s of CPU) at 521 MB (it used to leave the fast path: 1,177 MB, as issue 17 measured).  The decoders
+compared on the 109k-event A100 trace (26 MB of JSON, alone in a process): stdlib ``json``
+0.59 s and +87 MB, ``msgspec`` untyped 0.59 s and +83 MB, ``msgspec`` typed 0.31 s and +36 MB
+(``orjson``, measured earlier at load 1.7: 0.17 s against typed msgspec's 0.16 s, +138 MB):
+typed msgspec is both the fastest and the leanest, hence the choice.
 
 Numbers are taken as each vendor spells them, one column at a time (``_convert.py``): ROCm's
 ``"stream": "0x0"``, a ``ts`` written as a string, an id as ``7.0`` stay on the fast path, and a
