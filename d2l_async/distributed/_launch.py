@@ -4,7 +4,8 @@
 
     parent (your notebook's kernel)                 ranks (clean processes: forkserver / spawn)
       pick a free TCP port on 127.0.0.1
-      start rank 0 .. N-1  ---------------------->  die with the parent (PR_SET_PDEATHSIG)
+      start rank 0 .. N-1 (deadline kept) ------->  die with the launching process (a watchdog on
+                                                    its pid, and PR_SET_PDEATHSIG)
                                                     init_process_group(backend, tcp://127.0.0.1:port)
       poll the result queue (0.1 s ticks) <-------  ("ok", rank, value)      fn(ctx) returned
               |                             <-------  ("error", rank, type, message, traceback)
@@ -27,6 +28,15 @@ Why each piece:
 * **errors travel with their traceback**: a rank that raises sends the formatted traceback before it
   exits; the parent raises :class:`RankError` with it, at once (the peers still blocked in a
   collective are terminated, not waited for).
+* **the right rank blamed** (issue 21): a rank that dies without a word (a segfault, ``os._exit``,
+  the OOM killer) makes its peers fail with "Connection reset by peer"; the parent names the rank
+  that died, with its exit code or signal, and gives the peers' errors as what followed.  A value
+  that cannot be pickled is reported as such by the rank that returned it.
+* **nothing outlives the launching process** (issue 21): when the kernel that called
+  :func:`launch` is killed -- even by SIGKILL, where no ``finally`` runs -- every rank and the fork
+  server exit within a second: each watches the launching process (a pidfd on Linux, else a poll
+  of its pid) and the parent-death signal backs that up.  The first start of the fork server
+  (tens of seconds on a busy machine: it imports torch) counts against ``timeout`` too.
 
 torch is imported in the ranks only; this module itself needs only the standard library.
 """
@@ -39,14 +49,15 @@ import queue as queue_mod
 import signal
 import socket
 import tempfile
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-__all__ = ["BACKENDS", "DistributedError", "LaunchResult", "RankContext", "RankError", "RankTimeout", "free_port",
-           "is_alive", "launch"]
+__all__ = ["BACKENDS", "DistributedError", "LaunchResult", "RankContext", "RankDied", "RankError", "RankTimeout",
+           "free_port", "is_alive", "launch"]
 
 #: The process-group backends: gloo (CPU, any machine) and NCCL (one GPU per rank).
 BACKENDS = ("gloo", "nccl")
@@ -72,6 +83,17 @@ class RankError(DistributedError):
         self.latency_s = time.time() - raised_at if raised_at is not None else float("nan")
         super().__init__(f"rank {rank} raised {exc_type}: {message}\n\n"
                          f"Traceback in rank {rank}:\n{remote_traceback.rstrip()}")
+
+
+class RankDied(DistributedError):
+    """A rank ended without reporting (a signal, ``os._exit``, the OOM killer); ``rank``,
+    ``pid`` and ``exitcode`` (negative: the signal) say which and how."""
+
+    def __init__(self, rank: int, pid: int | None, exitcode: int | None, followed: str = "") -> None:
+        self.rank, self.pid, self.exitcode = rank, pid, exitcode
+        then = f" What followed: {followed}." if followed else ""
+        super().__init__(f"rank {rank} (pid {pid}) exited with code {exitcode} without reporting a result"
+                         f"{_signal_name(exitcode)}; the other ranks were ended.{then}")
 
 
 class RankTimeout(DistributedError, TimeoutError):
@@ -210,13 +232,11 @@ def launch(fn: Callable[[RankContext], Any], world_size: int = 2, *, backend: st
     t0 = time.perf_counter()
     values: dict[int, Any] = {}
     try:
-        for rank in range(world_size):
-            rank_ctx = RankContext(rank, world_size, backend, "cpu" if backend == "gloo" else f"cuda:{rank}",
-                                   trace_dir, dict(options or {}))
-            p = ctx.Process(target=_rank_main, args=(fn, rank_ctx, port, results, os.getpid()),
-                            name=f"d2l_async rank {rank}", daemon=True)
-            p.start()
-            procs.append(p)
+        made = [ctx.Process(target=_rank_main, args=(fn, RankContext(
+                    rank, world_size, backend, "cpu" if backend == "gloo" else f"cuda:{rank}", trace_dir,
+                    dict(options or {})), port, results, os.getpid()), name=f"d2l_async rank {rank}", daemon=True)
+                for rank in range(world_size)]
+        _start_all(made, procs, t0 + timeout, timeout)
         if on_start is not None:
             on_start(tuple(p.pid for p in procs))
         _collect(procs, results, values, t0 + timeout, timeout)
@@ -234,7 +254,8 @@ def launch(fn: Callable[[RankContext], Any], world_size: int = 2, *, backend: st
 #: What a fresh rank imports before it can run anything (seconds of work once, not once per rank).
 #: ``torch._dynamo``: DistributedDataParallel imports it when constructed (~800 modules, sympy among
 #: them: 4 s on an idle core, measured with torch 2.13 CPU).
-_PRELOAD = ["torch", "torch.distributed", "torch.nn.parallel", "torch._dynamo", "d2l_async.distributed.ranks"]
+_PRELOAD = ["d2l_async.distributed._watchdog", "torch", "torch.distributed", "torch.nn.parallel", "torch._dynamo",
+            "d2l_async.distributed.ranks"]  # the watchdog first: the fork server ends with its launcher
 
 
 def _context(start_method: str = "auto") -> Any:
@@ -261,6 +282,57 @@ def _check_gpus(world_size: int) -> None:
                          "use backend='gloo' (CPU) or fewer ranks")
 
 
+def _start_all(made: list[Any], procs: list[Any], deadline: float, timeout: float) -> None:
+    """Start the processes, keeping the deadline (issue 21: the first start of the fork server
+    imports torch -- 30 s at load 15 -- inside ``Process.start``, which nothing interrupts).
+
+    A helper thread starts them; this thread waits in ticks (a Ctrl-C gets through).  At the
+    deadline, or on Ctrl-C, a fork server still starting is ended, which frees the helper.
+    """
+    done = threading.Event()
+    failed: list[BaseException] = []
+
+    def starter() -> None:
+        try:
+            for p in made:
+                p.start()
+                procs.append(p)
+        except BaseException as exc:  # noqa: BLE001 - raised again on the caller's thread
+            failed.append(exc)
+        finally:
+            done.set()
+
+    helper = threading.Thread(target=starter, name="d2l_async rank starter", daemon=True)
+    helper.start()
+    try:
+        while not done.wait(_TICK_S):
+            if time.perf_counter() > deadline:
+                raise RankTimeout(f"the ranks did not start within {timeout:g} s (the first run of a session "
+                                  "starts a fork server that imports torch: slow on a busy machine); every "
+                                  "process was ended. Raise timeout= or try again")
+    except BaseException:
+        _stop_fork_server()
+        done.wait(_GRACE_S * 5)
+        helper.join(_GRACE_S)
+        raise
+    if failed:
+        raise failed[0]
+
+
+def _stop_fork_server() -> None:
+    """End multiprocessing's fork server (it may be blocking a ``Process.start``); the next run
+    starts a new one."""
+    from multiprocessing import forkserver
+
+    server = getattr(forkserver, "_forkserver", None)
+    pid = getattr(server, "_forkserver_pid", None)
+    if pid:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
 def _collect(procs: list[Any], results: Any, values: dict[int, Any], deadline: float, timeout: float) -> None:
     """Wait for every rank's report; raise at the first error, silent death or the deadline."""
     world = len(procs)
@@ -274,7 +346,7 @@ def _collect(procs: list[Any], results: Any, values: dict[int, Any], deadline: f
             if msg[0] == "ok":
                 values[msg[1]] = msg[2]
             else:
-                raise _root_cause(msg, results)
+                raise _root_cause(msg, results, procs, values)
             continue
         now = time.perf_counter()
         for rank, p in enumerate(procs):
@@ -283,8 +355,7 @@ def _collect(procs: list[Any], results: Any, values: dict[int, Any], deadline: f
             # exited without a report: give its last message a moment to arrive through the pipe
             first = silent_since.setdefault(rank, now)
             if now - first > 1.0:
-                raise DistributedError(f"rank {rank} (pid {p.pid}) exited with code {p.exitcode} without reporting "
-                                       f"a result{_signal_name(p.exitcode)}; the other ranks were ended")
+                raise RankDied(rank, p.pid, p.exitcode)
         if now > deadline:
             missing = [r for r in range(world) if r not in values]
             raise RankTimeout(f"ranks {missing} did not finish within {timeout:g} s; every rank was ended. "
@@ -296,8 +367,11 @@ def _collect(procs: list[Any], results: Any, values: dict[int, Any], deadline: f
 _PEER_GONE = ("Connection closed by peer", "remote worker crashing", "Connection reset by peer")
 
 
-def _root_cause(first: tuple[Any, ...], results: Any, wait: float = 0.3) -> RankError:
-    """The error to report: the first one that is not just "my peer went away"."""
+def _root_cause(first: tuple[Any, ...], results: Any, procs: list[Any] = (), values: Mapping[int, Any] = {},
+                wait: float = 0.3, died_wait: float = 3.0) -> DistributedError:
+    """The error to report: the first one that is not just "my peer went away"; when every error is
+    that, the rank that went away -- named with its exit code or signal (issue 21: a segfaulting
+    rank was reported as its survivor's "Connection reset by peer")."""
     errors = [first]
     deadline = time.perf_counter() + wait
     while time.perf_counter() < deadline:
@@ -308,6 +382,19 @@ def _root_cause(first: tuple[Any, ...], results: Any, wait: float = 0.3) -> Rank
         if msg[0] == "error":
             errors.append(msg)
     own = [e for e in errors if not any(p in e[3] for p in _PEER_GONE)]
+    if not own and procs:
+        reported = {e[1] for e in errors} | set(values)
+        end = time.perf_counter() + died_wait  # a dead peer's exit code takes a moment to show
+        while True:
+            dead = [(r, p) for r, p in enumerate(procs) if r not in reported and p.exitcode is not None]
+            if dead or time.perf_counter() > end:
+                break
+            time.sleep(0.05)
+        if dead:
+            rank, p = dead[0]
+            followed = "; ".join(f"rank {e[1]} then raised {e[2]}: {e[3].strip().splitlines()[0] if e[3].strip() else ''}"
+                                 for e in errors)
+            return RankDied(rank, p.pid, p.exitcode, followed)
     _, rank, exc_type, message, tb, raised_at = (own or errors)[0]
     return RankError(rank, exc_type, message, tb, raised_at)
 
@@ -339,23 +426,23 @@ def end_all(procs: list[Any], grace: float = _GRACE_S) -> None:
 # inside a rank
 # ---------------------------------------------------------------------------------------------
 def _die_with_parent(parent_pid: int) -> None:
-    """Ask Linux to SIGTERM this rank when its parent dies (even by SIGKILL): no orphans.
+    """End this rank when the launching process ends, even by SIGKILL: no orphans (issue 21).
 
-    The parent is the launching process (spawn) or the fork server, which itself exits when the
-    launching process does."""
-    try:
-        import ctypes
+    A watchdog thread waits on the launching process (:mod:`._watchdog`).  A rank the fork server
+    started also asks Linux for SIGTERM when the server dies (PR_SET_PDEATHSIG: it fires when the
+    parent *thread* ends, and the server's is its only one; a spawned rank's parent thread may be
+    a short-lived one of the launcher's, so it relies on the watchdog alone)."""
+    from ._watchdog import watch
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # not Linux: the parent's finally block still ends us
-        return
-    try:  # the launching process died before prctl took effect (our parent may be the fork server)
-        os.kill(parent_pid, 0)
-    except ProcessLookupError:
-        os._exit(1)
-    except PermissionError:
-        pass
+    if os.getppid() != parent_pid:  # started by the fork server
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):  # not Linux: the watchdog alone
+            pass
+    watch(parent_pid)  # ends this rank at once if the launching process is already gone
 
 
 def _rank_main(fn: Callable[[RankContext], Any], ctx: RankContext, port: int, results: Any, parent_pid: int) -> None:
@@ -364,6 +451,7 @@ def _rank_main(fn: Callable[[RankContext], Any], ctx: RankContext, port: int, re
                       WORLD_SIZE=str(ctx.world_size), LOCAL_RANK=str(ctx.rank))
     try:
         value = run_rank(fn, ctx)
+        _check_picklable(value, fn)
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the parent
         results.put(("error", ctx.rank, type(exc).__name__, str(exc), traceback.format_exc(), time.time()))
         results.close()
@@ -372,6 +460,19 @@ def _rank_main(fn: Callable[[RankContext], Any], ctx: RankContext, port: int, re
     results.put(("ok", ctx.rank, value))
     results.close()
     results.join_thread()
+
+
+def _check_picklable(value: Any, fn: Any) -> None:
+    """Raise here, in the rank, when its value cannot travel to the parent (issue 21: the queue's
+    feeder thread pickles it later, and its failure only printed; the parent heard nothing)."""
+    from multiprocessing.reduction import ForkingPickler
+
+    try:
+        ForkingPickler.dumps(value)
+    except Exception as exc:  # noqa: BLE001 - any pickling failure
+        raise TypeError(f"{getattr(fn, '__qualname__', fn)} returned a {type(value).__name__} that cannot be "
+                        f"pickled, so it cannot be sent to the launching process ({type(exc).__name__}: {exc}); "
+                        "return plain data (numbers, lists, dicts, tensors)") from exc
 
 
 def run_rank(fn: Callable[[RankContext], Any], ctx: RankContext) -> Any:

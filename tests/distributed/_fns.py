@@ -26,3 +26,26 @@ def vanishing_rank(ctx: RankContext) -> None:
     if ctx.rank == 1:
         os._exit(3)  # dies without a word: a segfault, the OOM killer
     time.sleep(600)
+
+
+def segfaulting_rank(ctx: RankContext) -> None:
+    """Rank 1 dies of SIGSEGV after joining; the others then fail in a collective ("peer gone")."""
+    import signal
+
+    import torch
+    import torch.distributed as dist
+
+    dist.barrier()
+    if ctx.rank == 1:
+        os.kill(os.getpid(), signal.SIGSEGV)
+        time.sleep(60)
+    x = torch.ones(1)
+    for _ in range(1000):
+        dist.all_reduce(x)
+        time.sleep(0.01)
+
+
+def unpicklable_rank(ctx: RankContext):
+    import threading
+
+    return {"rank": ctx.rank, "lock": threading.Lock()}

@@ -111,3 +111,103 @@ def test_nested_function_is_refused():
 def test_nccl_without_a_gpu_per_rank_says_so():
     with pytest.raises(ValueError, match="one CUDA GPU per rank"):
         launch(_fns.rank_info, 2, backend="nccl")
+
+
+# -- issue 21: the right rank blamed, unpicklable values, deadlines at start-up, killed launchers ------
+def test_a_rank_that_segfaults_is_named_with_its_signal_not_its_survivor(pids):
+    from d2l_async.distributed._launch import RankDied
+
+    with pytest.raises(RankDied) as info:
+        launch(_fns.segfaulting_rank, 2, profile=False, timeout=90, on_start=pids.extend)
+    err = info.value
+    assert err.rank == 1 and err.exitcode == -signal.SIGSEGV
+    assert "rank 1" in str(err) and "SIGSEGV" in str(err)
+    assert not any(alive(p) for p in pids)
+
+
+def test_an_unpicklable_result_is_reported_as_such(pids):
+    with pytest.raises(RankError, match="cannot be pickled") as info:
+        launch(_fns.unpicklable_rank, 2, profile=False, timeout=90, on_start=pids.extend)
+    assert info.value.exc_type == "TypeError" and "unpicklable_rank" in str(info.value)
+    assert not any(alive(p) for p in pids)
+
+
+def test_a_start_that_outlasts_the_deadline_ends_at_the_deadline(monkeypatch, pids):
+    """The first start of the fork server (tens of seconds at load 15) cannot be interrupted inside
+    Process.start; launch waits for it in ticks and keeps its deadline."""
+    from d2l_async.distributed import _launch
+
+    gate = threading.Event()
+
+    class SlowProcess:  # a start that takes as long as a first fork-server start on a busy machine
+        def __init__(self, *a, **k):
+            self.pid, self.exitcode = None, None
+
+        def start(self):
+            gate.wait(60)
+
+        def is_alive(self):
+            return False
+
+        def join(self, timeout=None):
+            pass
+
+    class Ctx:
+        Process = SlowProcess
+
+        @staticmethod
+        def Queue():
+            import multiprocessing
+
+            return multiprocessing.get_context("spawn").Queue()
+
+    monkeypatch.setattr(_launch, "_context", lambda method="auto": Ctx)
+    monkeypatch.setattr(_launch, "_stop_fork_server", gate.set)  # what frees a blocked start
+    t0 = time.perf_counter()
+    with pytest.raises(RankTimeout, match="did not start within 2 s"):
+        launch(_fns.rank_info, 2, profile=False, timeout=2)
+    took = time.perf_counter() - t0
+    assert 2 <= took < 2 + 5, took
+    assert gate.is_set()
+
+
+LAUNCHER = r"""
+import json, os, sys
+from multiprocessing import forkserver
+from d2l_async.distributed import launch
+from tests.distributed import _fns
+
+def started(pids):
+    server = getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None)
+    print(json.dumps({"ranks": list(pids), "server": server if sys.argv[1] != "spawn" else None}), flush=True)
+
+launch(_fns.sleeping_rank, 2, profile=False, timeout=600, on_start=started, start_method=sys.argv[1])
+"""
+
+
+@pytest.mark.parametrize("method", ["forkserver", "spawn"])
+def test_ranks_and_the_fork_server_die_with_a_killed_launcher(method, pids):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "-c", LAUNCHER, method], cwd=root, stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()  # once every rank has started (the test's 120 s timeout bounds it)
+        assert line, "the launcher printed nothing"
+        started = json.loads(line)
+        children = started["ranks"] + ([started["server"]] if started["server"] else [])
+        pids.extend(children)
+        assert all(alive(p) for p in children)
+        proc.kill()  # SIGKILL: no finally, no atexit runs in the launcher
+        proc.wait(10)
+        end = time.monotonic() + 5.0
+        while any(alive(p) for p in children) and time.monotonic() < end:
+            time.sleep(0.05)
+        assert not [p for p in children if alive(p)], f"still alive 5 s after the launcher was killed: {children}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
