@@ -358,11 +358,20 @@ class AsyncRuntime(SyncPaths, Scheduler):
             else:
                 w = None
             outs.append(w)
-        r, wr = split_access(reads, writes) if len(reads) + len(writes) > 1 else (tuple(reads), tuple(writes))
+        if writes:
+            r, wr = split_access(reads, writes)
+        else:  # most ops only read: dedupe (x + x), no write set to subtract
+            r, wr = (tuple(reads) if len(reads) < 2 else tuple(dict.fromkeys(reads))), ()
         op = EngineOp(info.name, info.kind, _run_op, func, (args, kwargs, fill, capture()), r, wr, self._dev, nbytes, out_var)
         for _, w, _ in fill:
             w._op = op
-        self._submit(op, depth)
+        for v in r:  # ._sync.idle: the last op of each var (what _submit below does for other paths)
+            v.last = op
+        for v in wr:
+            v.last = op
+        if out_var is not None:
+            out_var.last = op
+        Scheduler._submit(self, op, depth)
         if structure == 0:
             return outs[0]
         if structure == 3:
