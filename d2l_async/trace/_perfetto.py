@@ -210,7 +210,8 @@ def _virtual(trace: Trace, device: str) -> bool:
     return any(l.virtual for l in trace.backend_lanes if l.device == device)
 
 
-#: µs beyond which a float has no room for nanoseconds to round to (its spacing is 2 ns at 2**42)
+#: µs below which times are rounded to whole ns (2**33 µs, 2.4 hours, where a float's spacing is
+#: 0.002 ns); larger values are an original's own clock (~1e12-1e15 µs), kept as the float it held
 _ROUND_BELOW = 2.0**33
 
 
