@@ -134,3 +134,29 @@ def test_a_folder_with_other_trace_files_is_refused(tmp_path):
 def test_trace_method_writes_a_folder(tmp_path):
     files = Trace.from_trace_dir(GLOO_PAIR).to_trace_dir(tmp_path / "g")
     assert len(files) == 2
+
+
+def test_one_file_of_a_merged_trace_shows_every_ranks_steps_for_perfetto(tmp_path):
+    merged = read_trace_dir(GLOO_PAIR)
+    text, doc = head_of(merged.to_chrome_trace(tmp_path / "all.json.gz"))
+    assert "distributedInfo" not in doc  # several ranks: that is what write_trace_dir is for
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in doc["traceEvents"]
+               if e["ph"] == "M" and e["name"] == "thread_name"}
+    steps = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["name"].startswith("ProfilerStep#")]
+    per_rank = merged.meta["per_rank"]
+    assert len(steps) == sum(len(per_rank[r]["steps"]) for r in (0, 1))
+    for r in (0, 1):
+        mine = sorted(e["ts"] for e in steps if threads[e["pid"], e["tid"]].startswith(f"rank {r} · "))
+        expected = [s["start"] + merged.meta["offsets_s"][r] for s in per_rank[r]["steps"]]
+        zero = merged.meta["origin_us"]
+        assert mine == pytest.approx([zero + x * 1e6 for x in expected], abs=1e-3)
+    back = read_chrome_trace(tmp_path / "all.json.gz")
+    assert back.lanes == merged.lanes and back["name"].tolist() == merged["name"].tolist()
+
+
+def test_an_engine_trace_export_claims_no_rank_and_no_clock(tmp_path):
+    from d2l_async.trace import Event
+
+    t = Trace.from_events([Event("frontend", "op", "a", 0.0, 0.001)], meta={"source": "engine"})
+    text, doc = head_of(t.to_chrome_trace(tmp_path / "e.json.gz"))
+    assert text.startswith('{"traceEvents"') and "baseTimeNanoseconds" not in doc
