@@ -39,6 +39,7 @@ from ._default import get_engine, waitall_all
 from ._errors import EngineError
 from ._op import EngineStatistics, OpState
 from ._scheduler import live_engines
+from ._waits import wait_limit
 
 # torch (and the trace model's numpy) load on first use of these names, so the core
 # (``_deps``, ``_op``, ``_scheduler``) can be imported, and tested, with the standard library alone
@@ -68,6 +69,7 @@ __all__ = [
     "get_engine",
     "live_engines",
     "measure_scheduling_overhead",
+    "wait_limit",
     "waitall_all",
     "with_flops",
 ]

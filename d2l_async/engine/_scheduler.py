@@ -82,7 +82,7 @@ from ._op import _DONE, _FAILED, _READY, _RUNNING, Device, EngineOp, EngineStati
 from ._shield import expose, shield, shield_ctrl_c
 from ._shutdown import Shutdown
 from ._source import user_frame
-from ._waits import WAIT_SLICE, Waits, _take
+from ._waits import WAIT_SLICE, Waits, _limit_left, _take
 from ._worker import IDLE_RECHECK, abandoned, worker_loop
 
 if TYPE_CHECKING:  # the observer module imports the trace model (numpy); the core does not
@@ -328,7 +328,8 @@ class Scheduler(Waits, Shutdown):
                 self._space_waiting += 1
                 try:
                     while len(self._inbox) + self._booked >= self.max_pending:
-                        self._front.wait(WAIT_SLICE)
+                        left = _limit_left()  # a run's time limit (issue 21)
+                        self._front.wait(WAIT_SLICE if left is None else min(left, WAIT_SLICE))
                 finally:
                     self._space_waiting -= 1
         finally:

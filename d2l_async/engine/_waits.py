@@ -18,21 +18,58 @@ Ctrl-C, runs then.  Mixed into :class:`._scheduler.Scheduler`, whose state it re
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from contextvars import ContextVar
+from typing import Callable, Iterator
 
 from ._errors import EngineError, deferred
 from ._guard import inside_op, observer_failed as _observer_failed, wait_inside_op
 from ._op import _DONE, _FAILED, _RUNNING, EngineOp, EngineVar
 from ._source import user_source
 
-__all__ = ["Waits", "WAIT_SLICE"]
+__all__ = ["Waits", "WAIT_SLICE", "wait_limit"]
 
 _perf = time.perf_counter
 
 #: Blocking waits sleep in slices this long, so a KeyboardInterrupt (a real Ctrl-C or
 #: ``_thread.interrupt_main``) reaches the frontend between slices; a finishing op wakes it earlier.
 WAIT_SLICE = 0.05
+
+#: A limit every wait on this thread keeps, set by the code above the engine (an experiment's
+#: time limit: issue 21, a dashboard's 1 s limit stopped a run only at 4.3 s, after a waitall):
+#: ``(perf_counter time, what to raise once it has passed)``.
+_LIMIT: ContextVar[tuple[float, Callable[[], BaseException]] | None] = ContextVar("d2l_async_wait_limit",
+                                                                                  default=None)
+
+
+@contextlib.contextmanager
+def wait_limit(until: float | None, error: Callable[[], BaseException] | None = None) -> Iterator[None]:
+    """Inside the block, every blocking wait of every engine on this thread -- blockers, barriers,
+    a full queue -- gives up at ``until`` (a ``time.perf_counter()`` time) by raising ``error()``.
+
+    The layer above uses it for a run's time limit (``d2l_async.experiments``' ``deadline``): the
+    wait gets the time that is left, not the whole queue's.  ``until=None``: no limit inside.
+    """
+    if until is not None and error is None:
+        raise ValueError("wait_limit(until, error): pass what to raise once `until` has passed")
+    token = _LIMIT.set(None if until is None else (until, error))
+    try:
+        yield
+    finally:
+        _LIMIT.reset(token)
+
+
+def _limit_left() -> float | None:
+    """Seconds left before this thread's :func:`wait_limit` (None: none); raise once it passed."""
+    limit = _LIMIT.get()
+    if limit is None:
+        return None
+    left = limit[0] - _perf()
+    if left <= 0:
+        raise limit[1]()
+    return left
 
 
 class Waits:
@@ -123,12 +160,13 @@ class Waits:
         """How long the next wait may sleep (lock held); raise when waiting can no longer succeed."""
         if self.closed and not any(t.is_alive() for d in self._devices.values() for t in d.threads):
             raise EngineError(f"{reason}: the engine was shut down before this op ran")
+        outer = _limit_left()  # a run's time limit (issue 21)
         if deadline is None:
-            return WAIT_SLICE
+            return WAIT_SLICE if outer is None else min(outer, WAIT_SLICE)
         left = deadline - _perf()
         if left <= 0:
             raise TimeoutError(f"{reason} timed out; the engine is still running the queued ops")
-        return min(left, WAIT_SLICE)
+        return min(left, WAIT_SLICE) if outer is None else min(left, outer, WAIT_SLICE)
 
     def _block_begin(self, reason: str, t: float) -> None:
         if self._on_block_begin:
@@ -153,6 +191,7 @@ def _take(lock: "threading.RLock", deadline: float | None) -> None:
     ``waitall(timeout=)``, and spun for ever on a lock a Ctrl-C had kept)."""
     while not lock.acquire(timeout=WAIT_SLICE if deadline is None else max(0.0, min(WAIT_SLICE,
                                                                                    deadline - _perf()))):
+        _limit_left()  # a run's time limit (issue 21)
         if deadline is not None and _perf() >= deadline:
             raise TimeoutError("timed out waiting for another thread that is running the naive engine's "
                                "ops; the engine is still running them")

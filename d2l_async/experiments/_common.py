@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from ..engine import wait_limit
+
 __all__ = ["BACKENDS", "Setup", "resolve_backend", "positive_int", "choice", "time_runs", "make_measurement",
            "engine_label", "RunStopped", "Deadline", "deadline", "checkpoint"]
 
@@ -199,7 +201,8 @@ def deadline(limit_s: float | None, *, what: str = "this run", min_progress_s: f
     if limit_s is None:
         token = _DEADLINE.set(None)
         try:
-            yield None
+            with wait_limit(None):
+                yield None
         finally:
             _DEADLINE.reset(token)
         return
@@ -208,9 +211,18 @@ def deadline(limit_s: float | None, *, what: str = "this run", min_progress_s: f
     d = Deadline(float(limit_s), time.perf_counter(), float(min_progress_s), what)
     token = _DEADLINE.set(d)
     try:
-        yield d
+        # every engine wait inside keeps the limit too (issue 21: a 1 s run stopped at 4.3 s, after
+        # a waitall that had to drain the queue before the next checkpoint could look)
+        with wait_limit(d.started + d.limit_s, lambda: _stopped_waiting(d)):
+            yield d
     finally:
         _DEADLINE.reset(token)
+
+
+def _stopped_waiting(d: Deadline) -> RunStopped:
+    elapsed = d.elapsed()
+    return RunStopped(f"{d.what} was stopped after {elapsed:.1f} s, in a wait: it passed its {d.limit_s:.0f} s "
+                      "limit. Choose smaller values.", elapsed=elapsed, limit=d.limit_s)
 
 
 def checkpoint(done: int | None = None, total: int | None = None, *, since: float | None = None) -> None:

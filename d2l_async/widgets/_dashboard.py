@@ -311,13 +311,21 @@ class Dashboard:
                 self._revert()
                 self._say("refused", f"Stopped: {exc}")
                 return False
-            except (Exception, KeyboardInterrupt) as exc:  # shown, never raised into the kernel loop
-                return self._fail("the experiment", exc)
+            except BaseException as exc:  # noqa: BLE001 - every way a run ends is shown (issue 21:
+                # SystemExit and GeneratorExit escaped and left "Running..."); only a Ctrl-C goes on
+                # up, after the status says so: the reader asked the kernel to stop
+                self._fail("the experiment", exc)
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                return False
             t1 = time.perf_counter()
             try:
                 self._draw(result)
-            except Exception as exc:
-                return self._fail("drawing the figures", exc)
+            except BaseException as exc:  # noqa: BLE001 - as above
+                self._fail("drawing the figures", exc)
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                return False
             t2 = time.perf_counter()
             self.result = result
             self._accepted = values

@@ -94,3 +94,32 @@ def test_waitall_timeout_raises_timeout_error_and_leaves_the_engine_working():
         gate.set()
         eng.waitall(timeout=WAIT)
         assert (x + 1).item() == 1.0
+
+
+def test_every_wait_keeps_a_wait_limit_set_above_the_engine():
+    """Issue 21: a run's time limit reaches inside waitall, a blocker and a full queue's push."""
+    import threading
+    import time
+
+    from d2l_async.engine import ThreadedEngine, wait_limit
+
+    class Limit(Exception):
+        pass
+
+    gate = threading.Event()
+    with ThreadedEngine(max_pending=2) as eng:
+        try:
+            x = eng.array([0.0])
+            eng.push(lambda t: gate.wait(30), writes=(x,))
+            y = x + 1
+            waits = {"waitall": eng.waitall, "blocker": y.wait_to_read, "full queue": lambda: x + 2}
+            for name, wait in waits.items():
+                t0 = time.perf_counter()
+                with pytest.raises(Limit), wait_limit(time.perf_counter() + 0.2, Limit):
+                    wait()
+                assert time.perf_counter() - t0 < 5.0, name  # the limit, not the 30 s op
+        finally:
+            gate.set()
+    with pytest.raises(ValueError, match="what to raise"):
+        with wait_limit(1.0):
+            pass

@@ -81,10 +81,29 @@ def test_an_error_is_shown_not_raised_and_the_next_change_works():
     assert "Ran with" in d.status.value and len(fw.data[0].x) == 6
 
 
-def test_an_interrupt_is_shown_not_raised():
+def test_an_interrupt_is_shown_and_raised_on():
+    """Issue 21: the status says so, and the Ctrl-C reaches the kernel (the reader asked it to stop)."""
     d, _ = make()
-    d.controls["n"].value = 0
+    with pytest.raises(KeyboardInterrupt):
+        d.controls["n"].value = 0
     assert "KeyboardInterrupt" in d.status.value and d.errors == 1
+    assert "Running" not in d.status.value and not d._busy
+
+
+@pytest.mark.parametrize("exc", [SystemExit(3), GeneratorExit(), RuntimeError("plain")])
+def test_any_exception_from_an_experiment_ends_the_run_with_its_status_shown(exc):
+    """Issue 21: SystemExit or GeneratorExit escaped the slider handler; the status stayed Running."""
+    def experiment(*, n: int):
+        if n == 3:
+            raise exc
+        return {"x": [0, 1], "y": [0, n]}
+
+    d = Dashboard(experiment, {"n": int_slider("n", 2, 1, 5)}, {"line": line}, mode="figurewidget")
+    d.controls["n"].value = 3  # not raised into the kernel loop
+    assert type(exc).__name__ in d.status.value and "Running" not in d.status.value
+    assert d.errors == 1 and not d._busy
+    d.controls["n"].value = 4
+    assert "Ran with" in d.status.value
 
 
 def test_a_failing_figure_function_is_shown():

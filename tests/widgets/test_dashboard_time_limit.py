@@ -63,3 +63,49 @@ def test_ready_made_dashboard_stops_a_slow_setting(monkeypatch):
     d.controls["matmuls"].value = 50
     d.controls["size"].value = 512  # ~100 GFLOP: seconds here, allowed by the 30 s guard
     assert d.stops >= 1 and "Stopped" in d.status.value, d.status.value
+
+
+def queue_then_wait(*, n: int, naive: int = 0):
+    """Queue ~n x 1 s of engine work, then wait for it all: the wait is where the time goes."""
+    import threading
+
+    from d2l_async.engine import NaiveEngine, ThreadedEngine
+
+    gate = threading.Event()
+    eng = ThreadedEngine() if not naive else NaiveEngine()
+    try:
+        x = eng.array([0.0])
+        if naive:  # another thread runs the naive engine's op: this one waits to take its turn
+            started = threading.Event()
+
+            def gated(t):
+                started.set()
+                gate.wait(n)
+
+            helper = threading.Thread(target=lambda: eng.push(gated, writes=(x,)))
+            helper.start()
+            assert started.wait(10)
+        else:
+            for _ in range(n):
+                eng.push(lambda t: gate.wait(1.0), writes=(x,))
+        eng.waitall()  # no timeout of its own: the run's limit must reach inside it
+        return n
+    finally:
+        gate.set()
+        if naive:
+            helper.join(10)
+        eng.shutdown(wait=False, timeout=10)
+
+
+@pytest.mark.parametrize("naive", [0, 1])
+def test_the_limit_reaches_inside_a_blocking_wait(naive):
+    """Issue 21: a 1 s limit stopped the barrier dashboard at 4.3 s (8 s: at 52.5 s under load): the
+    limit was checked only between pushes, never inside the waitall that drained the queue."""
+    d = Dashboard(queue_then_wait, {"n": int_slider("n", 1, 1, 100)}, {"f": figure}, mode="figurewidget",
+                  time_limit_s=1.0, fixed={"naive": naive}, autorun=False)
+    t0 = time.perf_counter()
+    d.controls["n"].value = 30  # 30 s of queued work behind one waitall
+    took = time.perf_counter() - t0
+    assert d.stops == 1 and d.errors == 0, d.status.value
+    assert "Stopped" in d.status.value and "in a wait" in d.status.value
+    assert took < 1.0 + 5.0, took  # the limit, plus start-up and shutdown; never the 30 s queue
