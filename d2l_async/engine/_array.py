@@ -14,6 +14,7 @@ computes eagerly.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -68,8 +69,12 @@ def _infer(key: tuple, fn: Callable, *args: Any, inplace: bool = False) -> _Info
                 a = torch.zeros(a._shape, dtype=a._dtype)
             else:
                 a = torch.zeros((), dtype=a._dtype).expand(a._shape)
+        elif isinstance(a, np.ndarray):  # what torch makes of it depends on its dtype and shape only
+            a = np.zeros(a.shape, dtype=a.dtype)
         stand_ins.append(a)
     out = fn(*stand_ins)
+    if isinstance(out, np.ndarray):  # an ndarray operand (_run_nd makes it a tensor the same way)
+        out = torch.as_tensor(out)
     if out is NotImplemented:  # torch declines (``x @ 2``): so do we, and Python raises its TypeError
         _INFER[key] = _DECLINED
         return _DECLINED
@@ -85,6 +90,29 @@ def _run_aa(op: EngineOp) -> None:
 
 def _run_as(op: EngineOp) -> None:
     op.out._data = op.fn(op.reads[0]._data, op.arg)  # arg: the scalar
+
+
+def _run_nd(op: EngineOp) -> None:
+    r = op.fn(op.reads[0]._data, op.arg)  # arg: the ndarray
+    op.out._data = r if isinstance(r, torch.Tensor) else torch.as_tensor(r)
+
+
+#: torch.Tensor dunder -> the Python operator it implements (an ndarray operand goes through Python's
+#: whole binary-op protocol, as ``tensor + ndarray`` does in eager torch)
+_PY_OPS: dict[Callable, Callable] = {}
+
+
+def _python_op(fn: Callable) -> Callable:
+    op = _PY_OPS.get(fn)
+    if op is None:
+        name = fn.__name__.strip("_")
+        if name.startswith("r") and hasattr(operator, name[1:]) and name not in ("rshift",):
+            base = getattr(operator, name[1:])
+            op = lambda t, a, base=base: base(a, t)  # noqa: E731 - reflected: `a <op> t`
+        else:
+            op = getattr(operator, name)
+        _PY_OPS[fn] = op
+    return op
 
 
 def _run_unary(op: EngineOp) -> None:
@@ -212,6 +240,17 @@ class EngineArray(EngineVar):
             out = EngineArray(self._engine, None, info.shape, info.dtype, self._dev, None)
             op = EngineOp(name, "op", _run_as, fn, other, self._alone or self._one(), (), self._dev, info.nbytes,
                           out)
+        elif isinstance(other, np.ndarray):  # as torch: ``t + ndarray`` is a tensor (issue 21: it waited
+            # for x through __array__ and returned an ndarray); the op gets a copy, made now
+            other = np.array(other)
+            fn = _python_op(fn)  # what `t + a` does in torch: its dunder declines, numpy computes and wraps
+            key = (fn, self._shape, self._dtype, np.ndarray, other.shape, other.dtype.str)
+            info = _INFER.get(key) or _infer(key, fn, self, other)
+            if info is _DECLINED:
+                return NotImplemented
+            out = EngineArray(self._engine, None, info.shape, info.dtype, self._dev, None)
+            op = EngineOp(name, "op", _run_nd, fn, other, self._alone or self._one(), (), self._dev, info.nbytes,
+                          out)
         else:
             return _unsupported(self, other, name)
         self._engine._submit(op, 3)
@@ -300,6 +339,25 @@ class EngineArray(EngineVar):
         self._engine._submit(EngineOp("copy", "copy", _run_copy, None, None, self._alone or self._one(), (),
                                       dev, self._shape.numel() * self._dtype.itemsize, out), 2)
         return out
+
+    # -- copies and pickling (issue 21) ----------------------------------------------------------
+    def __copy__(self) -> "EngineArray":
+        """``copy.copy(x)``: a new array holding a copy of x's value -- a ``"copy"`` op pushed like
+        ``x.to(x.device)``, so it does not wait for x (the copy is made after x's last write)."""
+        if self._engine.closed:
+            raise TypeError(f"cannot copy array {self.label!r}: its engine is shut down, so it can make no new "
+                            "array; copy its value instead: x.asnumpy() or torch.tensor(x.asnumpy())")
+        return self.to(self._dev.name)
+
+    def __deepcopy__(self, memo: dict) -> "EngineArray":
+        """``copy.deepcopy(x)``: as :meth:`__copy__` (an array of the same engine: the engine and its
+        threads are not copied)."""
+        return self.__copy__()
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise TypeError(f"an EngineArray ({self.label!r}) cannot be pickled: it is a handle to a value that "
+                        "this process's engine threads compute. Pickle its value instead: x.asnumpy() (a numpy "
+                        "array) or torch.from_numpy(x.asnumpy())")
 
     # -- blockers: they wait for the value ---------------------------------------------------
     def wait_to_read(self, *, timeout: float | None = None) -> "EngineArray":

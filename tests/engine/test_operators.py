@@ -66,3 +66,78 @@ def test_complex_exponents(eng):
     t = torch.tensor([1.0, 2.0])
     same(eng.array(t) ** 1j, t ** 1j)
     same(1j ** eng.array(t), 1j ** t)
+
+
+# -- issue 21: copies, pickling, ndarray operands ------------------------------------------------
+def test_copy_and_deepcopy_give_a_new_array_with_the_same_value():
+    import copy
+    import threading
+
+    from d2l_async.engine import ThreadedEngine
+
+    gate = threading.Event()
+    with ThreadedEngine() as eng:
+        x = eng.array([1.0, 2.0], name="x")
+        eng.push(lambda t: (gate.wait(10), t.add_(1)), writes=(x,))  # x is still being computed
+        y, z = copy.copy(x), copy.deepcopy(x)  # pushed copies: no wait, no AttributeError
+        gate.set()
+        x += 10
+        assert y is not x and z is not x and y._engine is eng
+        assert y.asnumpy().tolist() == z.asnumpy().tolist() == [2.0, 3.0]  # x's value when copied
+        assert x.asnumpy().tolist() == [12.0, 13.0]
+    with pytest.raises(TypeError, match="shut down"):
+        copy.copy(x)
+
+
+def test_pickling_an_array_says_why_not():
+    import pickle
+
+    from d2l_async.engine import NaiveEngine
+
+    with NaiveEngine() as eng:
+        x = eng.array([1.0])
+        with pytest.raises(TypeError, match="cannot be pickled.*asnumpy"):
+            pickle.dumps(x)
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "truediv", "matmul", "pow", "eq"])
+def test_an_ndarray_operand_follows_torch(op):
+    import operator
+    import warnings
+
+    import numpy as np
+    import torch
+
+    from d2l_async.engine import EngineArray, ThreadedEngine
+
+    a = np.array([0.5, 2.0, 3.0])
+    t = torch.tensor([1.0, 2.0, 4.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # numpy 2 on torch's __array_wrap__
+        want = getattr(operator, op)(t, a)
+        with ThreadedEngine() as eng:
+            x = eng.array(t)
+            got = getattr(operator, op)(x, a)
+            assert isinstance(got, EngineArray) and isinstance(want, torch.Tensor)  # not an ndarray
+            assert got.dtype == want.dtype and got.shape == want.shape
+            assert torch.equal(torch.as_tensor(got.asnumpy()), want)  # bitwise
+
+
+def test_in_place_with_an_ndarray_rebinds_as_torch_does():
+    import warnings
+
+    import numpy as np
+    import torch
+
+    from d2l_async.engine import NaiveEngine
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        t = torch.tensor([1.0, 2.0])
+        t += np.array([1.0, 1.0])  # torch: the dunder declines, so t = t + a (float64)
+        with NaiveEngine() as eng:
+            x = eng.array([1.0, 2.0])
+            x0 = x
+            x += np.array([1.0, 1.0])
+            assert x is not x0 and x.dtype == t.dtype == torch.float64
+            assert x.asnumpy().tolist() == t.tolist() and x0.asnumpy().tolist() == [1.0, 2.0]
