@@ -19,6 +19,7 @@ How it works, module by module (read in this order):
 * :mod:`._tensor` -- ``AsyncTensor``: metadata now, data later (a storage-less wrapper subclass);
 * :mod:`._schema` -- what each aten op's schema says: writes, randomness, blocking;
 * :mod:`._meta` -- output metadata from meta kernels, cached per op and input metadata;
+* :mod:`._state` -- the frontend's state (grad mode, key sets, default dtype) travels with the op;
 * :mod:`._runtime` -- the dispatch: each op becomes an op of the engine's scheduler, with one
   dependency variable per storage and one for the RNG; what runs synchronously and why;
 * :mod:`._sync` -- what runs synchronously (blocking points) and what happens after the block;

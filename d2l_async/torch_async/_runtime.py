@@ -39,7 +39,17 @@ sees every earlier write and its error is eager torch's own, at the same line):
 * writes into a *plain* tensor (one made outside the block, e.g. a model's parameters before
   :func:`~d2l_async.torch_async.make_async`): other code may read its memory directly, so it is
   updated before the call returns;
-* ops with an explicit ``generator=``: its state lives in Python and cannot be ordered.
+* ops with an explicit ``generator=``: its state lives in Python and cannot be ordered;
+* ``set_`` (``torch.load`` rebuilds tensors with it): the wrapper then takes its data's metadata
+  and, for ``x.set_(y)``, y's variable; ops on nested or sparse tensors (no meta kernels; they
+  stay plain); the few ops whose meta kernel promises other shapes than the CPU kernel makes
+  (``._schema._META_DISAGREES``, found by the OpInfo suite).
+
+What runs at once on the frontend, neither queued nor waited for: the profiler's
+``record_function`` markers, and in-place ops and ``.item()`` on idle *host scalars*
+(``torch.tensor(number)``, see ``._sync.SyncPaths.try_here``).  Each op runs on the worker under
+the frontend's state at push (:mod:`._state`).  A fresh output whose data has another shape than
+the meta kernel promised fails its op (raised at the next blocking point), never silently.
 
 Ops on CUDA tensors pass through unchanged: CUDA is asynchronous already.
 """

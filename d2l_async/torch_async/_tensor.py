@@ -21,7 +21,8 @@ Fields (set by the runtime, read by the worker)::
 
 Blocking points -- the methods that need the data, and so wait for it, recorded as a *block*
 with the user's line, as the engine's blockers are: ``print``/``repr`` ("print"), ``.numpy()``
-and ``np.asarray`` ("numpy"), ``.tolist()`` ("tolist"), pickling and ``torch.save`` ("pickle"),
+and ``np.asarray`` ("numpy"; these and ``__dlpack__`` hand out the memory itself, so they also
+wait for the queued ops that *read* it: a write through the array is never seen by them), ``.tolist()`` ("tolist"), pickling and ``torch.save`` ("pickle"),
 ``copy.deepcopy`` ("deepcopy"), ``np.from_dlpack`` ("dlpack"), and through the dispatcher
 ``.item()``, ``float()``, ``bool()``, ``if t:`` ("item").
 """
