@@ -24,7 +24,7 @@ Dependencies (what lets N > 1 workers run plain torch correctly):
   every read after earlier writes;
 * one RNG variable, written by every ``nondeterministic_seeded`` op: random numbers are drawn in
   program order, so ``torch.manual_seed(0); torch.randn(3)`` gives eager torch's numbers;
-* with one worker (the default) ops also *start* in program order (:meth:`AsyncRuntime._ready`
+* with one worker (the default) ops also *start* in program order (:mod:`._order`:
   holds a ready op until every earlier op has been handed out): exactly eager's order, like one
   CUDA stream, whatever the dependency analysis could have missed.
 
@@ -64,14 +64,14 @@ import torch
 
 from ..engine._deps import split_access
 from ..engine._observer import Recorder
-from ..engine._guard import observer_failed as _observer_failed
-from ..engine._op import _READY, EngineOp, EngineVar
+from ..engine._op import EngineOp, EngineVar
 from ..engine._scheduler import Scheduler
 from ..trace import Trace
 from ._meta import MetaCache, compute_specs, meta_of
+from ._order import OrderedReady
 from ._schema import func_info
 from ._state import capture, enter
-from ._sync import ESCAPE, RngVar, SyncPaths, TVar, answer_query, dispatch_any, run_eager
+from ._sync import RngVar, SyncPaths, TVar, answer_query, dispatch_any, run_eager
 from ._tensor import AsyncTensor, set_dispatch
 
 __all__ = ["AsyncRuntime", "dispatch_any", "CACHE"]
@@ -107,7 +107,7 @@ def _run_op(op: EngineOp) -> None:
                     f"made {tuple(r.shape)}; run this op outside the block (and please report it)")
 
 
-class AsyncRuntime(SyncPaths, Scheduler):
+class AsyncRuntime(SyncPaths, OrderedReady):
     """One ``asynchronous()`` block's backend: a virtual device ``cpu:0`` with ``workers`` threads.
 
     Args:
@@ -137,48 +137,6 @@ class AsyncRuntime(SyncPaths, Scheduler):
         if record:
             self._recorder = Recorder(self.devices, self.workers, self.engine_kind, self._t0)
             self._set_observers((self._recorder,))
-
-    # -- program order with one worker --------------------------------------------------------
-    def _ready(self, op: EngineOp, obs: tuple) -> None:
-        if op.fn is ESCAPE:  # memory escapes (.numpy()): first in line, it runs nothing
-            self._ready_first(op, obs)
-            if not self._fifo:
-                return
-            op_id, op = op.id, None  # its place in program order is passed
-        elif not self._fifo:
-            return super()._ready(op, obs)
-        else:
-            op_id = op.id
-        held = self._held  # lock held: hand ops out in push (id) order
-        held[op_id] = op
-        while self._next in held:
-            o = held.pop(self._next)
-            self._next += 1
-            if o is not None:
-                super()._ready(o, obs)
-
-    def _ready_first(self, op: EngineOp, obs: tuple) -> None:
-        """Queue ``op`` ahead of the ready ops (lock held): a wait for the data, not work."""
-        op.state = _READY
-        dev = op.device
-        dev.queue.appendleft(op)
-        for f in obs:
-            try:
-                f(op)
-            except Exception as exc:  # noqa: BLE001 - an observer must not kill a worker
-                _observer_failed(exc)
-        if dev.idle:
-            dev.cond.notify()
-            dev.idle -= 1
-
-    def _submit(self, op: EngineOp, depth: int = 2) -> None:
-        for v in op.reads:  # what lets the frontend tell an idle variable (._sync.idle)
-            v.last = op
-        for v in op.writes:
-            v.last = op
-        if op.out is not None:
-            op.out.last = op
-        super()._submit(op, depth + 1)
 
     # -- variables ---------------------------------------------------------------------------
     def _var_new(self) -> EngineVar:

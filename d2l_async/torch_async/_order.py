@@ -1,0 +1,65 @@
+"""Program order with one worker, and ops that jump the line (a mixin of ``AsyncRuntime``).
+
+With one worker (the default) ops *start* in program order: :meth:`OrderedReady._ready` holds an
+op that became ready until every op pushed before it has been handed out -- exactly eager torch's
+order, like one CUDA stream, whatever the dependency analysis could have missed.  The exception
+is an *escape* op (``.numpy()``, see ``._sync.SyncPaths.escape``): it runs nothing, so it is queued
+ahead of the ready ops as soon as its dependencies are met, and its place in program order is
+passed.  :meth:`OrderedReady._submit` also records each variable's last op (``TVar.last``), which
+lets the frontend tell an idle variable.
+"""
+
+from __future__ import annotations
+
+from ..engine._guard import observer_failed as _observer_failed
+from ..engine._op import _READY, EngineOp
+from ..engine._scheduler import Scheduler
+from ._sync import ESCAPE
+
+__all__ = ["OrderedReady"]
+
+
+class OrderedReady(Scheduler):
+    """``_ready``/``_submit`` of :class:`~._runtime.AsyncRuntime` (needs ``_fifo``, ``_held``, ``_next``)."""
+
+    def _ready(self, op: EngineOp, obs: tuple) -> None:
+        if op.fn is ESCAPE:  # memory escapes (.numpy()): first in line, it runs nothing
+            self._ready_first(op, obs)
+            if not self._fifo:
+                return
+            op_id, op = op.id, None  # its place in program order is passed
+        elif not self._fifo:
+            return super()._ready(op, obs)
+        else:
+            op_id = op.id
+        held = self._held  # lock held: hand ops out in push (id) order
+        held[op_id] = op
+        while self._next in held:
+            o = held.pop(self._next)
+            self._next += 1
+            if o is not None:
+                super()._ready(o, obs)
+
+    def _ready_first(self, op: EngineOp, obs: tuple) -> None:
+        """Queue ``op`` ahead of the ready ops (lock held): a wait for the data, not work."""
+        op.state = _READY
+        dev = op.device
+        dev.queue.appendleft(op)
+        for f in obs:
+            try:
+                f(op)
+            except Exception as exc:  # noqa: BLE001 - an observer must not kill a worker
+                _observer_failed(exc)
+        if dev.idle:
+            dev.cond.notify()
+            dev.idle -= 1
+
+    def _submit(self, op: EngineOp, depth: int = 2) -> None:
+        for v in op.reads:  # what lets the frontend tell an idle variable (._sync.idle)
+            v.last = op
+        for v in op.writes:
+            v.last = op
+        if op.out is not None:
+            op.out.last = op
+        super()._submit(op, depth + 1)
+
