@@ -7,6 +7,8 @@ table for every Kineto generation, CUDA, ROCm and MTIA is in ``_kineto.py``)::
         cpu_op / Operator                 -> Kind.OP
         cudaLaunchKernel, hipLaunchKernel, runFunction - job_prep... -> Kind.LAUNCH (LAUNCH_CALLS)
         cudaStreamSynchronize, ...        -> Kind.BLOCK, reason = the call (see SYNC_CALLS)
+        cudaMemcpyAsync of a "Memcpy DtoH (Device -> Pageable)" copy -> Kind.BLOCK,
+            reason "cudaMemcpyAsync (Device -> Pageable)": it returns when the copy is done
         any other runtime/driver call     -> Kind.RUNTIME
         python_function (with_stack=True) -> Kind.PYTHON on the "python call stack" lanes
     gloo's communication thread          -> backend lane of device "cpu" (gloo:all_reduce ranges)
@@ -53,7 +55,7 @@ from ._convert import check_values
 from ._json import Fields, load_fields
 from ._lanes import device_pairs, thread_lanes
 from ._kineto import (BACK, CATEGORIES, COLLECTIVE_CATEGORY, LAUNCH_CALLS, SYNC_CALLS, UnplacedDeviceEvents,
-                      category, device_names, device_prefix, is_mtia_copy, metadata, unplaced)
+                      blocking_copy_calls, category, device_names, device_prefix, is_mtia_copy, metadata, unplaced)
 from ._model import _DEFAULTS, COLUMNS, Kind, Lane, LaneRole, Trace, TraceError, _order_lanes
 from ._restore import apply_ours as _apply_ours
 from ._ranks import COLLECTIVE_PREFIXES
@@ -270,6 +272,10 @@ def _parse(f: Fields, path: Path, python_stack: bool) -> Trace:
     blk = kind == Kind.BLOCK.value
     reason[blk] = name[blk]
     issue, flow, unmatched_gpu, unmatched_launch = _pair(back, corr, kind, start, device_col)
+    if ours is None:  # a cudaMemcpyAsync into pageable memory held the CPU until its copy was done: a wait
+        held, why = blocking_copy_calls(kind, name, flow, back)
+        kind[held] = Kind.BLOCK.value
+        reason[held] = why
 
     known = {c for c in raw_cats if canon[c] is not None or c == _PY}
     generations = sorted({CATEGORIES[canon[c]][2] for c in known if canon.get(c)})

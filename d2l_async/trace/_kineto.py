@@ -19,17 +19,23 @@ process is labelled ``GPU n``/``MTIA n``) cannot be placed: the reader warns wit
 (:class:`UnplacedDeviceEvents`) and the trace never calls itself "CPU only".
 
 Runtime calls are refined by name: :data:`LAUNCH_CALLS` put work on a device queue (HTA 0.5.0's
-list, CUDA, ROCm and MTIA), :data:`SYNC_CALLS` make the CPU thread wait.
+list, CUDA, ROCm and MTIA), :data:`SYNC_CALLS` make the CPU thread wait.  A launch call whose copy
+lands in pageable host memory (:data:`BLOCKING_COPIES`) does both: CUDA returns from that
+``cudaMemcpyAsync`` only when the copy is done, so the reader files it as a wait
+(:func:`blocking_copy_calls`) and the queue analysis still counts it as a launch.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ._model import Kind
 
-__all__ = ["CATEGORIES", "SKIPPED_CATEGORIES", "LAUNCH_CALLS", "SYNC_CALLS", "BLOCKING_COPIES", "COLLECTIVE_CATEGORY",
-           "UnplacedDeviceEvents", "category", "device_prefix", "device_names", "metadata", "unplaced"]
+__all__ = ["CATEGORIES", "SKIPPED_CATEGORIES", "LAUNCH_CALLS", "SYNC_CALLS", "BLOCKING_COPIES", "BLOCKING_COPY_REASON",
+           "COLLECTIVE_CATEGORY", "UnplacedDeviceEvents", "blocking_copy_calls", "category", "device_prefix",
+           "device_names", "metadata", "unplaced"]
 
 FRONT, BACK = 0, 1
 #: the pseudo-category of a ``user_annotation`` that is a collective (``gloo:all_reduce``)
@@ -88,8 +94,10 @@ SYNC_CALLS = frozenset({
     "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize", "hipMemcpy",
 })
 #: Ends of ``gpu_memcpy`` names whose ``cudaMemcpyAsync`` holds the CPU until the copy is done: CUDA cannot
-#: copy asynchronously into unpinned (pageable) host memory (issue 18; used by d2l_async.capture).
+#: copy asynchronously into unpinned (pageable) host memory (issue 18, finding 8).
 BLOCKING_COPIES = ("(Device -> Pageable)",)
+#: the ``reason`` of a launch call that held the CPU until its copy into pageable host memory was done
+BLOCKING_COPY_REASON = "cudaMemcpyAsync (Device -> Pageable)"
 #: process labels of device processes (``GPU 0``, ``MTIA 9``)
 _DEVICE_PROCESS = ("GPU", "MTIA", "XPU", "HPU")
 #: MTIA's device events that move data (the rest are kernels)
@@ -107,6 +115,28 @@ def category(cat: object) -> str | None:
     if isinstance(cat, str):
         return _LOWER.get(cat.lower())
     return None
+
+
+def blocking_copy_calls(kind: np.ndarray, name: np.ndarray, flow: np.ndarray,
+                        back: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """The launch calls whose device work is a copy into pageable host memory (they held the CPU), and
+    the reason of each wait: the call and where its copy went (``"cudaMemcpyAsync (Device -> Pageable)"``).
+
+    ``kind``, ``name``, ``flow`` are the reader's columns and ``back`` marks the device rows; a call and its
+    copy share a flow id.  The reader files these calls as waits (``block``); the queue analysis still
+    counts them as the launch calls they are (HTA selects launches by name, ``_queue.py``).
+    """
+    copies = np.flatnonzero(back & (kind == Kind.COPY.value) & (flow >= 0))
+    ends: dict[int, str] = {}
+    for i in copies.tolist():
+        end = next((e for e in BLOCKING_COPIES if str(name[i]).endswith(e)), None)
+        if end is not None:
+            ends[int(flow[i])] = end
+    if not ends:
+        return np.zeros(0, dtype=np.int64), []
+    calls = np.flatnonzero(~back & (kind == Kind.LAUNCH.value) & (flow >= 0))
+    calls = calls[np.fromiter((f in ends for f in flow[calls].tolist()), dtype=bool, count=len(calls))]
+    return calls, [f"{name[i]} {ends[int(flow[i])]}" for i in calls.tolist()]
 
 
 def is_mtia_copy(name: str) -> bool:

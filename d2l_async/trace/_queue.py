@@ -19,7 +19,9 @@ does the same when asked, per rank in a merged trace.
 
 Which work counts: backend events (op, kernel, copy, memset) with a known issue time, except work
 whose flow id links it to a frontend call that is not a launch (``cudaGraphLaunch``, a synchronous
-``cudaMemcpy``): HTA counts only the launch calls in :data:`LAUNCH_CALLS`.
+``cudaMemcpy``): HTA counts only the launch calls in :data:`LAUNCH_CALLS`, by name.  A
+``cudaMemcpyAsync`` into pageable memory is a wait in the trace (``block``: it held the CPU until its
+copy was done) and a launch here: it put its copy on the stream like any other (:func:`launch_calls`).
 
 This lives next to the model (not in ``d2l_async.analysis``) because the Chrome writer draws the
 same counter track; ``d2l_async.analysis`` wraps it in tables.
@@ -31,9 +33,10 @@ import math
 
 import numpy as np
 
+from ._kineto import LAUNCH_CALLS
 from ._model import BACKEND_KINDS, Kind, Trace
 
-__all__ = ["queued_mask", "queue_steps", "last_step_starts", "hta_tie_ranks", "hta_window_mask"]
+__all__ = ["queued_mask", "queue_steps", "last_step_starts", "hta_tie_ranks", "hta_window_mask", "launch_calls"]
 
 
 def last_step_starts(trace: Trace) -> dict[int, float]:
@@ -96,6 +99,20 @@ def isin(col: np.ndarray, values) -> np.ndarray:
     return np.fromiter(map(wanted.__contains__, col.tolist()), dtype=bool, count=len(col))
 
 
+def launch_calls(trace: Trace, on_back: np.ndarray | None = None) -> np.ndarray:
+    """Mask of the frontend calls that put work on a launch queue: every ``launch``, and the waits named
+    as launch calls (a ``cudaMemcpyAsync`` into pageable memory: a ``block`` that queued its copy)."""
+    c = trace.columns
+    if on_back is None:
+        on_back = isin(c["lane"], [l.name for l in trace.backend_lanes])
+    launch = c["kind"] == Kind.LAUNCH.value
+    held = c["kind"] == Kind.BLOCK.value
+    if held.any():
+        rows = np.flatnonzero(held)
+        launch[rows] = isin(c["name"][rows], LAUNCH_CALLS)
+    return launch & ~on_back
+
+
 def _queued(trace: Trace) -> np.ndarray:
     c = trace.columns
     backend_lanes = [l.name for l in trace.backend_lanes]
@@ -104,9 +121,10 @@ def _queued(trace: Trace) -> np.ndarray:
     linked = mask & (c["flow"] >= 0)
     if linked.any():
         front_flow = (~on_back) & (c["flow"] >= 0)
-        other = front_flow & (c["kind"] != Kind.LAUNCH.value)
+        is_launch = launch_calls(trace, on_back)
+        other = front_flow & ~is_launch
         if other.any():
-            launch_flows = c["flow"][front_flow & (c["kind"] == Kind.LAUNCH.value)]
+            launch_flows = c["flow"][front_flow & is_launch]
             other_flows = np.setdiff1d(c["flow"][other], launch_flows)
             mask &= ~(linked & np.isin(c["flow"], other_flows))
     return mask
@@ -132,7 +150,7 @@ def hta_tie_ranks(trace: Trace, mask: np.ndarray) -> tuple[np.ndarray, np.ndarra
     if not len(sel) or (flow < 0).any():
         return None
     on_back = isin(c["lane"], [l.name for l in trace.backend_lanes])
-    launch = np.flatnonzero(~on_back & (c["kind"] == Kind.LAUNCH.value) & (c["flow"] >= 0))
+    launch = np.flatnonzero(launch_calls(trace, on_back) & (c["flow"] >= 0))
     first = {}
     for row, f in zip(launch.tolist(), c["flow"][launch].tolist()):
         first.setdefault(f, row)

@@ -42,12 +42,16 @@ def test_lanes_and_kinds_of_the_event_sync_trace():
     assert cpu.name == "thread 948300 (python3.10)"  # from the thread_name metadata
     kinds = dict(zip(trace["name"], trace["kind"]))
     assert kinds["cudaLaunchKernel"] == Kind.LAUNCH.value
-    assert kinds["cudaMemcpyAsync"] == Kind.LAUNCH.value
+    # its copy lands in pageable memory ("Memcpy DtoH (Device -> Pageable)"): the call held the CPU until
+    # the copy was done, a wait (issue 18, finding 8)
+    assert kinds["cudaMemcpyAsync"] == Kind.BLOCK.value
     assert kinds["cudaEventQuery"] == Kind.RUNTIME.value
     assert kinds["cudaEventRecord"] == Kind.RUNTIME.value
     blocks = trace.where(kind="block")
-    assert sorted(blocks["reason"]) == ["cudaDeviceSynchronize", "cudaEventSynchronize", "cudaStreamSynchronize"]
-    assert list(blocks["reason"]) == list(blocks["name"])
+    assert sorted(zip(blocks["reason"], blocks["name"])) == [
+        ("cudaDeviceSynchronize", "cudaDeviceSynchronize"), ("cudaEventSynchronize", "cudaEventSynchronize"),
+        ("cudaMemcpyAsync (Device -> Pageable)", "cudaMemcpyAsync"),
+        ("cudaStreamSynchronize", "cudaStreamSynchronize")]
     copy = trace.where(kind="copy")
     assert len(copy) == 1 and copy["nbytes"][0] == 1 and copy["name"][0].startswith("Memcpy DtoH")
     assert sorted(Counter(trace.where(lane="cuda:0 stream 7")["kind"]).items()) == [("copy", 1), ("kernel", 4)]

@@ -118,8 +118,10 @@ def test_profiler_trace_flows_start_at_the_launch(tmp_path):
     trace = load_sample("a100_cuda_event_sync")
     doc = load_doc(write_chrome_trace(trace, tmp_path / "e.json.gz"))
     events = doc["traceEvents"]
+    # the calls that issued them: four launches and a cudaMemcpyAsync into pageable memory (a wait)
     launch_ts = {e["args"]["correlation"]: e["ts"] for e in events
-                 if e["ph"] == "X" and e["args"].get("d2l", {}).get("kind") == "launch"}
+                 if e["ph"] == "X" and e["args"].get("d2l", {}).get("kind") in ("launch", "block")
+                 and "correlation" in e["args"]}
     finishes = {e["id"]: e for e in events if e["ph"] == "f"}
     starts = [e for e in events if e["ph"] == "s"]
     assert len(starts) == 5  # 4 kernels and one copy on stream 7
