@@ -178,7 +178,8 @@ class SampleQueueSummary:
         launch_seconds: frontend seconds inside launch calls.
         launch_seconds_at_cap: of those, seconds in launches issued while the queue was within 1 %
             of its maximum (the CPU blocking because the queue is full).
-        blocked_seconds: frontend seconds in explicit synchronizations.
+        blocked_seconds: frontend seconds waiting for the GPU: synchronizations and copies into
+            pageable host memory (a ``cudaMemcpyAsync`` that returns when its copy is done).
         duration: the trace's duration.
         trace: the loaded trace.
     """
