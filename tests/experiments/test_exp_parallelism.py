@@ -22,14 +22,40 @@ def test_barrier_serializes_the_devices(two):
     assert ov.both == 0 and ov.busy_a > 0 and ov.busy_b > 0
 
 
-def test_issued_together_the_devices_overlap(two):
-    # On a shared 2-core machine the OS may, rarely, keep one worker off the CPU for a whole run;
-    # up to three runs may be tried, and the devices must overlap in one of them.
-    results = [two]
+def test_issued_together_the_devices_could_overlap(two):
+    """What the engine decides holds on any machine (issue 21: the overlap test failed at load
+    12-18, when the OS ran the two workers one after the other).  Issued together, every op of both
+    devices was queued before the frontend waited, and no op depends on the other device's: nothing
+    but the OS kept them apart.  With a barrier between the devices, the frontend waited between the
+    two devices' pushes."""
+    lanes = ("cpu:0 worker 0", "cpu:1 worker 0")
+
+    def facts(trace):
+        ops, blocks = trace.where(kind="op"), trace.where(kind="block")
+        on = {lane: ops.filter(ops["lane"] == lane) for lane in lanes}
+        ids = {lane: set(on[lane]["id"].tolist()) for lane in lanes}
+        cross = any(set(d) & ids[lanes[0]] for d in on[lanes[1]]["deps"])
+        between = ((blocks["start"] >= on[lanes[0]]["issue"].max())
+                   & (blocks["start"] <= on[lanes[1]]["issue"].min())).any()
+        return cross, bool(between)
+
+    assert facts(two.trace_concurrent) == (False, False)
+    assert facts(two.trace_serialized) == (False, True)
+    assert two.devices == ("cpu:0", "cpu:1") and two.virtual
+
+
+def test_issued_together_the_devices_overlap_given_two_spare_cores(two):
+    """Whether the OS then runs the two workers at the same time needs two idle cores."""
+    from d2l_async.devices import machine
+
+    m = machine(sample_s=0.5)
+    if m.spare_cpus < 2:
+        pytest.skip(f"needs 2 spare CPUs to see real threads overlap; this machine has {m.spare_cpus:.1f} "
+                    f"spare of {m.usable_cpus:g} usable (load {m.load_avg:.1f})")
+    results = [two]  # the OS may still, rarely, keep one worker off the CPU for a whole run
     while overlap(results[-1].trace_concurrent, "cpu:0 worker 0", "cpu:1 worker 0").both == 0 and len(results) < 3:
         results.append(run_two_devices(ops=3, size=400, repeat=1, backend="engine"))
     assert overlap(results[-1].trace_concurrent, "cpu:0 worker 0", "cpu:1 worker 0").both > 0
-    assert two.devices == ("cpu:0", "cpu:1") and two.virtual
 
 
 @pytest.fixture(scope="module")
