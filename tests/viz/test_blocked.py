@@ -38,3 +38,16 @@ def test_no_blocks_and_bad_input(empty_trace):
         plot_blocked_time(_trace(), by="colour")
     with pytest.raises(TypeError, match="Trace"):
         plot_blocked_time(None)
+
+
+def test_a_gpu_trace_file_shows_its_copies_into_pageable_memory_as_the_longest_wait():
+    """The shipped A100 step waited 758 ms in 30 cudaMemcpyAsync calls into pageable memory, more than in
+    its 76 synchronizes (161 ms); the reader filed them as launches before (issue 18, finding 8)."""
+    from d2l_async.data import load_sample
+    from d2l_async.trace import BLOCKING_COPY_REASON
+
+    (bar,) = plot_blocked_time(load_sample("a100_training_step")).data
+    assert list(bar.y) == ["cudaStreamSynchronize", "cudaDeviceSynchronize", BLOCKING_COPY_REASON]
+    assert list(bar.customdata) == [75, 1, 30]
+    assert list(bar.x) == pytest.approx([2.8, 158.2, 758.4], abs=0.05)  # ms
+    assert bar.text[-1] == "758 ms (30×)"
