@@ -15,7 +15,8 @@ Three facts of a CUDA run are added to what the file says (issue 18):
   multi-GPU code would otherwise lose the kernels still queued on the other devices);
 * a ``cudaMemcpyAsync`` whose copy lands in pageable host memory (``Memcpy DtoH (Device -> Pageable)``:
   ``.item()``, ``.cpu()``, ``print``) holds the CPU until the copy is done, so it is a wait (a ``block``,
-  reason ``"cudaMemcpyAsync (Device -> Pageable)"``), not a launch that returns at once;
+  reason ``"cudaMemcpyAsync (Device -> Pageable)"``), not a launch that returns at once (the reader files it
+  so in every profiler file; :func:`blocking_copies` does it for traces that do not yet);
 * each wait's ``source`` names the ATen op that made it (``"aten::item"``), so a blocker report of a
   CUDA run says which call waited instead of one "(unknown)" bar.
 
@@ -29,7 +30,7 @@ import platform
 import tempfile
 from typing import Any, Callable
 
-from ..trace import Kind, Trace, read_chrome_trace
+from ..trace import BLOCKING_COPY_REASON, Kind, Trace, read_chrome_trace
 from ._quiet import quiet_kineto
 
 __all__ = ["BLOCKING_COPY_REASON", "CAPTURE_SYNC_SOURCE", "Capture", "blocking_copies", "capture",
@@ -144,17 +145,15 @@ def synchronize_all(torch: Any) -> list[int]:
     return used
 
 
-#: the ``reason`` of a ``cudaMemcpyAsync`` that waited for its copy to pageable host memory
-BLOCKING_COPY_REASON = "cudaMemcpyAsync (Device -> Pageable)"
-
-
 def blocking_copies(trace: Trace) -> Trace:
     """File each copy call whose copy lands in pageable host memory as a wait (``block``), not a launch.
 
     CUDA cannot copy asynchronously into memory it has not pinned: ``cudaMemcpyAsync`` to pageable
     memory returns only after every earlier kernel on the stream and the copy itself are done.  On the
     shipped A100 training step those calls held the CPU 758 ms, against 161 ms of the waits the file
-    names as such (issue 18, finding 8).
+    names as such (issue 18, finding 8).  :func:`~d2l_async.trace.read_chrome_trace` files them so for
+    every profiler file it reads (a capture too); this is for traces that still call them launches, such
+    as an export written by an older version.
     """
     import numpy as np
 
