@@ -21,6 +21,10 @@
    the process's memory growth per op measured by ``tracemalloc`` (everything recording keeps:
    columns, tables, read ids), with ``record=False`` beside it.  And from part 1, the async
    per-op cost with recording on as a ratio to eager torch in the same run (goal <= 2.5).
+5. **What a trace costs** (issue 21): ``eng.trace()`` of 1,000,000 recorded ``y = x + 1``: its
+   seconds (goal <= 2 s), the bytes per row it keeps (goal <= 150: its columns are lean, strings
+   by code and tuples flat, decoded when first read) and the peak while it is built (goal <= 300
+   MB), by ``tracemalloc``; and the bytes per row once every column has been read.
 
 Run: ``.venv/bin/python benchmarks/bench_engine.py [--repeat 3] [--out benchmarks/results/engine.json]``.
 The machine is shared: the load average is saved with the numbers; rerun when it is quiet.
@@ -51,6 +55,8 @@ TARGET_PROGRESS = 0.5
 TARGET_ASYNC_OVER_EAGER = 2.5
 TARGET_BYTES_PER_OP = 100
 TARGET_TRACE_S = 2.0
+TARGET_BYTES_PER_ROW = 150  # issue 21: a trace row, as eng.trace() returns it
+TARGET_TRACE_PEAK_MB = 300  # issue 21: building the trace of 1M ops
 RECORD_OPS = 1_000_000
 
 
@@ -217,6 +223,36 @@ def recording_memory(n: int = 200_000) -> dict:
     return out
 
 
+def trace_memory(n: int = RECORD_OPS) -> dict:
+    """What ``eng.trace()`` of ``n`` recorded ops (``y = x + 1``) costs (issue 21): seconds, the
+    bytes the trace keeps per row and the peak while it is built (``tracemalloc``: numpy's arrays
+    are traced too), and the bytes per row once every column has been read (decoded)."""
+    import tracemalloc
+
+    with ThreadedEngine(record=n + 10) as eng:
+        _loop(eng, n, "y = x + 1")
+        gc.collect()
+        t0 = time.perf_counter()
+        tr = eng.trace()
+        seconds = time.perf_counter() - t0
+        rows = len(tr)
+        del tr
+        gc.collect()
+        tracemalloc.start()
+        try:
+            tr = eng.trace()
+            kept, peak = tracemalloc.get_traced_memory()
+            for name in tr.columns:  # every column read once: decoded and kept
+                tr[name]
+            decoded = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+    return {"ops": n, "rows": rows, "trace_s": seconds, "bytes_per_row": kept / rows,
+            "peak_mb": peak / 2**20, "bytes_per_row_all_columns_read": decoded / rows,
+            "meets_targets": kept / rows <= TARGET_BYTES_PER_ROW and seconds <= TARGET_TRACE_S
+            and peak / 2**20 <= TARGET_TRACE_PEAK_MB}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
@@ -247,6 +283,12 @@ def main(argv: list[str] | None = None) -> int:
               f"(target <= {TARGET_BYTES_PER_OP}), trace() {r['trace_s']:.2f} s for {r['rows']:,} rows "
               f"(target <= {TARGET_TRACE_S} s; of which Trace.from_columns {r['of_which_trace_from_columns_s']:.2f} s)",
               flush=True)
+    t = trace_memory(args.record_ops)
+    result["trace_memory"] = t
+    print(f"eng.trace() of {t['ops']:,} x `y = x + 1`: {t['trace_s']:.2f} s (target <= {TARGET_TRACE_S}), "
+          f"{t['bytes_per_row']:.0f} bytes per row kept (target <= {TARGET_BYTES_PER_ROW}; "
+          f"{t['bytes_per_row_all_columns_read']:.0f} once every column is read), peak {t['peak_mb']:.0f} MB while "
+          f"built (target <= {TARGET_TRACE_PEAK_MB})", flush=True)
     m = recording_memory()
     result["recording_memory"] = m
     print(f"memory growth per op (tracemalloc, {m['ops']:,} x `y = x + 1`): recording on "

@@ -36,6 +36,7 @@ from typing import Any, Callable, Protocol, Sequence
 import numpy as np
 
 from ..trace import Kind, Lane, LaneRole, Trace
+from ..trace._columns import Coded, Ragged, segments
 from ._source import format_source
 
 __all__ = ["Observer", "Recorder", "RECORD_LIMIT"]
@@ -242,118 +243,138 @@ class Recorder:
         return len(self._rows) + sum(c.buffer_info()[1] * c.itemsize for c in cols)
 
     def trace(self, **meta: Any) -> Trace:
-        """Everything finished so far, as a Trace (ops, their launches, and the frontend's blocks)."""
+        """Everything finished so far, as a Trace (ops, their launches, and the frontend's blocks).
+
+        The columns are lean (issue 21, :mod:`d2l_async.trace._columns`): strings by code, tuples
+        flat, decoded when first read -- about 100 bytes per row instead of 370.
+        """
         rows = bytes(self._rows)  # first (one C copy): its rows' deps and labels are already stored
         n = len(rows) // _ROW.size
         rec = np.frombuffer(rows, dtype=_ROW_DTYPE, count=n)
-        where, flags = rec["where"].astype(np.int64), rec["flags"].astype(np.int64)
-        n_reads, n_writes = rec["n_reads"].astype(np.int64), flags >> 2
-        ops = {"id": rec["id"], "nbytes": rec["nbytes"], "device": where >> 16, "worker": where & 0xFFFF,
-               "name": rec["name"].astype(np.int64), "file": rec["file"].astype(np.int64),
-               "line": rec["line"].astype(np.int64), "n_deps": rec["n_deps"].astype(np.int64),
-               "copy": (flags >> 1) & 1, "failed": flags & 1, "t_launch": rec["t_launch"],
-               "t_issue": rec["t_issue"], "t_start": rec["t_start"], "t_end": rec["t_end"]}
+        t0 = self.t0
+        flags = rec["flags"].astype(np.int32)
+        # the fields, each as compact as it can be; the packed rows are dropped before the columns
+        # are built, and every field after the last column that needs it: the peak counts (issue 21)
+        f: dict[str, np.ndarray] = {
+            "ids": rec["id"].copy(), "where": rec["where"].astype(np.int32), "kind": (flags >> 1) & 1,
+            "failed": (flags & 1).astype(bool), "n_reads": rec["n_reads"].astype(np.int32), "n_writes": flags >> 2,
+            "name": rec["name"].astype(np.int32), "n_deps": rec["n_deps"].astype(np.int32),
+            "nbytes": rec["nbytes"].copy(), "tl": rec["t_launch"] - t0, "ti": rec["t_issue"] - t0,
+            "ts": rec["t_start"] - t0, "te": rec["t_end"] - t0}
+        op_src, src_text = self._op_sources(rec["file"], rec["line"])
+        f["op_src"] = op_src.astype(np.int32)
+        del rec, rows, flags, op_src
         blocks = {k: _numpy(c) for k, c in self._blocks.items()}
         nb = min(len(c) for c in blocks.values())
         blocks = {k: c[:nb] for k, c in blocks.items()}
-        t0 = self.t0
-        ids = ops["id"].astype(np.int64)
+        stopped = self._events >= self.limit
+        nm = 1 if stopped else 0
+        ids = f["ids"]
         next_id = int(ids.max()) + 1 if n else 0
-        names = _objects(self._names.values)
-        devices = _objects(self.devices)
+        failed_ops = sorted(ids[f.pop("failed")].tolist())
         lanes_w = max(self.workers, 1)
-        lane_names = _objects([f"{d} worker {k}" for d in self.devices for k in range(lanes_w)])
-        dev = ops["device"].astype(np.intp)
-        src_text = self._op_sources(ops["file"], ops["line"])
-        deps = _split(_numpy(self._deps), ops["n_deps"])
-        # per op, its read labels then its written ones: split the flat codes by the two counts
-        per_op = np.stack([n_reads, n_writes], axis=1).reshape(-1)
-        labels = self._label_tuples(_numpy(self._codes), per_op)
-        reads, writes = labels[0::2], labels[1::2]
-        op_dev, op_name = devices[dev], names[ops["name"].astype(np.intp)]
-        empty = _filled(n, ())
-        push = _objects([f"push {x}" for x in self._names.values])[ops["name"].astype(np.intp)] if n else empty
-        tl, ti = ops["t_launch"] - t0, ops["t_issue"] - t0
-        parts = [
-            # the ops, on their workers' lanes
-            dict(id=ids, lane=lane_names[dev * lanes_w + ops["worker"].astype(np.intp)],
-                 kind=np.where(ops["copy"].astype(bool), Kind.COPY.value, Kind.OP.value).astype(object),
-                 name=op_name, issue=ti, start=ops["t_start"] - t0, end=ops["t_end"] - t0, device=op_dev,
-                 deps=deps, reads=reads, writes=writes, flow=ids, source=src_text, reason=_filled(n, ""),
-                 nbytes=ops["nbytes"].astype(np.int64)),
-            # their pushes, on the frontend
-            dict(id=np.arange(next_id, next_id + n, dtype=np.int64), lane=_filled(n, "frontend"),
-                 kind=_filled(n, Kind.LAUNCH.value), name=push, issue=tl, start=tl, end=ti, device=op_dev,
-                 deps=empty, reads=empty, writes=empty, flow=ids, source=src_text, reason=_filled(n, ""),
-                 nbytes=np.zeros(n, np.int64)),
+        lane_names = [f"{d} worker {k}" for d in self.devices for k in range(lanes_w)]
+        names = list(self._names.values)
+        nn = len(names)
+        reasons = list(self._reasons.values)
+        block_src = [format_source(s) for s in self._sources.values]
+        marker = f"recording stopped at {self.limit:,} events"
+
+        def coded(parts: list, categories: list, dtype: Any = np.int32) -> Coded:
+            return Coded(np.concatenate([np.asarray(p, dtype=dtype) for p in parts]), _objects(categories))
+
+        def const(k: int, value: int) -> np.ndarray:
+            return np.full(k, value, np.int32)
+
+        f_lane, f_dev = len(lane_names), len(self.devices)
+        label = _label_decoder(self._labels.values)
+        zeros = np.zeros(n + nb + nm, np.int32)
+        t_stop = np.array([self.stopped_at - t0] * nm)
+
+        def labels(which: str) -> Ragged:
+            # per op, its read labels then its written ones, flat: split by the two counts
+            nr, nw = f["n_reads"], f["n_writes"]
+            starts = np.concatenate([np.zeros(1, np.int64), np.cumsum(nr + nw, dtype=np.int64)[:-1]])
+            counts, first = (nr, starts) if which == "reads" else (nw, starts + nr)
+            return Ragged(np.concatenate([counts, zeros]), _numpy(self._codes)[segments(first, counts)], label)
+
+        # one builder per column, run in this order once the rows' order is known, and sorted at
+        # once; after each, the fields no later column needs are dropped (the last item)
+        builders: list[tuple[str, Callable[[], Any], tuple[str, ...]]] = [
+            ("end", lambda: np.concatenate([f["te"], f["ti"], blocks["t1"] - t0, t_stop]), ("te",)),
+            ("issue", lambda: np.concatenate([f["ti"], f["tl"], np.full(nb, math.nan), t_stop]), ("ti", "tl")),
+            ("nbytes", lambda: np.concatenate([f["nbytes"], np.zeros(n + nb + nm, np.int64)]), ("nbytes",)),
+            ("flow", lambda: np.concatenate([ids, ids, np.full(nb + nm, -1, np.int64)]), ()),
+            ("lane", lambda: coded([(f["where"] >> 16) * lanes_w + (f["where"] & 0xFFFF), const(n, f_lane),
+                                    const(nb, f_lane), const(nm, f_lane)], lane_names + ["frontend"]), ()),
+            ("device", lambda: coded([f["where"] >> 16, f["where"] >> 16, const(nb, f_dev), const(nm, f_dev)],
+                                     list(self.devices) + [""]), ("where",)),
+            ("kind", lambda: coded([f["kind"], const(n, 2), const(nb, 3), const(nm, 4)],
+                                   [Kind.OP.value, Kind.COPY.value, Kind.LAUNCH.value, Kind.BLOCK.value,
+                                    Kind.RUNTIME.value], np.uint8), ("kind",)),
+            ("name", lambda: coded([f["name"], f["name"] + nn, blocks["reason"].astype(np.int32) + 2 * nn,
+                                    const(nm, 2 * nn + len(reasons))],
+                                   names + [f"push {x}" for x in names] + reasons + [marker]), ("name",)),
+            ("source", lambda: coded([f["op_src"], f["op_src"], blocks["source"].astype(np.int32) + len(src_text),
+                                      const(nm, len(src_text) + len(block_src))], src_text + block_src + [""]),
+             ("op_src",)),
+            ("reason", lambda: coded([const(2 * n, 0), blocks["reason"].astype(np.int32) + 1,
+                                      const(nm, len(reasons) + 1)], [""] + reasons + ["recording stopped"]), ()),
+            ("deps", lambda: Ragged(np.concatenate([f["n_deps"], zeros[:n], blocks["n_deps"].astype(np.int32),
+                                                    zeros[:nm]]),
+                                    np.concatenate([_numpy(self._deps), _numpy(self._block_deps)])), ("n_deps",)),
+            ("reads", lambda: labels("reads"), ()),
+            ("writes", lambda: labels("writes"), ("n_reads", "n_writes")),
         ]
-        next_id += n
-        reasons = _objects(self._reasons.values)[blocks["reason"].astype(np.intp)]
-        sources = _objects([format_source(s) for s in self._sources.values])[blocks["source"].astype(np.intp)]
-        parts.append(dict(id=np.arange(next_id, next_id + nb, dtype=np.int64), lane=_filled(nb, "frontend"),
-                          kind=_filled(nb, Kind.BLOCK.value), name=reasons, issue=np.full(nb, math.nan),
-                          start=blocks["t0"] - t0, end=blocks["t1"] - t0, device=_filled(nb, ""),
-                          deps=_split(_numpy(self._block_deps), blocks["n_deps"]),
-                          reads=_filled(nb, ()), writes=_filled(nb, ()), flow=np.full(nb, -1, np.int64),
-                          source=sources, reason=reasons, nbytes=np.zeros(nb, np.int64)))
-        next_id += nb
+        total = 2 * n + nb + nm
+        all_ids = np.concatenate([ids, np.arange(next_id, next_id + n + nb + nm, dtype=np.int64)])
+        start = np.concatenate([f.pop("ts"), f["tl"], blocks["t0"] - t0, t_stop])
+        order = np.lexsort((all_ids, start))
+        if total < 2**31:
+            order = order.astype(np.int32)
+        columns: dict[str, Any] = {"id": all_ids[order], "start": start[order]}
+        del all_ids, start
+        for name, build, done in builders:
+            col = build()
+            columns[name] = col.take(order) if isinstance(col, (Coded, Ragged)) else col[order]
+            del col
+            for field in done:
+                del f[field]
+        for col in columns.values():
+            if isinstance(col, np.ndarray):
+                col.flags.writeable = False
         info: dict[str, Any] = {
             "source": "engine", "virtual": True, "engine": self.engine, "workers": self.workers,
-            "devices": list(self.devices), "failed_ops": sorted(ids[ops["failed"].astype(bool)].tolist()),
+            "devices": list(self.devices), "failed_ops": failed_ops,
             "device": (f"virtual devices {', '.join(self.devices)}: threads on this CPU, "
                        f"{self.workers} worker(s) each" if self.workers else
                        f"virtual devices {', '.join(self.devices)}: ops run inline on the frontend thread"),
             "recording": {"limit": self.limit, "recorded": self._events, "dropped": self.dropped,
-                          "stopped": self._events >= self.limit}}
-        if self._events >= self.limit:
-            text = f"recording stopped at {self.limit:,} events"
-            info["recording_stopped"] = (f"{text}; {self.dropped:,} later ops were not recorded "
+                          "stopped": stopped}}
+        if stopped:
+            info["recording_stopped"] = (f"{marker}; {self.dropped:,} later ops were not recorded "
                                          "(create the engine with a larger record=N, or call reset_trace())")
-            t = self.stopped_at - t0
-            parts.append(dict(id=np.array([next_id], np.int64), lane=_filled(1, "frontend"),
-                              kind=_filled(1, Kind.RUNTIME.value), name=_filled(1, text), issue=np.array([t]),
-                              start=np.array([t]), end=np.array([t]), device=_filled(1, ""), deps=_filled(1, ()),
-                              reads=_filled(1, ()), writes=_filled(1, ()), flow=np.array([-1], np.int64),
-                              source=_filled(1, ""), reason=_filled(1, "recording stopped"),
-                              nbytes=np.zeros(1, np.int64)))
         info.update(meta)
-        columns = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-        order = np.lexsort((columns["id"], columns["start"]))
-        columns = {k: v[order] for k, v in columns.items()}
-        return Trace.from_columns(columns, self.lanes(), info)
+        return Trace.from_lean({k: columns[k] for k in _COLUMN_ORDER}, self.lanes(), info)
 
-    def _op_sources(self, file: np.ndarray, line: np.ndarray) -> np.ndarray:
-        """Each op's source line as text, formatted once per distinct (file, line)."""
+    def _op_sources(self, file: np.ndarray, line: np.ndarray) -> tuple[np.ndarray, list[str]]:
+        """Each op's source line: a code per op into texts formatted once per distinct (file, line)."""
         if not len(file):
-            return _filled(0, "")
+            return np.zeros(0, np.int64), []
         key = file.astype(np.int64) << 32 | line.astype(np.int64)
         uniq, inverse = np.unique(key, return_inverse=True)
         files = self._files.values
         text = [format_source((files[k >> 32], k & 0xFFFFFFFF)) if files[k >> 32] else "" for k in uniq.tolist()]
-        return _objects(text)[inverse.reshape(-1)]
+        return inverse.reshape(-1), text
 
-    def _label_tuples(self, flat: np.ndarray, counts: np.ndarray) -> np.ndarray:
-        """Per op, the tuple of its arrays' labels: one tuple per distinct label (or combination),
-        made once and shared by every op that has it."""
-        names = self._labels.values
-        out = _filled(len(counts), ())
-        if not len(counts) or not len(flat):
-            return out
-        ends = np.cumsum(counts.astype(np.int64))
-        one = np.nonzero(counts == 1)[0]
-        if len(one):  # the common case, vectorized: ``y = x + 1`` reads ("x",) and writes ("a17",)
-            uniq, inverse = np.unique(flat[ends[one] - 1], return_inverse=True)
-            out[one] = _objects([(f"a{-c - 1}",) if c < 0 else (names[c],) for c in uniq.tolist()])[inverse.reshape(-1)]
-        many = np.nonzero(counts > 1)[0]
-        if len(many):
-            codes, cache = flat.tolist(), {}
-            for i, end, cnt in zip(many.tolist(), ends[many].tolist(), counts[many].tolist()):
-                key = tuple(codes[end - cnt:end])
-                t = cache.get(key)
-                if t is None:
-                    t = cache[key] = tuple(f"a{-c - 1}" if c < 0 else names[c] for c in key)
-                out[i] = t
-        return out
+
+_COLUMN_ORDER = ("id", "lane", "kind", "name", "issue", "start", "end", "device", "deps", "reads", "writes", "flow",
+                 "source", "reason", "nbytes")
+
+
+def _label_decoder(names: list) -> Callable[[int], str]:
+    """A label's code to its text: an engine-made label "a17" is stored as ~17; a name by its code."""
+    return lambda c: f"a{-c - 1}" if c < 0 else names[c]
 
 
 def _numpy(column: array) -> np.ndarray:
@@ -367,23 +388,4 @@ def _objects(values: Sequence[Any]) -> np.ndarray:
     out = np.empty(len(values), dtype=object)
     for i, v in enumerate(values):
         out[i] = v
-    return out
-
-
-def _filled(n: int, value: Any) -> np.ndarray:
-    out = np.empty(n, dtype=object)
-    out.fill(value)
-    return out
-
-
-def _split(flat: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Per row, the tuple of its ``counts[i]`` ints from ``flat`` (``()`` when none)."""
-    out = _filled(len(counts), ())
-    if not len(counts) or not len(flat):
-        return out
-    values = flat.tolist()
-    ends = np.cumsum(counts.astype(np.int64))
-    rows = np.nonzero(counts)[0]
-    for i, end, cnt in zip(rows.tolist(), ends[rows].tolist(), counts[rows].tolist()):
-        out[i] = tuple(values[end - cnt:end])
     return out

@@ -35,7 +35,9 @@ nbytes     bytes of memory the event's output holds (0 when unknown)
 =========  =====================================================================================
 
 Times are seconds relative to the trace start.  The table is stored column-wise (numpy arrays), so a
-109k-event profiler trace stays fast; :meth:`Trace.event` and :meth:`Trace.events` give frozen
+109k-event profiler trace stays fast; an engine's trace keeps its strings by code and its tuples
+flat until a column is first read (:mod:`._columns`, issue 21: 85 bytes a row, not 370).
+:meth:`Trace.event` and :meth:`Trace.events` give frozen
 :class:`Event` records for the slow, readable path.
 
 This module uses only the standard library and numpy: ``import d2l_async.trace`` loads neither
@@ -50,6 +52,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
+
+from ._columns import LeanColumns
 
 __all__ = ["Kind", "LaneRole", "Lane", "Event", "Trace", "TraceError", "COLUMNS"]
 
@@ -210,14 +214,17 @@ class Trace:
         missing = set(COLUMNS) - set(self.columns)
         if missing:
             raise TraceError(f"trace is missing columns {sorted(missing)}")
-        lengths = {len(v) for v in self.columns.values()}
+        lean = isinstance(self.columns, LeanColumns)  # lean columns (issue 21) are not decoded here
+        lengths = ({len(self.columns.raw(k)) for k in self.columns} if lean
+                   else {len(v) for v in self.columns.values()})
         if len(lengths) > 1:
             raise TraceError(f"trace columns have different lengths: {sorted(lengths)}")
         known = {lane.name for lane in self.lanes}
         if len(known) != len(self.lanes):
             raise TraceError("lane names must be unique")
-        if len(self.columns["lane"]):
-            unknown = {str(x) for x in set(self.columns["lane"].tolist())} - known
+        if len(self):
+            names = self.columns.lane_names() if lean else {str(x) for x in set(self.columns["lane"].tolist())}
+            unknown = names - known
             if unknown:
                 raise TraceError(f"events on undeclared lanes {sorted(unknown)}; declare them in lanes")
 
@@ -245,6 +252,14 @@ class Trace:
         for col in cols.values():
             col.flags.writeable = False
         return cls(tuple(_order_lanes(lanes)), cols, dict(meta or {}))
+
+    @classmethod
+    def from_lean(cls, columns: Mapping[str, Any], lanes: Sequence[Lane], meta: Mapping[str, Any] | None = None,
+                  ) -> "Trace":
+        """Build from lean columns (:mod:`._columns`: categorical strings, flat tuples) as they are,
+        without copying or decoding them; a column is decoded the first time it is read."""
+        n = len(columns["start"])
+        return cls(tuple(_order_lanes(lanes)), LeanColumns(columns, n), dict(meta or {}))
 
     @classmethod
     def from_events(
@@ -337,6 +352,8 @@ class Trace:
         mask = np.asarray(mask, dtype=bool)
         if mask.shape != (len(self),):
             raise TraceError(f"mask has shape {mask.shape}, expected ({len(self)},)")
+        if isinstance(self.columns, LeanColumns):  # stays lean: nothing decoded to filter it
+            return Trace(self.lanes, self.columns.take(np.nonzero(mask)[0]), self.meta)
         cols = {k: v[mask] for k, v in self.columns.items()}
         return Trace.from_columns(cols, self.lanes, self.meta)
 

@@ -190,3 +190,55 @@ def test_a_failing_observer_warns_and_the_engine_keeps_working():
     moments = [m for m in seen if m in ("push", "ready", "start", "finish")]
     assert moments == ["push", "ready", "start", "finish"]  # per op, in this order
     assert "wait_to_read" in seen and "end" in seen
+
+
+# -- issue 21: lean columns ------------------------------------------------------------------------
+def test_an_engine_trace_is_lean_and_reads_as_before():
+    import numpy as np
+
+    from d2l_async.engine import ThreadedEngine
+    from d2l_async.trace import Trace
+    from d2l_async.trace._columns import Coded, LeanColumns, Ragged
+
+    with ThreadedEngine(workers=2, devices=("cpu:0", "cpu:1")) as eng:
+        x = eng.array([1.0], name="x")
+        for _ in range(2_000):
+            y = x + 1
+            x += 1
+        z = y.to("cpu:1")
+        z.wait_to_read(timeout=10)
+        eng.waitall(timeout=10)
+        tr = eng.trace()
+    cols = tr.columns
+    assert isinstance(cols, LeanColumns)
+    assert isinstance(cols.raw("lane"), Coded) and isinstance(cols.raw("deps"), Ragged)
+    assert cols.nbytes / len(tr) <= 150  # the goal per row, as returned
+    ops = tr.where(kind="op")  # filtering keeps it lean
+    assert isinstance(ops.columns.raw("reads"), Ragged) and isinstance(ops.columns.raw("name"), Coded)
+    # decoded, every column reads as the plain model holds it: a plain rebuild is equal row by row
+    plain = Trace.from_columns({k: tr[k] for k in tr.columns}, tr.lanes, tr.meta)
+    for k in tr.columns:
+        a, b = tr[k], plain[k]
+        if a.dtype == object:
+            assert a.tolist() == b.tolist(), k
+        else:
+            assert np.array_equal(a, b, equal_nan=True), k
+    incs = ops.filter(ops["name"] == "add_")
+    assert all(r == () and w == ("x",) for r, w in zip(incs["reads"], incs["writes"]))  # x += 1
+    deps = incs["deps"]
+    assert all(d and isinstance(d[0], int) for d in deps[1:])  # each waited for the one before
+    assert list(tr.where(kind="copy")["writes"]) == [(z.label,)]
+
+
+def test_ragged_take_equals_taking_the_decoded_tuples():
+    import numpy as np
+
+    from d2l_async.trace._columns import Ragged
+
+    rng = np.random.default_rng(21)
+    counts = rng.integers(0, 4, 500).astype(np.int32)
+    flat = rng.integers(-50, 50, int(counts.sum()))
+    col = Ragged(counts, flat, lambda c: f"v{c}")
+    decoded = col.decode()
+    for index in (rng.permutation(500), np.nonzero(rng.random(500) < 0.3)[0], np.arange(0)):
+        assert col.take(index).decode().tolist() == decoded[index].tolist()
