@@ -71,13 +71,14 @@ from ._meta import MetaCache, compute_specs, meta_of
 from ._order import OrderedReady
 from ._schema import func_info
 from ._state import capture, enter
-from ._sync import RngVar, SyncPaths, TVar, answer_query, dispatch_any, run_eager
+from ._sync import RngVar, SyncPaths, TVar, answer_query, dispatch_any, escaped, run_eager
 from ._tensor import AsyncTensor, set_dispatch
 
 __all__ = ["AsyncRuntime", "dispatch_any", "CACHE"]
 
 aten = torch.ops.aten
 _SCALARS = (int, float, bool, complex)
+_ESCAPED = "memory shared with a numpy array (.numpy())"
 #: One metadata cache for every runtime: output metadata does not depend on who asks.
 CACHE = MetaCache()
 _make = AsyncTensor.make
@@ -196,6 +197,8 @@ class AsyncRuntime(SyncPaths, OrderedReady):
                     slow = "a tensor of another asynchronous() block"
                 if a._m[0]:
                     big = True
+                if a._var.escaped is not None and escaped(a._var):
+                    slow = slow or _ESCAPED
                 key.append(a._m)
                 leaves.append(a)
                 written.append(i in wpos)
@@ -216,6 +219,8 @@ class AsyncRuntime(SyncPaths, OrderedReady):
                                 slow = "a tensor of another asynchronous() block"
                             if b._m[0]:
                                 big = True
+                            if b._var.escaped is not None and escaped(b._var):
+                                slow = slow or _ESCAPED
                             sub.append(b._m)
                         else:
                             slow = slow or self._check_plain(b, i in wpos)
@@ -236,6 +241,8 @@ class AsyncRuntime(SyncPaths, OrderedReady):
                     if type(a) is AsyncTensor:
                         if a._rt is not self:
                             slow = "a tensor of another asynchronous() block"
+                        if a._var.escaped is not None and escaped(a._var):
+                            slow = slow or _ESCAPED
                         key.append((name, a._m))
                     else:
                         slow = slow or self._check_plain(a, w)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import time
+import weakref
 from typing import Any
 
 import torch
@@ -25,7 +26,7 @@ from ._schema import _CACHE as _INFO, func_info
 from ._state import capture, enter
 from ._tensor import AsyncTensor
 
-__all__ = ["SyncPaths", "answer_query", "run_eager", "dispatch_any", "ESCAPE", "TVar", "RngVar"]
+__all__ = ["SyncPaths", "answer_query", "run_eager", "dispatch_any", "ESCAPE", "TVar", "RngVar", "escaped"]
 
 aten = torch.ops.aten
 _make = AsyncTensor.make
@@ -40,11 +41,23 @@ class TVar(EngineVar):
     ``AsyncRuntime._submit``).  When that op is done and the engine holds no reader or writer of
     it, no queued op can touch the data any more: the variable is *idle* (:func:`idle`)."""
 
-    __slots__ = ("last",)
+    __slots__ = ("last", "escaped")
 
     def __init__(self, label: str) -> None:
         EngineVar.__init__(self, label)
         self.last: EngineOp | None = None
+        self.escaped: Any = None  # a weak reference to a numpy array sharing this storage
+
+
+def escaped(v: TVar) -> bool:
+    """Does a numpy array from ``.numpy()``/``np.asarray`` still share this storage?"""
+    ref = v.escaped
+    if ref is None:
+        return False
+    if ref() is None:
+        v.escaped = None
+        return False
+    return True
 
 
 class RngVar(TVar):
@@ -241,6 +254,17 @@ class SyncPaths:
             self._submit(op, 4)
             self._wait_op(op, reason)
         return self.value(t, reason)
+
+    def hold_escaped(self, t: AsyncTensor, arr: Any) -> None:
+        """``arr`` (an ndarray) shares ``t``'s storage: while it lives, every op that reads or
+        writes that storage runs synchronously, so the array and the ops see each other's writes
+        in program order, as in eager torch (a write through the array after a queued read was
+        seen by the read)."""
+        if not self.closed:
+            try:
+                t._var.escaped = weakref.ref(arr)
+            except TypeError:  # not weak-referenceable (a DLPack capsule): not tracked
+                pass
 
     def wait_rng(self, reason: str = "RNG state") -> None:
         """Block until every queued random op has drawn its numbers (before the state changes)."""

@@ -92,7 +92,10 @@ class AsyncTensor(torch.Tensor):
         real = self._rt.escape(self, reason) if escapes else self._rt.value(self, reason)
         from torch.utils._python_dispatch import _disable_current_modes
         with _disable_current_modes():
-            return fn(real)
+            out = fn(real)
+        if escapes:
+            self._rt.hold_escaped(self, out)
+        return out
 
     def __repr__(self, *, tensor_contents: Any = None) -> str:
         text = self._read("print", repr)

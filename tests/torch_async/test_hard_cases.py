@@ -114,18 +114,24 @@ def test_a_plain_tensor_written_inside_the_block_is_written_before_the_call_retu
     assert any(r.startswith("write to a plain tensor") for r, _ in blocks(rt))
 
 
-def test_memory_escaped_through_numpy_sees_queued_writes_only_after_they_run():
-    """Like CUDA's pinned host memory: a numpy view of a tensor shows a queued write once it has
-    run; synchronize() is what makes it visible."""
+def test_memory_escaped_through_numpy_is_shared_in_program_order():
+    """While a numpy array from ``.numpy()`` shares a tensor's memory, ops on that memory run at
+    once (blocking points), so the array and the ops see each other's writes in program order, as
+    in eager torch (issue 19: before, a queued write showed only after synchronize())."""
     with asynchronous() as rt:
         x = torch.zeros(3)
         arr = x.numpy()             # a blocker; arr shares x's memory from now on
-        ev = hold(rt)
-        x.add_(1)                   # queued behind the gate
-        assert arr.tolist() == [0.0, 0.0, 0.0]   # not run yet: the old value, by design
-        ev.set()
-        synchronize(timeout=WAIT)
+        hold_until_blocked(rt)
+        x.add_(1)                   # runs now: arr is alive
         assert arr.tolist() == [1.0, 1.0, 1.0]
+        y = x * 2                   # a read, also now
+        arr[0] = 5                  # a write through the array after the read
+        assert y.tolist() == [2.0, 2.0, 2.0]
+        del arr                     # the array is gone: x's ops are queued again
+        z = x + 1
+        assert z.tolist() == [6.0, 2.0, 2.0]
+    reasons = [r for r, _ in blocks(rt)]
+    assert sum(r.startswith("memory shared with a numpy array") for r in reasons) == 2  # add_ and mul, not z
 
 
 def test_from_numpy_memory_is_read_when_the_op_runs():
