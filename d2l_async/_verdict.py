@@ -175,14 +175,19 @@ def similar(a: Sequence[float] | float, b: Sequence[float] | float, *, tolerance
     if v.n_a == 1 and v.n_b == 1:
         holds: bool | None = lo <= v.ratio <= hi if (v.ratio < lo / UNREPEATED_FACTOR or v.ratio > hi * UNREPEATED_FACTOR
                                                     or lo <= v.ratio <= hi) else None
-    elif lo <= v.low and v.high <= hi:
-        holds = True
-    elif v.high < lo or v.low > hi:
-        holds = False
     else:
-        holds = None
+        holds = _inside(v, lo, hi)
     method = "similar: " + v.method.split(":", 1)[1].strip() + f" inside {lo:.2f}-{hi:.2f}"
     return Verdict(holds, v.ratio, v.low, v.high, v.n_a, v.n_b, 1.0, True, method)
+
+
+def _inside(v: Verdict, lo: float, hi: float) -> bool | None:
+    """True when ``v``'s interval lies inside ``[lo, hi]``, False when wholly outside it, None otherwise."""
+    if lo <= v.low and v.high <= hi:
+        return True
+    if v.high < lo or v.low > hi:
+        return False
+    return None
 
 
 def within(samples: Sequence[float] | float, target: float, *, tolerance: float) -> Verdict:
@@ -200,12 +205,8 @@ def within(samples: Sequence[float] | float, target: float, *, tolerance: float)
     lo, hi = 1 - tolerance, 1 + tolerance
     if len(xs) == 1:  # no spread: the point itself decides, as there is nothing to weigh it against
         holds: bool | None = lo <= v.ratio <= hi
-    elif lo <= v.low and v.high <= hi:
-        holds = True
-    elif v.high < lo or v.low > hi:
-        holds = False
     else:
-        holds = None
+        holds = _inside(v, lo, hi)
     method = "within: " + v.method.split(":", 1)[1].strip() + f" inside 1 \u00b1 {tolerance:g}"
     return Verdict(holds, v.ratio, v.low, v.high, len(xs), 1, 1.0, True, method)
 

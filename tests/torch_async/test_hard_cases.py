@@ -8,7 +8,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-import threading
 
 import numpy as np
 import pytest
@@ -19,43 +18,7 @@ from d2l_async.engine._op import EngineOp
 from d2l_async.torch_async import AsyncTensor, UnsupportedTorchError, asynchronous, synchronize
 from d2l_async.torch_async import _compat
 
-WAIT = 20.0
-
-
-def hold(rt) -> threading.Event:
-    """Queue an op that keeps the (single) worker busy until the returned event is set: every op
-    queued after it is then certainly still pending."""
-    ev = threading.Event()
-    op = EngineOp("gate", "op", lambda op: ev.wait(WAIT), None, None, (), (), rt._dev, 0, None)
-    rt._submit(op)
-    return ev
-
-
-class _ReleaseOnBlock:
-    """An observer that opens the gate when the frontend starts to wait: the wait is then
-    certainly recorded, whatever the machine's load (no sleeps, no timers)."""
-
-    hooks = frozenset({"on_block_begin"})
-
-    def __init__(self, ev: threading.Event) -> None:
-        self.ev = ev
-
-    def on_block_begin(self, reason: str, t: float, source) -> None:
-        self.ev.set()
-
-
-def hold_until_blocked(rt) -> threading.Event:
-    """:func:`hold`, released by the frontend's next wait."""
-    ev = hold(rt)
-    rt._set_observers((*rt._observers, _ReleaseOnBlock(ev)))
-    return ev
-
-
-def blocks(rt) -> list[tuple[str, str]]:
-    df = rt.trace().to_frame()
-    df = df[df["kind"] == "block"]
-    return list(zip(df["reason"], df["source"]))
-
+from .helpers import WAIT, blocks, hold, hold_until_blocked
 
 def run_isolated(code: str) -> str:
     """Run ``code`` in a fresh interpreter; a crash (segfault) fails the test with its output."""
