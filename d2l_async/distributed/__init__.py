@@ -38,8 +38,8 @@ speed-up; the lesson checks say which this run could show, from :func:`d2l_async
 from __future__ import annotations
 
 from ._common import Where
-from ._launch import (BACKENDS, DistributedError, LaunchResult, RankContext, RankError, RankTimeout, free_port,
-                      is_alive, launch)
+from ._launch import (BACKENDS, DistributedError, LaunchResult, RankContext, RankDied, RankError, RankTimeout,
+                      free_port, is_alive, launch)
 from ._overlap import RankComm, comm_overlap
 from .collective import CollectiveResult, run_collective
 from .collective import checks as collective_checks
@@ -48,6 +48,6 @@ from .training import TrainingResult, machine_check, overlap_checks, run_overlap
 
 __all__ = [
     "BACKENDS", "CollectiveResult", "DistributedError", "LaunchResult", "MODES", "RankComm", "RankContext",
-    "RankError", "RankTimeout", "TrainingResult", "Where", "collective_checks", "comm_overlap", "free_port",
+    "RankDied", "RankError", "RankTimeout", "TrainingResult", "Where", "collective_checks", "comm_overlap", "free_port",
     "is_alive", "launch", "machine_check", "overlap_checks", "profiled", "run_collective", "run_overlap", "run_straggler", "straggler_checks",
 ]

@@ -100,8 +100,10 @@ def run_rank(fn: Callable[[RankContext], Any], ctx: RankContext) -> Any:
     if ctx.backend == "nccl":
         torch.cuda.set_device(int(ctx.device.split(":")[1]))
     torch.set_num_threads(1)  # ranks share the machine's cores; one intra-op thread each
+    # NCCL: bind the group to the rank's GPU (torch >= 2.3), so barrier() and the communicators never guess it
+    bound = {"device_id": torch.device(ctx.device)} if ctx.backend == "nccl" else {}
     dist.init_process_group(ctx.backend, rank=ctx.rank, world_size=ctx.world_size,
-                            timeout=datetime.timedelta(seconds=60))
+                            timeout=datetime.timedelta(seconds=60), **bound)
     value = fn(ctx)
     # only on success: a failing rank that closed its connections first would make its peers fail
     # with "connection closed" before its own error reached the parent

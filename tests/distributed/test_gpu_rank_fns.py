@@ -71,3 +71,22 @@ def test_ddp_gets_the_ranks_gpu_on_nccl_and_nothing_on_gloo():
     gloo = RankContext(rank=1, world_size=2, backend="gloo", device="cpu", trace_dir=None)
     assert _ddp_options(nccl) == {"device_ids": [1], "output_device": 1}
     assert _ddp_options(gloo) == {}
+
+
+def test_an_nccl_rank_binds_its_process_group_to_its_gpu(monkeypatch):
+    """Low item of issue 18: NCCL init names the rank's GPU (``device_id``); gloo does not."""
+    from d2l_async.distributed._rank import run_rank
+
+    calls: list[dict] = []
+    monkeypatch.setattr(torch.cuda, "set_device", lambda index: None)
+    monkeypatch.setattr(dist, "init_process_group", lambda *a, **kw: calls.append(kw))
+    monkeypatch.setattr(dist, "destroy_process_group", lambda: None)
+    threads = torch.get_num_threads()
+    try:
+        for backend, device in (("nccl", "cuda:1"), ("gloo", "cpu")):
+            ctx = RankContext(rank=1, world_size=2, backend=backend, device=device, trace_dir=None)
+            assert run_rank(lambda c: c.rank, ctx) == 1
+    finally:
+        torch.set_num_threads(threads)
+    assert calls[0]["device_id"] == torch.device("cuda:1")
+    assert "device_id" not in calls[1]
