@@ -1,4 +1,9 @@
-"""The 109k-event A100 training step: each big figure builds in <= 2 s and serializes to <= 10 MB."""
+"""The 109k-event A100 training step: each big figure builds in <= 2 s and serializes to <= 10 MB.
+
+The time is the process's CPU time, the work the figure costs: wall time on a shared machine measures
+the other processes too (it flaked at load 6). ``benchmarks/bench_figures.py`` keeps the wall-clock
+numbers, with the load they were measured at.
+"""
 
 from __future__ import annotations
 
@@ -18,11 +23,11 @@ def a100():
 
 @pytest.mark.parametrize("plot", [viz.plot_timeline, viz.plot_queue_length], ids=lambda f: f.__name__)
 def test_big_trace_builds_fast_and_small(a100, plot):
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     fig = plot(a100)
-    elapsed = time.perf_counter() - t0
+    elapsed = time.process_time() - t0
     size = len(fig.to_json())
-    assert elapsed <= 2.0, f"{plot.__name__} took {elapsed:.2f} s"
+    assert elapsed <= 2.0, f"{plot.__name__} took {elapsed:.2f} s of CPU"
     assert size <= 10e6, f"{plot.__name__} JSON is {size / 1e6:.1f} MB"
 
 
