@@ -19,7 +19,7 @@ def loaded_after(statement: str) -> set[str]:
 def test_core_uses_only_the_standard_library():
     loaded = loaded_after("import d2l_async.engine._scheduler, d2l_async.engine._deps, d2l_async.engine._op, "
                           "d2l_async.engine._waits, d2l_async.engine._shutdown, d2l_async.engine._guard, "
-                          "d2l_async.engine._worker, d2l_async.engine._shield")
+                          "d2l_async.engine._worker, d2l_async.engine._shield, d2l_async.engine._completion")
     assert loaded == set(), f"the engine core loaded {loaded}"
 
 
