@@ -337,7 +337,7 @@ class AsyncRuntime(SyncPaths, OrderedReady):
             r, wr = split_access(reads, writes)
         else:  # most ops only read: dedupe (x + x), no write set to subtract
             r, wr = (tuple(reads) if len(reads) < 2 else tuple(dict.fromkeys(reads))), ()
-        op = EngineOp(info.name, info.kind, _run_op, func, (args, kwargs, fill, capture()), r, wr, self._dev, nbytes, out_var)
+        op = EngineOp(info.name, info.kind, _run_op, info.call, (args, kwargs, fill, capture()), r, wr, self._dev, nbytes, out_var)
         for _, w, _ in fill:
             w._op = op
         for v in r:  # ._sync.idle: the last op of each var (what _submit below does for other paths)

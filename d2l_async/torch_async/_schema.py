@@ -25,6 +25,7 @@ op is queued:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -55,6 +56,8 @@ class FuncInfo:
     kind: str          # "op" or "copy" (how traces draw it)
     lift: bool         # torch.tensor(data)'s lift_fresh: the data exists already
     here: bool = False  # run on the frontend at once: profiler markers (no data, no wait)
+    call: Any = None   # what a worker calls: the overload's C callable (``OpOverload._op``), one
+    # Python frame (OpOverload.__call__, which only forwards to it) fewer per queued op
 
 
 _CACHE: dict = {}
@@ -121,4 +124,4 @@ def _compute(func) -> FuncInfo:
                     seeded=torch.Tag.nondeterministic_seeded in tags, sync=sync,
                     meta_changing=meta_changing, query=query, has_generator=has_generator,
                     has_device=has_device, kind=kind, lift=name in ("lift_fresh", "lift"),
-                    here=func.namespace == "profiler")
+                    here=func.namespace == "profiler", call=getattr(func, "_op", func))

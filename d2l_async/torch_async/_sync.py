@@ -44,7 +44,12 @@ class TVar(EngineVar):
     __slots__ = ("last", "escaped")
 
     def __init__(self, label: str) -> None:
-        EngineVar.__init__(self, label)
+        # EngineVar.__init__ and Var.__init__, inlined: one or two of these per queued op
+        # (tests/torch_async/test_runtime_vars.py checks that every slot is set, as they set it)
+        self.readers = 0
+        self.writer = self.waiting = self.producer = self.error = self.read_ids = None
+        self.label = label
+        self.last_write = self.num = -1
         self.last: EngineOp | None = None
         self.escaped: Any = None  # a weak reference to a numpy array sharing this storage
 
