@@ -26,6 +26,10 @@ from .helpers import slow
 
 pytest.importorskip("expecttest")  # torch.testing._internal needs it (dev extras)
 
+import torch  # noqa: E402
+
+from d2l_async.torch_async import _compat  # noqa: E402
+
 #: OpInfo name -> (why it differs, what the user gets).  The README's table of differences.
 DIFFERENCES: dict[str, tuple[str, str]] = {
     "prod": ("torch picks prod's backward formula by isTensorSubclassLike(input); the wrapper is a "
@@ -40,6 +44,15 @@ DIFFERENCES: dict[str, tuple[str, str]] = {
                      "outside the block or as a list work"),
     **{name: ("uninitialized memory: eager's values are arbitrary too", "shape, dtype equal; values arbitrary")
        for name in ("empty", "empty_like", "new_empty", "new_empty_strided", "empty_strided", "empty_permuted")},
+}
+
+#: Differences only an older torch shows (issue 19's version matrix, benchmarks/results/torch_versions.json):
+#: OpInfo name -> (the first torch that is bitwise, why, what the user gets).  Only a gradient may differ.
+OLD_TORCH_DIFFERENCES: dict[str, tuple[tuple[int, int], str, str]] = {
+    "cumprod": ((2, 13), "torch before 2.13 picks cumprod's backward formula by isTensorSubclassLike, as prod's "
+                "(torch's own LoggingTensor gets the same gradient: 12 ulp from eager's on 2.3.1 and 2.9.1, "
+                "bitwise on 2.14.1)",
+                "on torch 2.3-2.9 a gradient within 1.6e-5 relative of eager's, not bitwise (forward bitwise)"),
 }
 
 FAST_OPS = 170  # the first 170 OpInfos: >= 150 common ops, about 30 s on the 2-core machine
@@ -65,9 +78,15 @@ def _run_chunk(start: int, stop: int, samples: int = 2) -> list[dict]:
     return results
 
 
+def _old_torch_difference(r: dict) -> bool:
+    entry = OLD_TORCH_DIFFERENCES.get(r["op"])
+    return entry is not None and _compat._version(torch.__version__) < entry[0] \
+        and r["detail"].endswith("gradients differ")
+
+
 def _verdict(results: list[dict]) -> None:
     bad = [r for r in results if r["status"] == "differs" and r["op"] not in DIFFERENCES
-           and r["op"].split(".")[0] not in DIFFERENCES]
+           and r["op"].split(".")[0] not in DIFFERENCES and not _old_torch_difference(r)]
     assert not bad, "ops that differ from eager and are not in DIFFERENCES:\n" + "\n".join(
         f"  {r['op']}: {r['detail']}" for r in bad)
 
@@ -90,5 +109,17 @@ def test_opinfo_all_ops_equal_eager(start):
 def test_the_table_lists_real_opinfo_names():
     from torch.testing._internal.common_methods_invocations import op_db
     names = {op.name for op in op_db}
-    assert set(DIFFERENCES) <= names
+    assert set(DIFFERENCES) <= names and set(OLD_TORCH_DIFFERENCES) <= names
     assert all(reason and behaviour for reason, behaviour in DIFFERENCES.values())
+
+
+def test_an_old_torch_difference_is_excused_only_on_old_torch_and_only_for_gradients(monkeypatch):
+    grads = {"op": "cumprod", "status": "differs", "detail": "sample 0, forward, 1 worker(s), inputs made outside: "
+                                                             "gradients differ"}
+    forward = {**grads, "detail": "sample 0, forward, 1 worker(s), inputs made outside: forward differs (1 vs 2)"}
+    monkeypatch.setattr(torch, "__version__", "2.9.1")
+    assert _old_torch_difference(grads) and not _old_torch_difference(forward)
+    monkeypatch.setattr(torch, "__version__", "2.13.0+cpu")
+    assert not _old_torch_difference(grads)
+    with pytest.raises(AssertionError, match="cumprod"):
+        _verdict([grads])
