@@ -87,6 +87,13 @@ def _nbytes(m: M) -> int:
     return math.prod(m[0]) * m[3].itemsize
 
 
+def _writes_in_place_only(func) -> bool:
+    """``func`` returns nothing and writes some of its arguments in place (``_foreach_add_``)."""
+    schema = getattr(func, "_schema", None)
+    return schema is not None and not schema.returns and \
+        any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
+
+
 def compute_specs(func, args: tuple, kwargs: dict, leaves: list, leaf_meta: list[M],
                   has_device: bool) -> tuple[int, tuple, list]:
     """Run ``func``'s meta kernel; return ``(structure, specs, metas_of_leaves_after)``.
@@ -99,7 +106,15 @@ def compute_specs(func, args: tuple, kwargs: dict, leaves: list, leaf_meta: list
     margs, mkwargs = map_tensors(args, kwargs, lambda t: metas[ids[id(t)]])
     if has_device:
         mkwargs["device"] = _META
-    out = func(*margs, **mkwargs)
+    try:
+        out = func(*margs, **mkwargs)
+    except NotImplementedError:
+        if not _writes_in_place_only(func):
+            raise
+        # no meta kernel, but nothing to compute: an op that returns nothing only writes its inputs in
+        # place, shapes unchanged (torch 2.3 lacks _foreach_addcdiv_.ScalarList's, which AdamW(foreach=
+        # True) calls each step; without this every step ran synchronously, issue 19's version matrix)
+        return 3, (), metas
     if out is None or (type(out) in (tuple, list) and not out):
         return 3, (), metas
     structure = 0 if isinstance(out, torch.Tensor) else (1 if type(out) is tuple else 2)

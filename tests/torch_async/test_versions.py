@@ -58,3 +58,32 @@ def test_the_constants_are_one_source_of_truth():
     assert ta.MIN_VERSION == _compat.MIN_VERSION == (2, 3)
     assert ta.TESTED_VERSIONS is _compat.TESTED_VERSIONS
     assert all(_compat._version(v) >= _compat.MIN_VERSION for v in _compat.TESTED_VERSIONS)
+
+
+class _NoMetaKernel:
+    """An op as torch 2.3 has ``_foreach_addcdiv_.ScalarList``: a schema, and no meta kernel."""
+
+    def __init__(self, overload):
+        self._schema = overload._schema
+
+    def __call__(self, *args, **kwargs):
+        raise NotImplementedError("attempted to run this operator with Meta tensors")
+
+
+def test_an_in_place_op_without_a_meta_kernel_still_gets_its_metadata():
+    """torch 2.3 lacks _foreach_addcdiv_.ScalarList's meta kernel (AdamW(foreach=True) calls it each
+    step): an op that returns nothing and writes in place needs none, so it is queued, not run
+    synchronously; an op that returns tensors still raises (and runs synchronously)."""
+    import torch
+
+    from d2l_async.torch_async._meta import compute_specs, meta_of
+    ps, grads = [torch.ones(3), torch.ones(2, 2)], [torch.ones(3), torch.ones(2, 2)]
+    leaves = [*ps, *grads, *grads]
+    func = _NoMetaKernel(torch.ops.aten._foreach_addcdiv_.ScalarList)
+    structure, specs, metas = compute_specs(func, (ps, grads, grads, [0.1, 0.2]), {}, leaves,
+                                            [meta_of(t) for t in leaves], False)
+    assert (structure, specs) == (3, ())
+    assert [tuple(m.shape) for m in metas] == [(3,), (2, 2)] * 3
+    with pytest.raises(NotImplementedError):
+        compute_specs(_NoMetaKernel(torch.ops.aten.add.Tensor), (ps[0], grads[0]), {}, [ps[0], grads[0]],
+                      [meta_of(ps[0]), meta_of(grads[0])], False)
