@@ -82,6 +82,8 @@ def test_array_and_dlpack_wait_for_queued_readers(how):
         hold_until_blocked(rt)
         y = x + 1
         arr = np.asarray(x) if how == "array" else np.from_dlpack(x)
+        if not arr.flags.writeable:  # torch 2.3.1 exports unversioned DLPack: numpy 2.4 reads it read-only, eager too
+            pytest.skip(f"np.from_dlpack of a torch {torch.__version__} tensor is read-only (numpy {np.__version__})")
         arr[1] = 7
         assert y.tolist() == [1.0, 1.0, 1.0]
 
