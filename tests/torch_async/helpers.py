@@ -77,3 +77,27 @@ class CpuHog:
         self.stop.set()
         for t in self.threads:
             t.join(timeout=WAIT)
+
+
+def train_steps(net, opt, X, y, steps: int, *, clip: float | None = None, sched=None) -> list:
+    """The book's training loop: ``steps`` SGD-style steps of cross-entropy on ``(X, y)`` (gradients
+    clipped to ``clip`` and the scheduler stepped when given); the detached losses, not yet read."""
+    from torch import nn
+
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(net(X), y)
+        loss.backward()
+        if clip is not None:
+            nn.utils.clip_grad_norm_(net.parameters(), clip)
+        opt.step()
+        if sched is not None:
+            sched.step()
+        losses.append(loss.detach())
+    return losses
+
+
+def outcome(losses: list, net) -> tuple[list[float], list[bytes]]:
+    """What a run is compared by, bitwise: its losses and the bytes of every parameter."""
+    return [float(v) for v in losses], [p.detach().numpy().tobytes() for p in net.parameters()]

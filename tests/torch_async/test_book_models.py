@@ -22,7 +22,7 @@ from torch import nn
 
 from d2l_async.torch_async import asynchronous, make_async
 
-from .helpers import slow
+from .helpers import outcome, slow, train_steps
 
 
 class Residual(nn.Module):  # d2l.Residual (the book's ResNet block, lazy layers)
@@ -118,16 +118,7 @@ def _train(net, opt_name: str, X, y, steps: int = 2):
     opt = OPTIMIZERS[opt_name](net.parameters())
     sched = torch.optim.lr_scheduler.StepLR(opt, 1, 0.5)
     torch.manual_seed(2)
-    losses = []
-    for _ in range(steps):
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(net(X), y)
-        loss.backward()
-        nn.utils.clip_grad_norm_(net.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        losses.append(loss.detach())
-    return [float(v) for v in losses], [p.detach().numpy().tobytes() for p in net.parameters()]
+    return outcome(train_steps(net, opt, X, y, steps, clip=1.0, sched=sched), net)
 
 
 def _case(model: str, opt: str, build: str, workers: int) -> None:

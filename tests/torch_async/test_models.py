@@ -12,6 +12,8 @@ from torch import nn
 
 from d2l_async.torch_async import AsyncTensor, asynchronous, make_async
 
+from .helpers import outcome, train_steps
+
 
 def lenet() -> nn.Module:
     return nn.Sequential(nn.LazyConv2d(6, 5, padding=2), nn.Sigmoid(), nn.AvgPool2d(2, 2),
@@ -22,14 +24,7 @@ def lenet() -> nn.Module:
 def _train(net, X, y, steps=2):
     net(X)  # the book's dry run: initializes the lazy layers
     opt = torch.optim.SGD(net.parameters(), lr=0.9)
-    losses = []
-    for _ in range(steps):
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(net(X), y)
-        loss.backward()
-        opt.step()
-        losses.append(loss.detach())
-    return [float(v) for v in losses], [p.detach().numpy().tobytes() for p in net.parameters()]
+    return outcome(train_steps(net, opt, X, y, steps), net)
 
 
 def _data():

@@ -12,7 +12,7 @@ from torch import nn
 
 from d2l_async.torch_async import asynchronous, make_async
 
-from .helpers import WAIT, blocks
+from .helpers import WAIT, blocks, train_steps
 
 OPTIMIZERS = {
     "sgd-momentum": lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9),
@@ -39,16 +39,7 @@ class _Blocked:
 
 
 def _loop(net, opt, sched, X, y, steps):
-    losses = []
-    for _ in range(steps):
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(net(X), y)
-        loss.backward()
-        nn.utils.clip_grad_norm_(net.parameters(), 0.5)
-        opt.step()
-        sched.step()
-        losses.append(loss.detach())
-    return losses
+    return train_steps(net, opt, X, y, steps, clip=0.5, sched=sched)
 
 
 def _model():

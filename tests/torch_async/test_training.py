@@ -8,6 +8,8 @@ from torch import nn
 
 from d2l_async.torch_async import AsyncTensor, asynchronous, make_async, synchronize
 
+from .helpers import outcome, train_steps
+
 
 def _data():
     g = torch.Generator().manual_seed(0)
@@ -21,15 +23,8 @@ def _model():
 
 def _train(net, X, y, steps=5):
     opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
-    losses = []
     torch.manual_seed(2)
-    for _ in range(steps):
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(net(X), y)
-        loss.backward()
-        opt.step()
-        losses.append(loss.detach())
-    return [float(v) for v in losses], [p.detach().numpy().tobytes() for p in net.parameters()]
+    return outcome(train_steps(net, opt, X, y, steps), net)
 
 
 @pytest.mark.parametrize("workers", [1, 2])
