@@ -20,14 +20,33 @@ from them, since a median resists the outliers a shared machine produces.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import statistics
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
-__all__ = ["Benchmark", "Measurement", "measure", "synchronize"]
+__all__ = ["Benchmark", "Measurement", "measure", "no_collector_pauses", "synchronize"]
+
+
+@contextlib.contextmanager
+def no_collector_pauses() -> Iterator[None]:
+    """Keep Python's garbage collector off inside the block, restore it after.
+
+    A timed loop must not pay for garbage made before it: a full collection stops every thread
+    (the frontend and the engine's workers) for as long as it walks the heap.  No collection
+    first: that alone can take seconds in a notebook on a busy core, and is not needed to keep
+    pauses out of the block.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class _Stdout:
@@ -125,10 +144,8 @@ class Benchmark:
             synchronize(self.device)
         # Keep the collector off while timing: one full collection pauses every thread for
         # 0.2-0.4 s in a notebook holding many objects, longer than a quick-mode loop (issue 20).
-        # No gc.collect() first: in a notebook that itself takes seconds on a busy core, and with
-        # the collector off no pause can land inside the block anyway.
-        self._gc_was_enabled = gc.isenabled()
-        gc.disable()
+        self._paused = contextlib.ExitStack()
+        self._paused.enter_context(no_collector_pauses())
         self._start = time.perf_counter()
         return self
 
@@ -138,8 +155,9 @@ class Benchmark:
                 synchronize(self.device)
             self.elapsed = time.perf_counter() - self._start
         finally:
-            if getattr(self, "_gc_was_enabled", False):
-                gc.enable()
+            paused = getattr(self, "_paused", None)
+            if paused is not None:
+                paused.close()
         if self.file is not None and exc_type is None:
             out = sys.stdout if self.file is STDOUT else self.file
             print(f"{self.description}: {self.elapsed:.4f} sec", file=out)

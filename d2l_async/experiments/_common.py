@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import gc
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from ..benchmark import no_collector_pauses
 from ..engine import wait_limit
 
 __all__ = ["BACKENDS", "Setup", "resolve_backend", "positive_int", "choice", "time_runs", "make_measurement",
@@ -257,23 +257,6 @@ def time_runs(fn: Callable[[], Any], *, warmup: int, repeat: int) -> tuple[float
         checkpoint(warmup + i + 1, warmup + repeat, since=since)
     return tuple(out)
 
-
-@contextlib.contextmanager
-def no_collector_pauses() -> Iterator[None]:
-    """Keep Python's garbage collector off inside the block, restore it after.
-
-    A timed loop must not pay for garbage made before it: a full collection stops every thread
-    (the frontend and the engine's workers) for as long as it walks the heap.  No collection
-    first: that alone can take seconds in a notebook on a busy core, and is not needed to keep
-    pauses out of the block.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def make_measurement(label: str, raw: Sequence[float], *, device: str = "", synchronized: bool = True):
