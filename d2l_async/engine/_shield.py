@@ -23,6 +23,7 @@ A custom SIGINT handler of the reader's (or of a test) is left alone.
 
 from __future__ import annotations
 
+import _signal
 import _thread
 import signal
 import threading
@@ -79,10 +80,12 @@ def shield_ctrl_c() -> None:
     """Put :func:`_handler` in place of Python's default SIGINT handler (main thread only; a
     handler of the reader's stays).  Cheap enough to call at every naive drain: a notebook
     kernel puts the default handler back before each cell."""
-    if threading.get_ident() == _MAIN and signal.getsignal(signal.SIGINT) is _DEFAULT:
+    # _signal.getsignal: the same handler object, without signal.getsignal's enum conversion (1.4 us,
+    # a fifth of a naive push)
+    if threading.get_ident() == _MAIN and _signal.getsignal(signal.SIGINT) is _DEFAULT:
         signal.signal(signal.SIGINT, _handler)
 
 
 def handler_installed() -> bool:
     """True while the shielding handler is Python's SIGINT handler."""
-    return signal.getsignal(signal.SIGINT) is _handler
+    return _signal.getsignal(signal.SIGINT) is _handler
