@@ -226,33 +226,24 @@ class EngineArray(EngineVar):
         if other.__class__ is EngineArray:
             self._other(other)
             key = (fn, self._shape, self._dtype, other._shape, other._dtype)
-            info = _INFER.get(key) or _infer(key, fn, self, other)
-            if info is _DECLINED:
-                return NotImplemented
-            out = EngineArray(self._engine, None, info.shape, info.dtype, self._dev, None)
-            op = EngineOp(name, "op", _run_aa, fn, other, (self, other) if other is not self else
-                          (self._alone or self._one()), (), self._dev, info.nbytes, out)
+            run = _run_aa
         elif other.__class__ in _SCALARS or isinstance(other, _NP_SCALARS):
             key = (fn, self._shape, self._dtype, other.__class__, name == "pow" and _negative(other))
-            info = _INFER.get(key) or _infer(key, fn, self, other)
-            if info is _DECLINED:
-                return NotImplemented
-            out = EngineArray(self._engine, None, info.shape, info.dtype, self._dev, None)
-            op = EngineOp(name, "op", _run_as, fn, other, self._alone or self._one(), (), self._dev, info.nbytes,
-                          out)
+            run = _run_as
         elif isinstance(other, np.ndarray):  # as torch: ``t + ndarray`` is a tensor (issue 21: it waited
             # for x through __array__ and returned an ndarray); the op gets a copy, made now
             other = np.array(other)
             fn = _python_op(fn)  # what `t + a` does in torch: its dunder declines, numpy computes and wraps
             key = (fn, self._shape, self._dtype, np.ndarray, other.shape, other.dtype.str)
-            info = _INFER.get(key) or _infer(key, fn, self, other)
-            if info is _DECLINED:
-                return NotImplemented
-            out = EngineArray(self._engine, None, info.shape, info.dtype, self._dev, None)
-            op = EngineOp(name, "op", _run_nd, fn, other, self._alone or self._one(), (), self._dev, info.nbytes,
-                          out)
+            run = _run_nd
         else:
             return _unsupported(self, other, name)
+        info = _INFER.get(key) or _infer(key, fn, self, other)
+        if info is _DECLINED:
+            return NotImplemented
+        out = EngineArray(self._engine, None, info.shape, info.dtype, self._dev, None)
+        reads = (self, other) if run is _run_aa and other is not self else (self._alone or self._one())
+        op = EngineOp(name, "op", run, fn, other, reads, (), self._dev, info.nbytes, out)
         self._engine._submit(op, 3)
         return out
 
