@@ -123,7 +123,7 @@ def _to_trace(prof: Any, device: str) -> Trace:
         index = torch.device(device).index
         name = torch.cuda.get_device_name(index if index is not None else torch.cuda.current_device())
         meta = {"source": "cuda", "device": name}
-        trace = label_block_sources(blocking_copies(label_final_sync(trace)))
+        trace = label_block_sources(label_final_sync(trace))  # the reader already filed copy waits
     else:
         meta = {"source": "cpu", "device": f"CPU ({platform.processor() or platform.machine()}), no GPU activity"}
     return trace.with_meta(**meta, virtual=False, torch_version=torch.__version__, path="")
