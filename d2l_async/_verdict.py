@@ -33,9 +33,9 @@ import math
 import random
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-__all__ = ["Verdict", "Trend", "compare", "compare_paired", "similar", "within", "trend", "spearman", "UNREPEATED_FACTOR", "LEVEL"]
+__all__ = ["Verdict", "Trend", "compare", "compare_paired", "similar", "within", "overruled", "trend", "spearman", "UNREPEATED_FACTOR", "LEVEL"]
 
 #: With one sample per side there is no spread: decide only beyond this factor.
 UNREPEATED_FACTOR = 2.0
@@ -179,6 +179,12 @@ def similar(a: Sequence[float] | float, b: Sequence[float] | float, *, tolerance
         holds = _inside(v, lo, hi)
     method = "similar: " + v.method.split(":", 1)[1].strip() + f" inside {lo:.2f}-{hi:.2f}"
     return Verdict(holds, v.ratio, v.low, v.high, v.n_a, v.n_b, 1.0, True, method)
+
+
+def overruled(v: Verdict, holds: bool | None, by: str) -> Verdict:
+    """``v`` with its outcome set by a fact that outranks the timings -- a machine that could not show the
+    effect, a trace that contradicts it -- named by ``by`` at the head of its method."""
+    return replace(v, holds=holds, method=f"{by}; {v.method}")
 
 
 def _inside(v: Verdict, lo: float, hi: float) -> bool | None:

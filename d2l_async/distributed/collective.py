@@ -141,14 +141,12 @@ def checks(r: CollectiveResult) -> list[Any]:
                  "reduction had ended" if r.where.threads_per_cpu(r.ranks) > 1 else "")
     # Decided against the spread across ranks (each rank's median is one sample), and credited only
     # where the machine can run the gloo thread beside the matmul (issue 20: the machine gates speed-ups).
-    from d2l_async._verdict import compare
-
-    from dataclasses import replace
+    from d2l_async._verdict import compare, overruled
 
     gated = r.where.threads_per_cpu(r.ranks) > 1
     saved = compare(r.done_s, [b + c for b, c in zip(r.blocking_s, r.compute_s)])
     if gated:
-        saved = replace(saved, holds=None, method=f"machine gate (no spare core per busy thread); {saved.method}")
+        saved = overruled(saved, None, "machine gate (no spare core per busy thread)")
     return [
         lesson.check(
             "all_reduce(async_op=True) returns before the reduction is done",

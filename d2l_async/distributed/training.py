@@ -26,7 +26,7 @@ larger messages.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -234,7 +234,7 @@ def step_check(r: TrainingResult) -> Any:
     shorter beyond the spread of the timed steps (:func:`d2l_async._verdict.compare`) and (3) the time
     saved is no more than the communication the traces show hidden behind backward (issue 20, C1)."""
     from d2l_async import lesson
-    from d2l_async._verdict import compare
+    from d2l_async._verdict import compare, overruled
 
     bucketed = r.comm["bucketed"]
     t_after, t_bucket = r.median_step("after_backward"), r.median_step("bucketed")
@@ -253,7 +253,7 @@ def step_check(r: TrainingResult) -> Any:
     verdict = compare(r.step_s["bucketed"], r.step_s["after_backward"])
     if r.where.threads_per_cpu(r.ranks) > 1:
         # The machine verdict gates the credit: on time-shared cores a shorter step is not overlap.
-        gated = replace(verdict, holds=None, method=f"machine gate (no spare core per busy thread); {verdict.method}")
+        gated = overruled(verdict, None, "machine gate (no spare core per busy thread)")
         return lesson.check(name, gated, shown=shown, role="speed-up",
                             unclear=(f"{r.where.cpu_sentence(r.ranks)}: a hidden all-reduce was waiting for a core "
                                      "(or for the other rank, which waited for the same core), not progressing beside "
@@ -261,7 +261,7 @@ def step_check(r: TrainingResult) -> Any:
                                      "a machine with a spare core per busy thread (or GPUs with NCCL)"))
     saved = t_after - t_bucket
     if verdict.holds is True and saved > hidden_s:
-        capped = replace(verdict, holds=None, method=f"capped: saved > hidden communication; {verdict.method}")
+        capped = overruled(verdict, None, "capped: saved > hidden communication")
         return lesson.check(name, capped, shown=shown, role="speed-up",
                             unclear=(f"the bucketed step was {1e3 * saved:.1f} ms shorter, more than the "
                                      f"{1e3 * hidden_s:.1f} ms of communication hidden behind backward: the gain "
@@ -312,7 +312,7 @@ def straggler_checks(r: TrainingResult) -> list[Any]:
         lesson.check(
             "the other ranks spend that time waiting inside the all-reduce",
             waited,
-            shown=f"in the traces, each even rank's communication grew over its own even run by "
+            shown="in the traces, each even rank's communication grew over its own even run by "
                   + ", ".join(f"{1e3 * v:.1f} ms (rank {k})" for k, v in others.items())
                   + f", against a {1e3 * delay:.0f} ms delay",
             otherwise=why_wait),

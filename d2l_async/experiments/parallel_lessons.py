@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 from d2l_async import lesson
-from d2l_async._verdict import compare
+from d2l_async._verdict import compare, overruled
 
 __all__ = ["RunFacts", "run_facts", "DevicePlan", "plan_devices", "device_intervals", "overlap_seconds",
            "max_concurrency", "gap_after", "two_device_checks", "independence_checks", "mlp_checks",
@@ -225,6 +225,21 @@ _THREADS_HINT = ("the virtual devices are threads, and with fewer spare cores th
 
 
 # -- the checks ------------------------------------------------------------------------------------
+#: what a speed-up check says when the runs' spread straddles the ideal
+_SCATTER = "the runs' times scatter across the ideal: more repeats decide it"
+
+
+def _speed_up(verdict: Any, gated: bool, overlapped: Any, never: str) -> Any:
+    """A speed-up verdict as the machine and the trace allow it: can't tell where the machine could not
+    run the two sides at once (issue 20: the machine gates a speed-up); ✘ where the timings credit one
+    that the trace contradicts (``overlapped()`` false: ``never`` says what it saw)."""
+    if gated:
+        return overruled(verdict, None, "machine gate")
+    if verdict.holds is True and not overlapped():
+        return overruled(verdict, False, f"trace: {never}")
+    return verdict
+
+
 def two_device_checks(r: Any) -> list[lesson.Check]:
     """Notebook 07's first claims, on a :class:`~d2l_async.experiments.TwoDeviceResult`."""
     a, b = r.devices
@@ -237,12 +252,7 @@ def two_device_checks(r: Any) -> list[lesson.Check]:
     verdict = compare(getattr(r, "concurrent_runs", ()) or r.concurrent_seconds,
                       getattr(r, "serialized_runs", ()) or r.serialized_seconds, by=1 / SIDE_BY_SIDE)
     gated = _one_cpu(r) or (conc is not None and conc < CONCURRENCY)
-    if gated:
-        side: Any = replace(verdict, holds=None, method=f"machine gate; {verdict.method}")
-    elif verdict.holds is True and ov <= 0:
-        side = replace(verdict, holds=False, method=f"trace: never both busy; {verdict.method}")
-    else:
-        side = verdict
+    side = _speed_up(verdict, gated, lambda: ov > 0, "never both busy")
     why = _why_slow(r.facts, r.modelled, _THREADS_HINT) if r.virtual else _GPU_WHY
     if conc is not None and conc < CONCURRENCY and r.speedup >= SIDE_BY_SIDE:
         why = _SHARE.format(conc=conc, facts=_facts(r))
@@ -265,7 +275,7 @@ def two_device_checks(r: Any) -> list[lesson.Check]:
                             f"{r.serialized_seconds * 1e3:.1f} ms: {r.speedup:.2f}× ({bound}); both busy at once "
                             f"for {ov * 1e3:.1f} ms" + _cpu_clause(conc, cpu, r.concurrent_seconds)),
                      otherwise=why, role="speed-up",
-                     unclear=why if gated else "the runs' times scatter across the ideal: more repeats decide it"),
+                     unclear=why if gated else _SCATTER),
         lesson.check(f"a barrier between them serializes the two devices ({what})", gap >= -1e-6,
                      shown=(f"{b}'s first product began {gap * 1e3:.2f} ms after {a}'s last ended"
                             if gap == gap else "no ops recorded"),
@@ -293,12 +303,7 @@ def independence_checks(rows: Sequence[Any]) -> list[lesson.Check]:
     runs_many = getattr(many, "independent_runs", ()) or many.independent_seconds
     verdict = compare(runs_many, runs_one, by=1 / SIDE_BY_SIDE)
     gated = _one_cpu(many) or (at_once is not None and at_once < CONCURRENCY)
-    if gated:
-        side: Any = replace(verdict, holds=None, method=f"machine gate; {verdict.method}")
-    elif verdict.holds is True and max_concurrency(many.trace_independent) < 2:
-        side = replace(verdict, holds=False, method=f"trace: never two ops at once; {verdict.method}")
-    else:
-        side = verdict
+    side = _speed_up(verdict, gated, lambda: max_concurrency(many.trace_independent) >= 2, "never two ops at once")
     # a dependent chain: the trace says no two of its ops ran at once; its time is then the same on
     # more workers (a speed-up beyond SERIAL, beyond the spread, would contradict it)
     dep = compare(getattr(many, "dependent_runs", ()) or many.dependent_seconds,
@@ -308,7 +313,7 @@ def independence_checks(rows: Sequence[Any]) -> list[lesson.Check]:
     return [
         lesson.check(f"independent chains run side by side on {many.workers} workers ({what})",
                      side, role="speed-up",
-                     unclear=why if gated else "the runs' times scatter across the ideal: more repeats decide it",
+                     unclear=why if gated else _SCATTER,
                      shown=(f"{one.independent_seconds * 1e3:.1f} ms on 1 worker, {many.independent_seconds * 1e3:.1f} ms "
                             f"on {many.workers}: {gain:.2f}× faster" + (
                                 f" (above the ideal {many.workers}×: an op took {_mean_op(one.trace_independent) * 1e3:.1f} "
