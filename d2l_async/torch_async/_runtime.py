@@ -267,7 +267,7 @@ class AsyncRuntime(SyncPaths, OrderedReady):
                 return self.dispatch(func, args, kwargs, depth + 1)
             return self.run_sync(func, args, kwargs, slow, depth + 1)
         if not big and leaves and not info.seeded:
-            done, res = self.try_here(func, args, kwargs, leaves, written)
+            done, res = self.try_here(func, info, args, kwargs, leaves, written)
             if done:
                 return res
         entry = None

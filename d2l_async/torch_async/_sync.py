@@ -176,7 +176,7 @@ class SyncPaths:
         ra, rk = map_tensors(args, kwargs, _real)
         return func(*ra, **rk)
 
-    def try_here(self, func, args: tuple, kwargs: dict, leaves: list, written: list) -> tuple[bool, Any]:
+    def try_here(self, func, info: Any, args: tuple, kwargs: dict, leaves: list, written: list) -> tuple[bool, Any]:
         """*Host scalars*: 0-dim tensors made from a Python number (``torch.tensor(0.0)``: Adam's
         and RMSprop's step counters).  A CUDA program keeps them on the CPU, where ``step += 1``
         and ``step.item()`` run at once and never wait for the GPU; here an in-place op on host
@@ -187,7 +187,6 @@ class SyncPaths:
             if type(t) is not AsyncTensor or not t._host or not idle(t._var) or \
                     (t._own is not None and not idle(t._own)):
                 return False, None
-        info = _INFO.get(func) or func_info(func)
         return True, self._sync_results(self._run_here(func, args, kwargs), info, leaves, written)
 
     def _sync_results(self, res: Any, info: Any, leaves: list, written: list) -> Any:

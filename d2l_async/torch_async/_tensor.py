@@ -33,6 +33,8 @@ from typing import Any, Callable
 
 import torch
 
+from ._meta import set_bits
+
 __all__ = ["AsyncTensor", "set_dispatch"]
 
 _CPU = torch.device("cpu")
@@ -62,10 +64,7 @@ class AsyncTensor(torch.Tensor):
                                                 dispatch_sizes_strides_policy="sizes")
         t._m = m
         if len(m) > 4:  # a conjugate or negative view: the wrapper carries the bit, as its data does
-            if m[4] & 1:
-                torch._C._set_conj(t, True)
-            if m[4] & 2:
-                torch._C._set_neg(t, True)
+            set_bits(t, m[4])
         t._var = var
         t._rt = rt
         if real is not None:
