@@ -27,7 +27,7 @@ from ..benchmark import no_collector_pauses
 from ..engine import wait_limit
 
 __all__ = ["BACKENDS", "Setup", "resolve_backend", "positive_int", "choice", "time_runs", "make_measurement",
-           "engine_label", "RunStopped", "Deadline", "deadline", "checkpoint"]
+           "engine_label", "RunStopped", "Deadline", "deadline", "checkpoint", "backend_work"]
 
 #: The backends an experiment accepts (``"auto"`` resolves to one of the other two).
 BACKENDS = ("auto", "engine", "cuda")
@@ -276,3 +276,11 @@ def stable_matrix(size: int, *, seed: int = 0):
 
     m = torch.rand(size, size, generator=torch.Generator().manual_seed(seed)) + 0.5
     return m / m.sum(dim=1, keepdim=True)
+
+
+def backend_work(trace: Any) -> Any:
+    """The work a trace's backend did: events of :data:`~d2l_async.trace.BACKEND_KINDS` (engine ops,
+    kernels, copies, memsets) on its backend lanes (a frontend's ``cpu_op`` is not device work)."""
+    from d2l_async.trace import BACKEND_KINDS
+
+    return trace.where(kind=BACKEND_KINDS, lane=[lane.name for lane in trace.backend_lanes])

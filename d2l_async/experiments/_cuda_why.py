@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
+from ._common import backend_work
 from ._why import fmt_time
 
 __all__ = ["LAUNCH_QUEUE_CAP", "CudaFacts", "cuda_facts", "why_not_ahead", "why_queue", "queue_full", "explain",
@@ -69,12 +70,10 @@ def cuda_facts(trace: Any) -> CudaFacts:
     """:class:`CudaFacts` of a CUDA capture (any trace with launches and backend work)."""
     import numpy as np
 
-    from d2l_async.trace import BACKEND_KINDS
-
     from ..analysis import queue_length_summary
 
     launches = trace.where(kind="launch")
-    work = trace.where(kind=BACKEND_KINDS, lane=[lane.name for lane in trace.backend_lanes])
+    work = backend_work(trace)
     blocks = trace.where(kind="block")
     last_launch = float(launches["start"].max()) if len(launches) else float("-inf")
     inside = np.array([not str(src).startswith("d2l_async.capture") and float(st) < last_launch

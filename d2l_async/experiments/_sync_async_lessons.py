@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._common import backend_work
 from ._why import cpus_clause, few_cpus, fmt_time, overlap_clause
 
 __all__ = ["MODEL_TOLERANCE", "TAKES_TURNS", "queue_check", "run_checks", "slower_side", "sweep_checks"]
@@ -246,10 +247,9 @@ def queue_check(r: Any) -> Any:
     op: it fills when the workers do more work per op, and stays short when the frontend does."""
     from d2l_async import lesson
     from d2l_async.analysis import queue_length_summary
-    from d2l_async.trace import BACKEND_KINDS
 
     # device work only: a CUDA capture's frontend cpu_ops are kind "op" too (issue 18)
-    n = len(r.trace_async.where(kind=BACKEND_KINDS, lane=[lane.name for lane in r.trace_async.backend_lanes]))
+    n = len(backend_work(r.trace_async))
     summary = queue_length_summary(r.trace_async)
     q = int(summary["max"].max()) if len(summary) else 0
     side, v, front, back = slower_side(r)

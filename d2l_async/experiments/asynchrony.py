@@ -24,7 +24,7 @@ from typing import Any, Mapping
 
 from d2l_async import config, lesson
 
-from ._common import Setup, checkpoint, make_measurement, positive_int, resolve_backend, time_runs
+from ._common import Setup, backend_work, checkpoint, make_measurement, positive_int, resolve_backend, time_runs
 
 __all__ = ["AsynchronyResult", "Ahead", "run_asynchrony", "checks", "issue_and_finish", "ran_ahead_check",
            "timer_check", "machine_words"]
@@ -200,10 +200,8 @@ def issue_and_finish(trace: Any) -> Ahead:
     """
     import numpy as np
 
-    from d2l_async.trace import BACKEND_KINDS
-
     front = trace.where(kind="launch")
-    work = trace.where(kind=BACKEND_KINDS, lane=[lane.name for lane in trace.backend_lanes])
+    work = backend_work(trace)
     if not len(front) or not len(work):
         raise ValueError("the trace needs pushes (launch events) and backend work to compare them")
     t0 = min(float(front["start"].min()), float(work["start"].min()))

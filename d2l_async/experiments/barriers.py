@@ -27,7 +27,7 @@ from typing import Any
 
 from d2l_async import config, lesson
 
-from ._common import Setup, checkpoint, positive_int, resolve_backend, stable_matrix
+from ._common import Setup, backend_work, checkpoint, positive_int, resolve_backend, stable_matrix
 
 __all__ = ["BarrierResult", "run_barriers", "checks", "overlap_seconds"]
 
@@ -241,10 +241,8 @@ def overlap_seconds(trace: Any) -> tuple[float, float]:
     """
     import numpy as np
 
-    from d2l_async.trace import BACKEND_KINDS
-
     blocks = trace.where(kind="block")
-    work = trace.where(kind=BACKEND_KINDS, lane=[lane.name for lane in trace.backend_lanes])
+    work = backend_work(trace)
     if not len(blocks) or not len(work):
         return float("nan"), float("nan")
     issued = np.where(np.isfinite(work["issue"]), work["issue"], work["start"])

@@ -18,7 +18,7 @@ import numpy as np
 
 from d2l_async import config
 
-from ._common import Setup, positive_int
+from ._common import Setup, backend_work, positive_int
 from .parallel_lessons import RunFacts, run_facts
 
 __all__ = ["MLPResult", "run_mlp_parallel", "compute_comm_overlap", "timed_after_warmup"]
@@ -36,8 +36,7 @@ def compute_comm_overlap(trace: Any):
     from d2l_async.analysis import overlap
     from d2l_async.trace import BACKEND_KINDS, Lane, LaneRole, Trace
 
-    work = trace.where(kind=BACKEND_KINDS, lane=[l.name for l in trace.backend_lanes]) if trace.backend_lanes \
-        else trace.where(kind=BACKEND_KINDS)
+    work = backend_work(trace) if trace.backend_lanes else trace.where(kind=BACKEND_KINDS)
     lanes = np.where(work["kind"] == "copy", "communication", "compute").astype(object)
     cols = {k: v for k, v in work.columns.items()}
     cols["lane"] = lanes
