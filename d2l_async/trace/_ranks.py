@@ -239,14 +239,14 @@ def split_ranks(trace: Trace) -> dict[int, Trace]:
 
     world = len(trace.ranks)
     out: dict[int, Trace] = {}
-    lane_col = trace["lane"]
+    rank_of = {l.name: l.rank for l in trace.lanes}
+    row_rank = np.fromiter((rank_of.get(x, -1) for x in trace["lane"].tolist()), dtype=np.int64, count=len(trace))
     for r in trace.ranks:
         prefix = f"rank {r}{SEP}"
         lanes = [replace(l, name=l.name.removeprefix(prefix), rank=-1,
                          group="" if l.group == f"rank {r}" else l.group.removeprefix(prefix))
                  for l in trace.lanes if l.rank == r]
-        wanted = {l.name for l in trace.lanes if l.rank == r}
-        mask = np.fromiter(map(wanted.__contains__, lane_col.tolist()), dtype=bool, count=len(trace))
+        mask = row_rank == r
         c = {k: v[mask] for k, v in trace.columns.items()}
         shift, id_off, flow_off = float(per("offsets_s", r, 0.0)), int(per("id_offsets", r, 0)), int(per("flow_offsets", r, 0))
         c["lane"] = np.array([x.removeprefix(prefix) for x in c["lane"].tolist()], dtype=object)
