@@ -195,12 +195,14 @@ def write_chrome_trace(trace: Trace, path: str | os.PathLike[str]) -> Path:
         },
     }
     data = json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
-    if head:  # first, spaced as Kineto writes it: HTA finds a file's rank with '"rank":\\s+(\\d+)'
-        data = json.dumps(_jsonable(head), allow_nan=False).encode()[:-1] + b", " + data[1:]
-    if path.suffix == ".gz":
-        data = gzip.compress(data, compresslevel=6)
+    # the head first, spaced as Kineto writes it: HTA finds a file's rank with '"rank":\\s+(\\d+)';
+    # written in pieces, so a large trace's encoded body is not copied once more to prepend it
+    pieces = [json.dumps(_jsonable(head), allow_nan=False).encode()[:-1] + b", ", memoryview(data)[1:]] if head \
+        else [data]
     try:
-        path.write_bytes(data)
+        with (gzip.open(path, "wb", compresslevel=6) if path.suffix == ".gz" else open(path, "wb")) as f:
+            for piece in pieces:
+                f.write(piece)
     except OSError as exc:
         raise TraceError(f"{path}: cannot write the trace ({exc})") from exc
     return path
