@@ -32,9 +32,15 @@ def test_every_blocker_measured(result):
     assert result.virtual and "virtual" in result.device
 
 
-def test_blockers_cost_more_than_no_blocker(result):
+@pytest.fixture(scope="module")
+def repeated():
+    """Medians of 3 runs: the costs of one run each came out 0.1 ms below zero beside two CPU hogs."""
+    return run_blockers(steps=40, size=100, repeat=3, backend="engine")
+
+
+def test_blockers_cost_more_than_no_blocker(repeated):
     # a step with a blocker waits for the backend; a step without one only queues
-    assert sum(result.cost(b) for b in BLOCKERS) > 0
+    assert sum(repeated.cost(b) for b in BLOCKERS) > 0
 
 
 def test_cost_of_unknown_blocker(result):
