@@ -68,13 +68,51 @@ def test_queue_dashboard_refuses_what_does_not_fit(monkeypatch):
     assert d.runs == 0 and "Refused" in d.status.value and d.controls["batches"].value == 40
 
 
-def test_queue_dashboard_live_view_follows_the_real_engine():
+def test_queue_dashboard_live_view_follows_the_real_engine(monkeypatch):
+    """The live view shows the queue while it is full, then drained, in time order.
+
+    A slow device is staged so the check does not depend on who gets the GIL: after the first
+    minibatch a gate op holds the only worker, and the last minibatch's checkpoint waits (at most
+    10 s) until the view has drawn a sample with work pending before it opens the gate.
+    """
+    import threading
+
+    import d2l_async.experiments.queue_memory as qm
+    from d2l_async.engine import live_engines
+
     d = D.queue_dashboard(mode="figurewidget", autorun=False)
-    d.controls["batches"].value = 1500  # a longer run so the live view has time to tick
+    gate, seen_full = threading.Event(), threading.Event()
+    draw = d.live_view.draw
+
+    def watching_draw(samples):
+        draw(samples)
+        if samples and samples[-1].pending > 0 and gate_pushed:
+            seen_full.set()
+
+    gate_pushed = False
+    real_checkpoint = qm.checkpoint
+
+    def gated_checkpoint(i, n, **kw):
+        nonlocal gate_pushed
+        if i == 1:  # a slow op on the run's engine: what follows queues behind it
+            live_engines()[-1].push(lambda: gate.wait(10.0), name="slow device")
+            gate_pushed = True
+        if i == n:
+            seen_full.wait(10.0)
+            gate.set()
+        return real_checkpoint(i, n, **kw)
+
+    monkeypatch.setattr(d.live_view, "draw", watching_draw)
+    monkeypatch.setattr(qm, "checkpoint", gated_checkpoint)
+    d.controls["batches"].value = 50
     assert d.runs == 1 and 'data-kind="ok"' in d.status.value, d.status.value
+    assert seen_full.is_set(), "the live view never drew the queue while the gate held the worker"
     samples = d.poller.samples
     assert max(s.pending for s in samples) > 0  # the queue was seen while it was full
-    assert samples[-1].pending == 0 and not d.poller.alive
+    assert samples[-1].pending == 0 and samples[-1].running == 0 and not d.poller.alive
+    ops = len(d.result.trace.where(lane=[ln.name for ln in d.result.trace.lanes if ln.role.name == "BACKEND"]))
+    assert samples[-1].done >= ops > 0  # the final sample counts every op the engine ran
+    assert [s.done for s in samples] == sorted(s.done for s in samples)
     assert d.live_view.draws == len(samples) >= 2
     assert [s.t for s in samples] == sorted(s.t for s in samples)
     # the >= 5 Hz rate is asserted in test_live.py with a controlled workload; here the machine's
