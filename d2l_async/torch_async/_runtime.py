@@ -72,7 +72,7 @@ from ._order import OrderedReady
 from ._schema import func_info
 from ._state import capture, enter
 from ._sync import RngVar, SyncPaths, TVar, answer_query, dispatch_any, escaped, run_eager
-from ._tensor import AsyncTensor, set_dispatch
+from ._tensor import AsyncTensor, set_dispatch, set_meta
 
 __all__ = ["AsyncRuntime", "dispatch_any", "CACHE"]
 
@@ -284,9 +284,16 @@ class AsyncRuntime(SyncPaths, OrderedReady):
                 return self.run_sync(func, args, kwargs, f"no output metadata: {info.name}", depth + 1)
             CACHE.misses += 1
             if info.meta_changing:  # t_(), resize_(), out=: the written inputs' metadata changed
-                for t, w, mt in zip(leaves, written, entry[2]):
-                    if w and type(t) is AsyncTensor:
-                        t._m = meta_of(mt)
+                new = [meta_of(mt) if w and type(t) is AsyncTensor else None
+                       for t, w, mt in zip(leaves, written, entry[2])]
+                if info.write_kw and any(m is not None and m[0] != t._m[0] for t, m in zip(leaves, new)):
+                    # an out= tensor of the wrong shape is resized: eager's kernel then picks the
+                    # strides after its inputs' layout, the meta kernel row-major (a transposed
+                    # input gave (2, 1) against eager's (1, 3)); eager's own kernel decides
+                    return self.run_sync(func, args, kwargs, f"out= resizes its output: {info.name}", depth + 1)
+                for t, m in zip(leaves, new):
+                    if m is not None:
+                        set_meta(t, m)
             elif key is not None:
                 CACHE.put(tuple(key), entry)
         structure, specs = entry[0], entry[1]

@@ -24,7 +24,7 @@ from ..engine._op import _DONE, EngineOp, EngineVar
 from ._meta import map_tensors, meta_of, meta_tensor
 from ._schema import _CACHE as _INFO, func_info
 from ._state import capture, enter
-from ._tensor import AsyncTensor
+from ._tensor import AsyncTensor, set_meta
 
 __all__ = ["SyncPaths", "answer_query", "run_eager", "dispatch_any", "ESCAPE", "TVar", "RngVar", "escaped"]
 
@@ -195,7 +195,7 @@ class SyncPaths:
             if w and type(t) is AsyncTensor and t._real is not None:  # (addbmm_ of a (1,) tensor)
                 m = meta_of(t._real)
                 if info.meta_changing or m[0] != t._m[0]:
-                    t._m = m  # the wrapper follows its data's new metadata
+                    set_meta(t, m)  # the wrapper follows its data's new metadata
         if info.meta_changing:
             if info.name == "set_" and len(leaves) > 1 and type(leaves[0]) is AsyncTensor:
                 # x.set_(y): x now shares y's storage, so x's readers and y's writers must order

@@ -9,8 +9,10 @@ data by accident; it has to come through one of the methods below, which wait fi
 
 Fields (set by the runtime, read by the worker)::
 
-    _m     (shape, stride, storage_offset, dtype): the metadata every size query is answered from
-           (``dispatch_sizes_strides_policy="sizes"``: an in-place ``t_()`` just replaces it)
+    _m     (shape, stride, storage_offset, dtype): the metadata the runtime reads; the wrapper's own
+           C++ sizes and strides hold the same, so ``x.shape`` and ``x.stride()`` never reach
+           Python (most of an op's calls were size queries); an in-place ``t_()`` or ``resize_()``
+           changes both at once (:func:`set_meta`)
     _var   the engine variable of its *storage*: views share their base's, so a write through
            any view orders against reads of any other (d2l_async.engine._deps's rules)
     _own   a view's own variable, written by the op that makes the view: its readers wait for
@@ -35,11 +37,21 @@ import torch
 
 from ._meta import set_bits
 
-__all__ = ["AsyncTensor", "set_dispatch"]
+__all__ = ["AsyncTensor", "set_dispatch", "set_meta"]
 
 _CPU = torch.device("cpu")
 _DISPATCH: list[Callable] = []
 _DATA = torch._C.TensorBase.data  # the C descriptor behind Tensor.data
+
+
+def set_meta(t: "AsyncTensor", m: tuple) -> None:
+    """Give ``t`` the metadata ``m`` (``t_()``, ``resize_()``, ``set_()``): in ``_m`` and in the
+    wrapper's C++ sizes and strides, which ``Tensor.data``'s setter copies from a bare wrapper
+    (the tensor keeps its identity, autograd state and version counter)."""
+    if t._m != m:
+        with torch._C._DisableTorchDispatch():  # its _has_compatible_shallow_copy_type check is C++'s
+            _DATA.__set__(t, AsyncTensor.bare(m))
+        t._m = m
 
 
 def set_dispatch(fn: Callable) -> None:
@@ -57,14 +69,18 @@ class AsyncTensor(torch.Tensor):
     _host = False  # a host scalar: torch.tensor(number), 0-dim (see _sync.SyncPaths.try_here)
 
     @staticmethod
-    def make(rt: Any, m: tuple, var: Any, real: torch.Tensor | None = None, op: Any = None) -> "AsyncTensor":
-        shape, stride, offset, dtype = m[0], m[1], m[2], m[3]
-        t = torch.Tensor._make_wrapper_subclass(AsyncTensor, shape, strides=stride, storage_offset=offset,
-                                                dtype=dtype, device=_CPU, requires_grad=False,
-                                                dispatch_sizes_strides_policy="sizes")
+    def bare(m: tuple) -> "AsyncTensor":
+        """A wrapper with metadata ``m`` and nothing else (:meth:`make` fills in the rest)."""
+        t = torch.Tensor._make_wrapper_subclass(AsyncTensor, m[0], strides=m[1], storage_offset=m[2],
+                                                dtype=m[3], device=_CPU, requires_grad=False)
         t._m = m
         if len(m) > 4:  # a conjugate or negative view: the wrapper carries the bit, as its data does
             set_bits(t, m[4])
+        return t
+
+    @staticmethod
+    def make(rt: Any, m: tuple, var: Any, real: torch.Tensor | None = None, op: Any = None) -> "AsyncTensor":
+        t = AsyncTensor.bare(m)
         t._var = var
         t._rt = rt
         if real is not None:
