@@ -25,6 +25,7 @@ import sys
 from typing import Any
 
 from ._launch import RankContext, run_rank
+from .collective import DEFAULT_NUMEL, DEFAULT_SIZE
 from .ranks import collective_rank, training_rank
 
 __all__ = ["main", "options_for"]
@@ -50,14 +51,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=int, default=128, help="overlap/straggler: samples per rank per step (default 128)")
     p.add_argument("--steps", type=int, default=8,
                    help="training steps per setting (collective: repeats of the all-reduce); default 8")
-    p.add_argument("--numel", type=int, default=1 << 22, help="collective: floats all-reduced (default 4194304)")
+    p.add_argument("--numel", type=int, default=DEFAULT_NUMEL[0],
+                   help=f"collective: floats all-reduced (default {DEFAULT_NUMEL[0]}, as run_collective)")
+    p.add_argument("--size", type=int, default=DEFAULT_SIZE[0],
+                   help=f"collective: side of the matmul overlapped with the all-reduce (default {DEFAULT_SIZE[0]}, "
+                        "as run_collective: sized so the product takes about as long as the reduction)")
     return p
 
 
 def options_for(args: argparse.Namespace, world_size: int) -> tuple[Any, dict[str, Any]]:
     """The rank function and its options for the parsed command line."""
     if args.experiment == "collective":
-        return collective_rank, {"numel": args.numel, "size": 512, "repeats": args.steps}
+        return collective_rank, {"numel": args.numel, "size": args.size, "repeats": args.steps}
     work = {"width": args.width, "depth": args.depth, "batch": args.batch, "steps": args.steps, "warmup": 1,
             "profile_steps": 1}
     cap = args.bucket_cap_mb
