@@ -273,7 +273,7 @@ class Dashboard:
         try:
             try:
                 self._draw(self.result)
-            except Exception as exc:
+            except BaseException as exc:  # noqa: BLE001 - as in rerun
                 return self._fail("drawing the figures", exc)
             self.redraws += 1
             self.timings = {"run": 0.0, "draw": time.perf_counter() - t0, "total": time.perf_counter() - t0}
@@ -312,20 +312,13 @@ class Dashboard:
                 self._say("refused", f"Stopped: {exc}")
                 return False
             except BaseException as exc:  # noqa: BLE001 - every way a run ends is shown (issue 21:
-                # SystemExit and GeneratorExit escaped and left "Running..."); only a Ctrl-C goes on
-                # up, after the status says so: the reader asked the kernel to stop
-                self._fail("the experiment", exc)
-                if isinstance(exc, KeyboardInterrupt):
-                    raise
-                return False
+                # SystemExit and GeneratorExit escaped and left "Running..."); see _fail
+                return self._fail("the experiment", exc)
             t1 = time.perf_counter()
             try:
                 self._draw(result)
             except BaseException as exc:  # noqa: BLE001 - as above
-                self._fail("drawing the figures", exc)
-                if isinstance(exc, KeyboardInterrupt):
-                    raise
-                return False
+                return self._fail("drawing the figures", exc)
             t2 = time.perf_counter()
             self.result = result
             self._accepted = values
@@ -408,9 +401,13 @@ class Dashboard:
             self._suppress = False
 
     def _fail(self, where: str, exc: BaseException) -> bool:
+        """Show ``exc`` in the status line and return False; only a Ctrl-C goes on up, after the
+        status says so: the reader asked the kernel to stop."""
         self.errors += 1
         self.last_error = exc
         self._say("error", f"Error in {where}: {type(exc).__name__}: {exc}")
+        if isinstance(exc, KeyboardInterrupt):
+            raise exc
         return False
 
     def _say(self, kind: str, message: str) -> None:

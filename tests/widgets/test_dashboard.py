@@ -222,6 +222,35 @@ def test_view_controls_redraw_without_rerunning():
         Dashboard(exp, {"n": int_slider("n", 1, 1, 2)}, view_controls={"n": int_slider("n", 1, 1, 2)})
 
 
+@pytest.mark.parametrize("exc", [SystemExit(3), GeneratorExit(), RuntimeError("plain")])
+def test_any_exception_from_a_redraw_is_shown_and_the_next_redraw_works(exc):
+    """A view control's redraw caught only Exception: SystemExit skipped the status line."""
+    def window(r, *, last):
+        if last == 4:
+            raise exc
+        return go.Figure(go.Scatter(x=r["x"][-last:], y=r["y"][-last:]))
+
+    d = Dashboard(Recorder(), {"n": int_slider("n", 10, 1, 50)}, {"w": window},
+                  view_controls={"last": int_slider("last", 3, 1, 50)}, mode="figurewidget")
+    d.view_controls["last"].value = 4  # not raised into the kernel loop
+    assert type(exc).__name__ in d.status.value and d.errors == 1 and not d._busy
+    d.view_controls["last"].value = 5
+    assert "Redrawn" in d.status.value and list(d.figure_widgets["w"].data[0].x) == [5, 6, 7, 8, 9]
+
+
+def test_a_ctrl_c_in_a_redraw_is_shown_then_raised():
+    def window(r, *, last):
+        if last == 4:
+            raise KeyboardInterrupt
+        return go.Figure(go.Scatter(x=r["x"][-last:], y=r["y"][-last:]))
+
+    d = Dashboard(Recorder(), {"n": int_slider("n", 10, 1, 50)}, {"w": window},
+                  view_controls={"last": int_slider("last", 3, 1, 50)}, mode="figurewidget")
+    with pytest.raises(KeyboardInterrupt):
+        d.view_controls["last"].value = 4
+    assert "KeyboardInterrupt" in d.status.value and not d._busy
+
+
 def test_animations_are_redrawn_in_an_output_view():
     import ipywidgets
 
