@@ -39,7 +39,8 @@ class CudaFacts:
 
     Attributes:
         launches: launch calls (kernels, copies and memsets put on a queue).
-        launch_s: median seconds the CPU spent in one launch call.
+        launch_s: median seconds the CPU spent in one launch call that did not wait (a copy into
+            pageable memory waits for the GPU inside its call: it counts in ``waits``).
         kernel_s: median seconds one piece of device work ran on the GPU.
         max_queue: the longest launch queue of any stream.
         waits: synchronizing calls inside the run: before its last launch (a final synchronize that ends
@@ -72,13 +73,18 @@ def cuda_facts(trace: Any) -> CudaFacts:
 
     from ..analysis import queue_length_summary
 
-    launches = trace.where(kind="launch")
+    from ..trace import launch_calls
+
+    # every call that put work on a queue counts as a launch, a copy into pageable memory (a wait,
+    # filed as a block) included; the launch latency is read from the calls that did not wait
+    launches = trace.filter(launch_calls(trace))
+    plain = trace.where(kind="launch")
     work = backend_work(trace)
     blocks = trace.where(kind="block")
     last_launch = float(launches["start"].max()) if len(launches) else float("-inf")
     inside = np.array([not str(src).startswith("d2l_async.capture") and float(st) < last_launch
                        for src, st in zip(blocks["source"], blocks["start"])], dtype=bool)
-    ldur = launches["end"] - launches["start"]
+    ldur = plain["end"] - plain["start"]
     launch_s = float(np.median(ldur)) if len(ldur) else float("nan")
     kernel_s = float(np.median(work["end"] - work["start"])) if len(work) else float("nan")
     summary = queue_length_summary(trace) if len(work) else None

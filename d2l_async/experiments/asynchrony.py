@@ -193,14 +193,16 @@ class Ahead:
 
 
 def issue_and_finish(trace: Any) -> Ahead:
-    """:class:`Ahead` read from a trace (pushes are ``launch`` events; work is on backend lanes).
+    """:class:`Ahead` read from a trace (pushes are the launch calls; work is on backend lanes).
 
     Raises:
         ValueError: the trace has no pushes or no backend work.
     """
     import numpy as np
 
-    front = trace.where(kind="launch")
+    from ..trace import launch_calls
+
+    front = trace.filter(launch_calls(trace))  # a copy into pageable memory is a push too (a blocking one)
     work = backend_work(trace)
     if not len(front) or not len(work):
         raise ValueError("the trace needs pushes (launch events) and backend work to compare them")

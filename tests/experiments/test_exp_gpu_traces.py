@@ -182,6 +182,9 @@ def test_cuda_facts_read_launch_latency_and_the_queue(tmp_path):
     # the stream syncs between the demo's six lines (not after the last launch) and the copies into pageable
     # memory before them: the reader files those as waits (issue 18, finding 8), blocking_copies adds none
     assert cuda_facts(demo).waits == cuda_facts(blocking_copies(demo)).waits == 10
+    # six kernels and six copies into pageable memory: each copy was put on the stream (a launch) and
+    # waited for (a block); the launch latency is the kernels' launches' alone (3 us, not the copies' 30)
+    assert cuda_facts(demo).launches == 12 and cuda_facts(demo).launch_s == pytest.approx(4e-6)
     capped = cuda_facts(C.increments(tmp_path, ops=1300, launch_us=5, kernel_us=50, queue_cap=LAUNCH_QUEUE_CAP))
     assert capped.at_cap and LAUNCH_QUEUE_CAP - 2 <= capped.max_queue <= LAUNCH_QUEUE_CAP + 1
     assert capped.slow_launches >= 100  # each launch past the cap waits for a kernel to start
@@ -273,3 +276,21 @@ def test_the_sweep_on_cuda_explains_itself_with_launches_and_round_trips():
     assert "launch" in takes_over.otherwise and "round trip" in takes_over.otherwise
     _cuda_words_only(takes_over.otherwise)
     assert "usable CPU" not in takes_over.otherwise and "wake-up" not in takes_over.otherwise
+
+
+def test_the_last_push_of_a_cuda_run_can_be_a_copy_into_pageable_memory(tmp_path):
+    """blockers' demo ends with a copy into pageable memory: a launch call filed as a wait.  The
+    frontend issued its last work when that call returned, not when the last kernel launch did."""
+    import numpy as np
+
+    from d2l_async.experiments.asynchrony import issue_and_finish
+    from d2l_async.trace import launch_calls
+
+    demo = C.blocker_demo(tmp_path)
+    calls = demo.filter(launch_calls(demo))
+    kernels = demo.where(kind="launch")
+    t0 = min(float(calls["start"].min()), float(demo.filter(np.isin(demo.columns["lane"],
+                                                                    [l.name for l in demo.backend_lanes]))["start"].min()))
+    ahead = issue_and_finish(demo)
+    assert float(calls["end"].max()) > float(kernels["end"].max())  # the copy came last
+    assert ahead.issued == pytest.approx(float(calls["end"].max()) - t0)
