@@ -132,20 +132,25 @@ class Waits:
         if self._inbox or self._booked:
             if inside_op(self._token):  # the op calling it is pending: it would wait for itself
                 raise wait_inside_op("waitall()")
-            self._block_begin("waitall", t0)
-            try:
-                with self._lock:
-                    self._waitall_waiting += 1
-                    try:
-                        while self._booked or self._inbox:
-                            self._front.wait(self._slice(deadline, "waitall"))
-                    finally:
-                        self._waitall_waiting -= 1
-            finally:
-                t1 = _perf()
-                self._blocked += t1 - t0
-                self._block_end("waitall", t1, ())
+            self._wait_idle("waitall", t0, deadline)
         self._raise_unreported("waitall")
+
+    def _wait_idle(self, reason: str, t0: float, deadline: float | None) -> None:
+        """Wait until no op is queued or running: a block named ``reason`` from ``t0``, in slices
+        (:meth:`_slice` raises past ``deadline``).  Raises no op's error."""
+        self._block_begin(reason, t0)
+        try:
+            with self._lock:
+                self._waitall_waiting += 1
+                try:
+                    while self._booked or self._inbox:
+                        self._front.wait(self._slice(deadline, reason))
+                finally:
+                    self._waitall_waiting -= 1
+        finally:
+            t1 = _perf()
+            self._blocked += t1 - t0
+            self._block_end(reason, t1, ())
 
     def _raise_unreported(self, reason: str) -> None:
         with self._lock:

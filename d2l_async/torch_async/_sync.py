@@ -282,20 +282,7 @@ class SyncPaths:
         if self.closed or not (self._inbox or self._booked):
             return
         t0 = time.perf_counter()
-        self._block_begin(reason, t0)
-        deadline = None if timeout is None else t0 + timeout
-        try:
-            with self._lock:
-                self._waitall_waiting += 1
-                try:
-                    while self._booked or self._inbox:
-                        self._front.wait(self._slice(deadline, reason))
-                finally:
-                    self._waitall_waiting -= 1
-        finally:
-            t1 = time.perf_counter()
-            self._blocked += t1 - t0
-            self._block_end(reason, t1, ())
+        self._wait_idle(reason, t0, None if timeout is None else t0 + timeout)
 
     def synchronize(self, *, timeout: float | None = None) -> None:
         """Wait for every queued op; raise, once, the first error not yet raised (``waitall``)."""
