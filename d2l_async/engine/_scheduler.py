@@ -273,7 +273,9 @@ class Scheduler(Completion, Waits, Shutdown):
             if wait == 0:
                 self._ready(op, obs)
 
-    def _ready(self, op: EngineOp, obs: tuple) -> None:
+    def _ready(self, op: EngineOp, obs: tuple, first: bool = False) -> None:
+        """Queue a ready op on its device (lock held): last in line, or ``first`` (a wait for the
+        data that runs no work, torch_async's escapes); tell the observers, wake a worker."""
         op.state = _READY
         dev = op.device
         if self._inline:  # the pushing thread runs it (_drain), in the order ops became ready
@@ -284,7 +286,10 @@ class Scheduler(Completion, Waits, Shutdown):
                 except Exception as exc:  # noqa: BLE001
                     _observer_failed(exc)
             return
-        dev.queue.append(op)
+        if first:
+            dev.queue.appendleft(op)
+        else:
+            dev.queue.append(op)
         for f in obs:
             try:  # zero cost unless it raises: an observer must not kill a worker
                 f(op)

@@ -11,8 +11,7 @@ lets the frontend tell an idle variable.
 
 from __future__ import annotations
 
-from ..engine._guard import observer_failed as _observer_failed
-from ..engine._op import _READY, EngineOp
+from ..engine._op import EngineOp
 from ..engine._scheduler import Scheduler
 from ._sync import ESCAPE
 
@@ -24,7 +23,7 @@ class OrderedReady(Scheduler):
 
     def _ready(self, op: EngineOp, obs: tuple) -> None:
         if op.fn is ESCAPE:  # memory escapes (.numpy()): first in line, it runs nothing
-            self._ready_first(op, obs)
+            super()._ready(op, obs, first=True)  # ahead of the ready ops: a wait for the data, not work
             if not self._fifo:
                 return
             op_id, op = op.id, None  # its place in program order is passed
@@ -39,20 +38,6 @@ class OrderedReady(Scheduler):
             self._next += 1
             if o is not None:
                 super()._ready(o, obs)
-
-    def _ready_first(self, op: EngineOp, obs: tuple) -> None:
-        """Queue ``op`` ahead of the ready ops (lock held): a wait for the data, not work."""
-        op.state = _READY
-        dev = op.device
-        dev.queue.appendleft(op)
-        for f in obs:
-            try:
-                f(op)
-            except Exception as exc:  # noqa: BLE001 - an observer must not kill a worker
-                _observer_failed(exc)
-        if dev.idle:
-            dev.cond.notify()
-            dev.idle -= 1
 
     def _submit(self, op: EngineOp, depth: int = 2) -> None:
         for v in op.reads:  # what lets the frontend tell an idle variable (._sync.idle)
