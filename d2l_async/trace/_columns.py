@@ -97,27 +97,27 @@ class Ragged:
         rows = np.nonzero(self.counts)[0]
         if not len(rows):
             return out
-        values = self.flat.tolist()
-        if self.value is not None:
-            convert = self.value
-            cache: dict[Any, Any] = {}
-            for i, v in enumerate(values):
-                c = cache.get(v)
-                if c is None:
-                    c = cache[v] = convert(v)
-                values[i] = c
+        convert, cache = self.value, {}
+
+        def value(v: Any) -> Any:  # each distinct value converted once, for both paths below
+            c = cache.get(v, cache)
+            if c is cache:
+                c = cache[v] = v if convert is None else convert(v)
+            return c
+
         ends = self.offsets[1:]
         one = rows[self.counts[rows] == 1]
         if len(one):  # the common case: one value; one tuple per distinct value, shared
-            firsts = self.flat[ends[one] - 1]
-            uniq, inverse = np.unique(firsts, return_inverse=True)
+            uniq, inverse = np.unique(self.flat[ends[one] - 1], return_inverse=True)
             made = np.empty(len(uniq), dtype=object)
             for k, v in enumerate(uniq.tolist()):
-                made[k] = (v if self.value is None else self.value(v),)
+                made[k] = (value(v),)
             out[one] = made[inverse.reshape(-1)]
         many = rows[self.counts[rows] > 1]
-        for i, end, cnt in zip(many.tolist(), ends[many].tolist(), self.counts[many].tolist()):
-            out[i] = tuple(values[end - cnt:end])
+        if len(many):
+            values = self.flat.tolist()
+            for i, end, cnt in zip(many.tolist(), ends[many].tolist(), self.counts[many].tolist()):
+                out[i] = tuple(map(value, values[end - cnt:end]))
         return out
 
     @property
