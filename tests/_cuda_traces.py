@@ -138,10 +138,10 @@ class KinetoFile:
 
 
 def as_capture(trace: Trace, device: str = "NVIDIA H200") -> Trace:
-    """What :func:`d2l_async.capture.capture` adds to the file it reads: meta and the labelled final sync."""
-    from d2l_async.capture import label_final_sync
+    """What :func:`d2l_async.capture.capture` adds to the file it reads (the same function)."""
+    from d2l_async.capture import cuda_capture
 
-    return label_final_sync(trace).with_meta(source="cuda", device=device, virtual=False, path="")
+    return cuda_capture(trace, device)
 
 
 # -- runs of the chapter's CUDA experiments ------------------------------------------------------------

@@ -5,8 +5,8 @@ torch is imported only when a capture starts.
 
 from __future__ import annotations
 
-from ._profiler import (BLOCKING_COPY_REASON, CAPTURE_SYNC_SOURCE, Capture, blocking_copies, capture,
+from ._profiler import (BLOCKING_COPY_REASON, CAPTURE_SYNC_SOURCE, Capture, blocking_copies, capture, cuda_capture,
                         label_block_sources, label_final_sync, synchronize_all)
 
-__all__ = ["BLOCKING_COPY_REASON", "CAPTURE_SYNC_SOURCE", "Capture", "blocking_copies", "capture",
+__all__ = ["BLOCKING_COPY_REASON", "CAPTURE_SYNC_SOURCE", "Capture", "blocking_copies", "capture", "cuda_capture",
            "label_block_sources", "label_final_sync", "synchronize_all"]

@@ -122,11 +122,17 @@ def _to_trace(prof: Any, device: str) -> Trace:
     if device.startswith("cuda"):
         index = torch.device(device).index
         name = torch.cuda.get_device_name(index if index is not None else torch.cuda.current_device())
-        meta = {"source": "cuda", "device": name}
-        trace = label_block_sources(label_final_sync(trace))  # the reader already filed copy waits
-    else:
-        meta = {"source": "cpu", "device": f"CPU ({platform.processor() or platform.machine()}), no GPU activity"}
+        return cuda_capture(trace, name).with_meta(torch_version=torch.__version__)
+    meta = {"source": "cpu", "device": f"CPU ({platform.processor() or platform.machine()}), no GPU activity"}
     return trace.with_meta(**meta, virtual=False, torch_version=torch.__version__, path="")
+
+
+def cuda_capture(trace: Trace, device_name: str) -> Trace:
+    """What :func:`capture` makes of a CUDA profile read from its file: the capture's own final
+    synchronize labelled, each wait labelled with its source (the reader already filed the copy
+    waits), and the meta of a real GPU run on ``device_name``."""
+    return label_block_sources(label_final_sync(trace)).with_meta(source="cuda", device=device_name, virtual=False,
+                                                                  path="")
 
 
 def synchronize_all(torch: Any) -> list[int]:
