@@ -44,7 +44,7 @@ import numpy as np
 from ._chrome import _FORMAT_KEY, _KIND_TO_CAT
 from ._model import Trace, TraceError
 from ._queue import queue_steps, queued_mask
-from ._ranks import _origin_ns, split_ranks
+from ._ranks import _origin_ns, rank_metas, split_ranks
 
 __all__ = ["write_chrome_trace", "write_trace_dir"]
 
@@ -275,9 +275,7 @@ def _ranges(trace: Trace, lane_key: dict[str, tuple[int, int]], zero_us: float) 
     """``user_annotation`` slices for the profiler steps and user annotations the reader kept
     (``meta["steps"]``, ``meta["annotations"]``; of every rank in a merged trace)."""
     if trace.ranks and isinstance(trace.meta.get("per_rank"), dict):
-        offsets = trace.meta.get("offsets_s") or {}
-        per = [(f"rank {r}{_SEP}", float(offsets.get(r, offsets.get(str(r), 0.0))), m)
-               for r, m in trace.meta["per_rank"].items() if isinstance(m, dict)]
+        per = [(f"rank {r}{_SEP}", shift, m) for r, shift, m in rank_metas(trace)]
     else:
         per = [("", 0.0, trace.meta)]
     fronts = [l.name for l in trace.frontend_lanes]

@@ -35,6 +35,7 @@ import numpy as np
 
 from ._kineto import LAUNCH_CALLS
 from ._model import BACKEND_KINDS, Kind, Trace
+from ._ranks import rank_metas
 
 __all__ = ["queued_mask", "queue_steps", "last_step_starts", "hta_tie_ranks", "hta_window_mask", "launch_calls"]
 
@@ -43,14 +44,10 @@ def last_step_starts(trace: Trace) -> dict[int, float]:
     """Rank -> start (seconds, on the trace's clock) of its last ``ProfilerStep`` when it has two
     or more (rank -1: a single-rank trace); HTA keeps only work launched before it."""
     out: dict[int, float] = {}
-    per_rank = trace.meta.get("per_rank")
-    metas = ({int(r): m for r, m in per_rank.items()} if isinstance(per_rank, dict) else {-1: trace.meta})
-    offsets = trace.meta.get("offsets_s") or {}
-    for r, meta in metas.items():
-        steps = (meta.get("steps") or []) if isinstance(meta, dict) else []
+    for r, shift, meta in rank_metas(trace):
+        steps = meta.get("steps") or []
         names = {s.get("name") for s in steps if isinstance(s, dict)}
         if len(names) >= 2:
-            shift = float(offsets.get(r, offsets.get(str(r), 0.0))) if r >= 0 else 0.0
             out[r] = max(float(s["start"]) for s in steps) + shift
     return out
 

@@ -112,6 +112,23 @@ def rank_lanes(trace: Trace, rank: int | None = None) -> tuple[RankLanes, ...] |
     raise TraceError(f"no rank {rank!r} in this trace; ranks are {list(trace.ranks)}")
 
 
+def rank_value(meta: Mapping[str, Any], key: str, rank: int, default: Any) -> Any:
+    """``meta[key][rank]`` of a merged trace's per-rank tables (``offsets_s``, ``id_offsets``, ...);
+    the keys are strings after a round trip through JSON."""
+    table = meta.get(key) or {}
+    return table.get(rank, table.get(str(rank), default))
+
+
+def rank_metas(trace: Trace) -> list[tuple[int, float, Mapping[str, Any]]]:
+    """``(rank, clock shift in seconds, the rank's own meta)`` for each rank of a merged trace;
+    ``[(-1, 0.0, trace.meta)]`` for one process's trace."""
+    per_rank = trace.meta.get("per_rank")
+    if not isinstance(per_rank, dict):
+        return [(-1, 0.0, trace.meta)]
+    return [(int(r), float(rank_value(trace.meta, "offsets_s", int(r), 0.0)), m)
+            for r, m in per_rank.items() if isinstance(m, dict)]
+
+
 def _origin_ns(trace: Trace) -> int | None:
     """The trace's time zero in integer ns on the profiler's clock, or None when unknown."""
     origin = trace.meta.get("origin_us")
@@ -233,10 +250,6 @@ def split_ranks(trace: Trace) -> dict[int, Trace]:
         raise TraceError("the trace has no ranks to split (it is one process's trace already)")
     meta = trace.meta
 
-    def per(key: str, r: int, default: Any) -> Any:
-        table = meta.get(key) or {}
-        return table.get(r, table.get(str(r), default))  # str keys after a round trip through JSON
-
     world = len(trace.ranks)
     out: dict[int, Trace] = {}
     rank_of = {l.name: l.rank for l in trace.lanes}
@@ -248,7 +261,8 @@ def split_ranks(trace: Trace) -> dict[int, Trace]:
                  for l in trace.lanes if l.rank == r]
         mask = row_rank == r
         c = {k: v[mask] for k, v in trace.columns.items()}
-        shift, id_off, flow_off = float(per("offsets_s", r, 0.0)), int(per("id_offsets", r, 0)), int(per("flow_offsets", r, 0))
+        shift = float(rank_value(meta, "offsets_s", r, 0.0))
+        id_off, flow_off = int(rank_value(meta, "id_offsets", r, 0)), int(rank_value(meta, "flow_offsets", r, 0))
         c["lane"] = np.array([x.removeprefix(prefix) for x in c["lane"].tolist()], dtype=object)
         for name in ("issue", "start", "end"):
             c[name] = c[name] - shift
@@ -257,7 +271,7 @@ def split_ranks(trace: Trace) -> dict[int, Trace]:
         deps = np.empty(int(mask.sum()), dtype=object)
         deps[:] = [tuple(int(d) - id_off for d in ds) if ds else () for ds in c["deps"].tolist()]
         c["deps"] = deps
-        own = dict(per("per_rank", r, {}) or {})
+        own = dict(rank_value(meta, "per_rank", r, {}) or {})
         info = (own.get("file") or {}).get("distributedInfo")
         info = dict(info) if isinstance(info, dict) else {}
         own["distributed"] = {**info, "rank": r, "world_size": info.get("world_size", world)}
