@@ -78,6 +78,10 @@ def _infer(key: tuple, fn: Callable, *args: Any, inplace: bool = False) -> _Info
     if out is NotImplemented:  # torch declines (``x @ 2``): so do we, and Python raises its TypeError
         _INFER[key] = _DECLINED
         return _DECLINED
+    if not isinstance(out, torch.Tensor):  # torch 2.3 with numpy 2.4: ``tensor == ndarray`` is a bool
+        raise TypeError(f"{getattr(fn, '__name__', 'this op')} with these operands gives a {type(out).__name__}, "
+                        f"not a tensor, in torch {torch.__version__}; convert the ndarray with "
+                        "torch.as_tensor(...) first")
     info = _Info(out.shape, out.dtype, out.numel() * out.element_size())
     _INFER[key] = info
     return info

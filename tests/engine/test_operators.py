@@ -141,3 +141,17 @@ def test_in_place_with_an_ndarray_rebinds_as_torch_does():
             x += np.array([1.0, 1.0])
             assert x is not x0 and x.dtype == t.dtype == torch.float64
             assert x.asnumpy().tolist() == t.tolist() and x0.asnumpy().tolist() == [1.0, 2.0]
+
+
+def test_an_op_that_gives_no_tensor_is_a_clear_type_error(monkeypatch, eng):
+    """On torch 2.3.1 with numpy 2.4, ``tensor == ndarray`` returns a Python bool; the array op then
+    raised a bare AttributeError ('bool' object has no attribute 'shape').  Staged here with an op that
+    answers a bool, as that torch does."""
+    import operator
+
+    from d2l_async.engine import _array
+
+    monkeypatch.setattr(_array, "_INFER", {})
+    x = eng.array(torch.ones(3))
+    with pytest.raises(TypeError, match=r"gives a bool, not a tensor.*torch.as_tensor"):
+        _array._infer(("staged",), lambda a, b: bool(operator.eq(a.sum(), 3)), x, np.ones(3))
