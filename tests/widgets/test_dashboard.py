@@ -222,16 +222,21 @@ def test_view_controls_redraw_without_rerunning():
         Dashboard(exp, {"n": int_slider("n", 1, 1, 2)}, view_controls={"n": int_slider("n", 1, 1, 2)})
 
 
-@pytest.mark.parametrize("exc", [SystemExit(3), GeneratorExit(), RuntimeError("plain")])
-def test_any_exception_from_a_redraw_is_shown_and_the_next_redraw_works(exc):
-    """A view control's redraw caught only Exception: SystemExit skipped the status line."""
+def _failing_view(exc: BaseException) -> Dashboard:
+    """A dashboard whose view control's value 4 makes the figure function raise ``exc``."""
     def window(r, *, last):
         if last == 4:
             raise exc
         return go.Figure(go.Scatter(x=r["x"][-last:], y=r["y"][-last:]))
 
-    d = Dashboard(Recorder(), {"n": int_slider("n", 10, 1, 50)}, {"w": window},
-                  view_controls={"last": int_slider("last", 3, 1, 50)}, mode="figurewidget")
+    return Dashboard(Recorder(), {"n": int_slider("n", 10, 1, 50)}, {"w": window},
+                     view_controls={"last": int_slider("last", 3, 1, 50)}, mode="figurewidget")
+
+
+@pytest.mark.parametrize("exc", [SystemExit(3), GeneratorExit(), RuntimeError("plain")])
+def test_any_exception_from_a_redraw_is_shown_and_the_next_redraw_works(exc):
+    """A view control's redraw caught only Exception: SystemExit skipped the status line."""
+    d = _failing_view(exc)
     d.view_controls["last"].value = 4  # not raised into the kernel loop
     assert type(exc).__name__ in d.status.value and d.errors == 1 and not d._busy
     d.view_controls["last"].value = 5
@@ -239,13 +244,7 @@ def test_any_exception_from_a_redraw_is_shown_and_the_next_redraw_works(exc):
 
 
 def test_a_ctrl_c_in_a_redraw_is_shown_then_raised():
-    def window(r, *, last):
-        if last == 4:
-            raise KeyboardInterrupt
-        return go.Figure(go.Scatter(x=r["x"][-last:], y=r["y"][-last:]))
-
-    d = Dashboard(Recorder(), {"n": int_slider("n", 10, 1, 50)}, {"w": window},
-                  view_controls={"last": int_slider("last", 3, 1, 50)}, mode="figurewidget")
+    d = _failing_view(KeyboardInterrupt())
     with pytest.raises(KeyboardInterrupt):
         d.view_controls["last"].value = 4
     assert "KeyboardInterrupt" in d.status.value and not d._busy
