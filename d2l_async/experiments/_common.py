@@ -27,7 +27,7 @@ from ..benchmark import no_collector_pauses
 from ..engine import wait_limit
 
 __all__ = ["BACKENDS", "Setup", "resolve_backend", "positive_int", "choice", "time_runs", "make_measurement",
-           "engine_label", "RunStopped", "Deadline", "deadline", "checkpoint", "backend_work"]
+           "engine_label", "RunStopped", "Deadline", "deadline", "checkpoint", "backend_work", "launches"]
 
 #: The backends an experiment accepts (``"auto"`` resolves to one of the other two).
 BACKENDS = ("auto", "engine", "cuda")
@@ -284,3 +284,11 @@ def backend_work(trace: Any) -> Any:
     from d2l_async.trace import BACKEND_KINDS
 
     return trace.where(kind=BACKEND_KINDS, lane=[lane.name for lane in trace.backend_lanes])
+
+
+def launches(trace: Any) -> Any:
+    """The frontend's pushes in a trace: every call that put work on a queue (:func:`~d2l_async.trace.launch_calls`),
+    a copy into pageable memory included, which the reader files as a wait."""
+    from d2l_async.trace import launch_calls
+
+    return trace.filter(launch_calls(trace))

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
-from ._common import backend_work
+from ._common import backend_work, launches
 from ._why import fmt_time
 
 __all__ = ["LAUNCH_QUEUE_CAP", "CudaFacts", "cuda_facts", "why_not_ahead", "why_queue", "queue_full", "explain",
@@ -73,15 +73,13 @@ def cuda_facts(trace: Any) -> CudaFacts:
 
     from ..analysis import queue_length_summary
 
-    from ..trace import launch_calls
-
     # every call that put work on a queue counts as a launch, a copy into pageable memory (a wait,
     # filed as a block) included; the launch latency is read from the calls that did not wait
-    launches = trace.filter(launch_calls(trace))
+    calls = launches(trace)
     plain = trace.where(kind="launch")
     work = backend_work(trace)
     blocks = trace.where(kind="block")
-    last_launch = float(launches["start"].max()) if len(launches) else float("-inf")
+    last_launch = float(calls["start"].max()) if len(calls) else float("-inf")
     inside = np.array([not str(src).startswith("d2l_async.capture") and float(st) < last_launch
                        for src, st in zip(blocks["source"], blocks["start"])], dtype=bool)
     ldur = plain["end"] - plain["start"]
@@ -91,7 +89,7 @@ def cuda_facts(trace: Any) -> CudaFacts:
     q = int(summary["max"].max()) if summary is not None and len(summary) else 0
     slow = int((ldur > 5 * launch_s).sum()) if len(ldur) and launch_s > 0 else 0
     wait = blocks["end"][inside] - blocks["start"][inside]
-    return CudaFacts(len(launches), launch_s, kernel_s, q, int(inside.sum()), float(wait.sum()), slow)
+    return CudaFacts(len(calls), launch_s, kernel_s, q, int(inside.sum()), float(wait.sum()), slow)
 
 
 def why_not_ahead(f: CudaFacts) -> str:

@@ -24,7 +24,7 @@ from typing import Any, Mapping
 
 from d2l_async import config, lesson
 
-from ._common import Setup, backend_work, checkpoint, make_measurement, positive_int, resolve_backend, time_runs
+from ._common import Setup, backend_work, checkpoint, launches, make_measurement, positive_int, resolve_backend, time_runs
 
 __all__ = ["AsynchronyResult", "Ahead", "run_asynchrony", "checks", "issue_and_finish", "ran_ahead_check",
            "timer_check", "machine_words"]
@@ -200,9 +200,7 @@ def issue_and_finish(trace: Any) -> Ahead:
     """
     import numpy as np
 
-    from ..trace import launch_calls
-
-    front = trace.filter(launch_calls(trace))  # a copy into pageable memory is a push too (a blocking one)
+    front = launches(trace)  # a copy into pageable memory is a push too (a blocking one)
     work = backend_work(trace)
     if not len(front) or not len(work):
         raise ValueError("the trace needs pushes (launch events) and backend work to compare them")
