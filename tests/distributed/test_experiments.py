@@ -55,14 +55,20 @@ def test_ranks_agree_and_steps_were_timed(overlap):
 
 
 def test_async_collective_returns_before_it_is_done():
-    r = run_collective(ranks=2, backend="gloo")
-    facts = returned_early(r.trace)
-    assert set(facts) == {0, 1}
-    # A blocking call can never end before its reduction; an async one does unless the rank is
-    # descheduled inside the microsecond enqueue until the reduction is over (one busy core): seen on
-    # one rank at a time, so one rank is the fact to require
-    assert any(f["returned"] for f in facts.values()), facts
-    assert any(f["overlapped"] for f in facts.values()), facts
+    # A blocking call can never end before its reduction, in any run; an async one does unless the rank
+    # is descheduled inside the microsecond enqueue until the reduction is over. On a loaded 2-core
+    # machine that happened to both ranks of one run (CI beside two CPU hogs), so the fact is required
+    # of one rank in one of up to three runs: a blocking all_reduce still fails all three.
+    seen = []
+    for _ in range(3):
+        r = run_collective(ranks=2, backend="gloo")
+        facts = returned_early(r.trace)
+        assert set(facts) == {0, 1}
+        seen.append(facts)
+        if any(f["returned"] for f in facts.values()) and any(f["overlapped"] for f in facts.values()):
+            break
+    assert any(f["returned"] for f in facts.values()), seen
+    assert any(f["overlapped"] for f in facts.values()), seen
     assert r.correct and len(r.return_s) == 2
     checks = collective_checks(r)
     assert all(c.explained for c in checks) and checks[0].holds and checks[1].holds and checks[2].holds
