@@ -19,6 +19,8 @@ way round (issue 21: no circle of imports).
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import warnings
 import weakref
@@ -28,7 +30,7 @@ from typing import Callable, Iterable, Protocol
 from ._guard import inside
 from ._op import _RUNNING, Device, EngineOp
 
-__all__ = ["WorkerHost", "worker_loop", "abandoned", "IDLE_RECHECK"]
+__all__ = ["WorkerHost", "worker_loop", "abandoned", "lower_priority", "IDLE_RECHECK"]
 
 #: An idle worker looks at the inbox this often even if nobody woke it (a wake-up lost to a
 #: KeyboardInterrupt in the middle of ``notify`` costs at most this long).
@@ -97,6 +99,27 @@ def worker_loop(ref: "weakref.ref[WorkerHost]", dev: Device, k: int, token: obje
             eng._running += 1
             dev.running += 1
         eng._execute(op, k)
+
+
+def lower_priority(nice: int) -> int:
+    """Make the calling thread ``nice`` steps less urgent for the OS than it is; return the steps taken.
+
+    A worker stands in for a device, and a GPU never takes a CPU from the Python that feeds it:
+    where a worker and its torch intra-op threads compete with the frontend for the cores, the
+    frontend should win.  On Linux the nice value is per thread, and the threads this one starts
+    later (torch's OpenMP pool among them) inherit it.  Elsewhere (macOS, Windows) the call would
+    change the whole process, so nothing is done (0).  Raising a nice value needs no privilege;
+    a refusal (a sandbox) is not an error: the worker runs at the frontend's priority (0).
+    """
+    if nice <= 0 or not sys.platform.startswith("linux"):
+        return 0
+    try:
+        tid = threading.get_native_id()
+        before = os.getpriority(os.PRIO_PROCESS, tid)
+        os.setpriority(os.PRIO_PROCESS, tid, min(before + nice, 19))
+        return os.getpriority(os.PRIO_PROCESS, tid) - before
+    except (OSError, AttributeError):
+        return 0
 
 
 def abandoned(devices: Iterable[Device], lock: threading.Lock, what: str) -> None:

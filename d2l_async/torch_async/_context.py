@@ -35,7 +35,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from ..engine._source import add_internal_dir
 from ._compat import UnsupportedTorchError, check_torch
 from ._meta import warm
-from ._runtime import CACHE, AsyncRuntime, live_runtimes
+from ._runtime import CACHE, WORKER_NICE, AsyncRuntime, live_runtimes
 from ._state import GLOBAL_SETTERS
 
 __all__ = ["asynchronous", "synchronize", "current_runtime"]
@@ -171,11 +171,11 @@ def current_runtime() -> AsyncRuntime | None:
 
 
 @contextlib.contextmanager
-def _block(workers: int, record: bool, torch_threads: int | None) -> Iterator[AsyncRuntime]:
+def _block(workers: int, record: bool, torch_threads: int | None, worker_nice: int) -> Iterator[AsyncRuntime]:
     check_torch()
     warm()  # the first block only: meta kernels' imports, paid before the first op (see ._meta.warm)
     CACHE.check_default_dtype()  # set outside a block since the cache was filled
-    rt = AsyncRuntime(workers=workers, record=record, torch_threads=torch_threads)
+    rt = AsyncRuntime(workers=workers, record=record, torch_threads=torch_threads, worker_nice=worker_nice)
     mode = _AsyncMode(rt)
     stack = _local.__dict__.setdefault("stack", [])
     stack.append(rt)
@@ -212,6 +212,11 @@ class asynchronous(contextlib.ContextDecorator):  # noqa: N801 - reads as a stat
         record: record a trace (push / start / end of every op, every block with its line).
         torch_threads: torch intra-op threads in each worker (default: the frontend's, so
             results are bitwise eager's).
+        worker_nice: steps of OS priority the workers and their torch threads give up to your
+            Python (default 5; 0: none).  A GPU never takes the frontend's CPU; a worker thread on
+            the same cores would, as often as not, and the loop would not run ahead.  Linux only
+            (elsewhere the workers keep the frontend's priority); ``rt.worker_nice`` says what the
+            OS granted.
 
     Blocking points (the frontend waits, recorded with your line): ``print``, ``.item()``,
     ``float()``/``bool()``/``if t:``, ``.numpy()``, ``.tolist()``, data-dependent shapes
@@ -219,7 +224,8 @@ class asynchronous(contextlib.ContextDecorator):  # noqa: N801 - reads as a stat
     :func:`synchronize`.  Errors of queued ops surface at the next blocking point, like CUDA's.
     """
 
-    def __init__(self, workers: int = 1, *, record: bool = True, torch_threads: int | None = None) -> None:
+    def __init__(self, workers: int = 1, *, record: bool = True, torch_threads: int | None = None,
+                 worker_nice: int = WORKER_NICE) -> None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers={workers!r}: pass a positive int (worker threads)")
         if not isinstance(record, bool):
@@ -227,10 +233,11 @@ class asynchronous(contextlib.ContextDecorator):  # noqa: N801 - reads as a stat
         self.workers = workers
         self.record = record
         self.torch_threads = torch_threads
+        self.worker_nice = worker_nice
         self._cms: list = []
 
     def __enter__(self) -> AsyncRuntime:
-        cm = _block(self.workers, self.record, self.torch_threads)
+        cm = _block(self.workers, self.record, self.torch_threads, self.worker_nice)
         rt = cm.__enter__()
         self._cms.append(cm)
         return rt
@@ -239,7 +246,8 @@ class asynchronous(contextlib.ContextDecorator):  # noqa: N801 - reads as a stat
         return bool(self._cms.pop().__exit__(*exc))
 
     def _recreate_cm(self) -> "asynchronous":  # a decorator: each call gets its own block
-        return asynchronous(self.workers, record=self.record, torch_threads=self.torch_threads)
+        return asynchronous(self.workers, record=self.record, torch_threads=self.torch_threads,
+                            worker_nice=self.worker_nice)
 
 
 def synchronize(*, timeout: float | None = None) -> None:

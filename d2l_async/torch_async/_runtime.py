@@ -66,6 +66,7 @@ from ..engine._deps import split_access
 from ..engine._observer import Recorder
 from ..engine._op import EngineOp, EngineVar
 from ..engine._scheduler import Scheduler
+from ..engine._worker import lower_priority
 from ..trace import Trace
 from ._meta import MetaCache, compute_specs, meta_of
 from ._order import OrderedReady
@@ -82,6 +83,12 @@ _ESCAPED = "memory shared with a numpy array (.numpy())"
 #: One metadata cache for every runtime: output metadata does not depend on who asks.
 CACHE = MetaCache()
 _make = AsyncTensor.make
+#: How many steps of OS priority (``nice``) the workers give up to the frontend (Linux only; see
+#: :func:`d2l_async.engine._worker.lower_priority`).  On 2 cores the worker and its torch thread
+#: otherwise take the frontend's CPU as often as not: the book's MLP loop returned after 49-52 %
+#: of its finish time at 0, 28-31 % at 5 (medians of 7, alternating runs beside another process's
+#: test run; benchmarks/bench_torch_async.py measures both).
+WORKER_NICE = 5
 
 
 def _real(a: Any) -> Any:
@@ -116,19 +123,29 @@ class AsyncRuntime(SyncPaths, OrderedReady):
         record: record a Trace (:meth:`trace`).
         torch_threads: torch intra-op threads per worker (default: the frontend's count, so
             reductions split the same way and results are bitwise eager's).
+        worker_nice: OS priority steps the workers (and their torch threads) yield to the
+            frontend, as a device never takes the frontend's CPU (0: none; Linux only).
     """
 
     engine_kind = "torch"
 
-    def __init__(self, *, workers: int = 1, record: bool = True, torch_threads: int | None = None) -> None:
+    def __init__(self, *, workers: int = 1, record: bool = True, torch_threads: int | None = None,
+                 worker_nice: int = WORKER_NICE) -> None:
         n = torch.get_num_threads() if torch_threads is None else torch_threads
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"torch_threads={torch_threads!r}: pass a positive int, or None for the frontend's")
+        if isinstance(worker_nice, bool) or not isinstance(worker_nice, int) or not 0 <= worker_nice <= 19:
+            raise ValueError(f"worker_nice={worker_nice!r}: pass an int from 0 (the frontend's priority) to 19")
         self.torch_threads = n
+        self.worker_nice = 0  # what the OS granted, set by each worker as it starts
+
+        def thread_init() -> None:
+            self.worker_nice = lower_priority(worker_nice)
+            torch.set_num_threads(n)
         self._fifo = workers == 1
         self._held: dict[int, EngineOp] = {}
         self._next = 0
-        super().__init__(devices=("cpu:0",), workers=workers, thread_init=lambda: torch.set_num_threads(n))
+        super().__init__(devices=("cpu:0",), workers=workers, thread_init=thread_init)
         self._dev = self._device(None)
         self._rng = RngVar("RNG")
         self._plain: dict[int, EngineVar] = {}
@@ -377,7 +394,7 @@ class AsyncRuntime(SyncPaths, OrderedReady):
             from ..engine import EngineError
             raise EngineError("recording is off; use asynchronous(record=True) to get a trace")
         return self._recorder.trace(pending=self.statistics().pending, frontend="plain PyTorch",
-                                    torch_threads=self.torch_threads)
+                                    torch_threads=self.torch_threads, worker_nice=self.worker_nice)
 
     def __repr__(self) -> str:
         s = self.statistics()

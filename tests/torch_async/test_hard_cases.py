@@ -5,9 +5,11 @@ the feasibility prototype run in a subprocess, so a segfault fails the test inst
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
+import threading
 
 import numpy as np
 import pytest
@@ -218,6 +220,40 @@ def test_workers_use_the_frontends_thread_count():
     with asynchronous():
         s = x.sum().item()  # a parallel reduction splits the same way: bitwise eager's
     assert s == x.sum().item()
+
+
+def _nice() -> int:
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own nice value is Linux's")
+@pytest.mark.parametrize("asked", [5, 0])
+def test_workers_give_the_frontend_cpu_priority(asked):
+    """A worker stands in for a device: it and the threads it starts (torch's intra-op pool) run
+    ``worker_nice`` steps below the frontend, whose own priority the block leaves as it was."""
+    me = _nice()
+    seen = []
+
+    def probe(op):
+        child = threading.Thread(target=lambda: seen.append(_nice()))
+        child.start()
+        child.join(WAIT)
+        seen.append(_nice())
+
+    with asynchronous(worker_nice=asked) as rt:
+        rt._submit(EngineOp("probe", "op", probe, None, None, (), (), rt._dev, 0, None))
+        synchronize(timeout=WAIT)
+        assert _nice() == me
+    want = min(me + asked, 19)
+    assert seen == [want, want] and rt.worker_nice == want - me and _nice() == me
+    assert rt.trace().meta["worker_nice"] == want - me
+
+
+@pytest.mark.parametrize("bad", [-1, 20, 2.5, True, "5"])
+def test_worker_nice_must_be_a_step_count(bad):
+    with pytest.raises(ValueError, match="worker_nice"):
+        with asynchronous(worker_nice=bad):
+            pass
 
 
 def test_torch_compile_is_refused_with_a_clear_error():
