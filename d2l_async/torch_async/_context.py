@@ -103,6 +103,11 @@ def _no_compile(*args: Any, **kwargs: Any) -> Any:
 
 # -- the cycle collector, while a block is open -------------------------------------------------
 _froze = [False]
+#: What the permanent generation held when this module was imported: the interpreter's own (Python
+#: 3.12 starts with 375 static tuples there; 3.11 and 3.13 with none), or what a process froze before
+#: importing d2l_async.  More than that when a block opens: the process froze objects since, itself
+#: (fewer: some frozen objects were freed).
+_baseline = [gc.get_freeze_count()]
 
 
 def _freeze_older_objects() -> None:
@@ -114,9 +119,12 @@ def _freeze_older_objects() -> None:
     which walks every object of the process: 286,000 after ``import torch``, 179 ms each, one every
     ~18,000 queued ops -- 9 us of each ``y = x + 1`` (issue 19).  Frozen, a full collection walks
     only what the block made.  Nothing is lost: cycles among the frozen objects are collected after
-    the block.  A process that froze objects itself (``gc.get_freeze_count()``) is left as it is.
+    the block.  A process that froze objects itself after importing d2l_async (the freeze count
+    above :data:`_baseline`) is left as it is.  Python has no partial ``unfreeze``: the block's end
+    gives back what was frozen before the import too (on 3.12, its 375 startup tuples; the first
+    rule was "nothing frozen yet", which never held on 3.12, as on Colab, so blocks never froze).
     """
-    if gc.isenabled() and gc.get_freeze_count() == 0:
+    if gc.isenabled() and gc.get_freeze_count() <= _baseline[0]:  # frozen objects may die, never grow
         gc.freeze()
         _froze[0] = True
 
@@ -125,6 +133,7 @@ def _unfreeze() -> None:
     if _froze[0]:
         _froze[0] = False
         gc.unfreeze()
+        _baseline[0] = gc.get_freeze_count()  # 0: the permanent generation is empty now
 
 
 def _patch() -> None:
