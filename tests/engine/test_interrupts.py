@@ -22,6 +22,8 @@ import pytest
 
 from d2l_async.engine import NaiveEngine, ThreadedEngine
 
+pytestmark = pytest.mark.usefixtures("no_foreign_gc_callbacks")  # see tests/conftest.py
+
 WAIT = 10.0
 AFTER = 0.2  # the interrupt, seconds after the wait began
 WITHIN = 0.5  # the KeyboardInterrupt must reach the caller this soon after it

@@ -156,6 +156,7 @@ def test_waiting_on_an_op_a_shut_down_engine_never_ran_raises():
         y.wait_to_read(timeout=WAIT)
 
 
+@pytest.mark.usefixtures("no_foreign_gc_callbacks")
 def test_keyboard_interrupt_in_a_push_loop_leaves_the_engine_consistent():
     with ThreadedEngine(workers=1, record=False) as eng:
         x = eng.array(torch.zeros(1))

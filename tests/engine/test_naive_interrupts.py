@@ -29,6 +29,8 @@ import pytest
 from d2l_async.engine import NaiveEngine, ThreadedEngine
 from d2l_async.engine import _shield
 
+pytestmark = pytest.mark.usefixtures("no_foreign_gc_callbacks")  # see tests/conftest.py
+
 WAIT = 5.0
 SLOW = os.environ.get("HYPOTHESIS_PROFILE") == "slow"
 
@@ -133,6 +135,9 @@ def test_a_ctrl_c_at_every_line_of_the_bookkeeping_loses_nothing(what):
     with NaiveEngine(record=True) as probe:
         x = probe.array([0.0])
         lines = _checks(scenario(probe, x))
+    if lines == 0 and sys.version_info[:2] == (3, 12):  # 3.12.1 sends no opcode events to a tracer that
+        pytest.skip("this Python's sys.settrace ignores f_trace_opcodes set by the tracer (CPython "
+                    "#103615, #114480): the harness cannot count the checks")
     assert lines > 20  # the scenario runs the engine's bookkeeping
     tried = 0
     for n in range(1, lines + 1):
