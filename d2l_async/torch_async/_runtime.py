@@ -137,10 +137,10 @@ class AsyncRuntime(SyncPaths, OrderedReady):
         if isinstance(worker_nice, bool) or not isinstance(worker_nice, int) or not 0 <= worker_nice <= 19:
             raise ValueError(f"worker_nice={worker_nice!r}: pass an int from 0 (the frontend's priority) to 19")
         self.torch_threads = n
-        self.worker_nice = 0  # what the OS granted, set by each worker as it starts
+        granted = self._nice_granted = [0]  # set by each worker as it starts
 
-        def thread_init() -> None:
-            self.worker_nice = lower_priority(worker_nice)
+        def thread_init() -> None:  # refers to no runtime: a worker holds none while it lives
+            granted[0] = lower_priority(worker_nice)
             torch.set_num_threads(n)
         self._fifo = workers == 1
         self._held: dict[int, EngineOp] = {}
@@ -155,6 +155,11 @@ class AsyncRuntime(SyncPaths, OrderedReady):
         if record:
             self._recorder = Recorder(self.devices, self.workers, self.engine_kind, self._t0)
             self._set_observers((self._recorder,))
+
+    @property
+    def worker_nice(self) -> int:
+        """The OS priority steps the workers gave up to the frontend (what the OS granted)."""
+        return self._nice_granted[0]
 
     # -- variables ---------------------------------------------------------------------------
     def _var_new(self) -> EngineVar:

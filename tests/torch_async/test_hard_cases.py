@@ -249,6 +249,29 @@ def test_workers_give_the_frontend_cpu_priority(asked):
     assert rt.trace().meta["worker_nice"] == want - me
 
 
+def test_a_dropped_runtime_is_collected_and_its_workers_stop():
+    """Its workers' start-up (priority, torch threads) must not refer to the runtime: a worker that
+    did would keep a dropped runtime, and itself, alive for ever."""
+    import gc
+    import warnings
+    import weakref
+
+    from d2l_async.torch_async import AsyncRuntime
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rt = AsyncRuntime(workers=2)
+        threads = [t for d in rt._devices.values() for t in d.threads]
+        ref = weakref.ref(rt)
+        del rt
+        gc.collect()
+    assert ref() is None
+    for t in threads:
+        t.join(WAIT)
+    assert not any(t.is_alive() for t in threads)
+    assert any(issubclass(w.category, ResourceWarning) for w in caught)
+
+
 @pytest.mark.parametrize("bad", [-1, 20, 2.5, True, "5"])
 def test_worker_nice_must_be_a_step_count(bad):
     with pytest.raises(ValueError, match="worker_nice"):
