@@ -124,7 +124,7 @@ def _freeze_older_objects() -> None:
     gives back what was frozen before the import too (on 3.12, its 375 startup tuples; the first
     rule was "nothing frozen yet", which never held on 3.12, as on Colab, so blocks never froze).
     """
-    if gc.isenabled() and gc.get_freeze_count() <= _baseline[0]:  # frozen objects may die, never grow
+    if gc.isenabled() and gc.get_freeze_count() <= _baseline[0]:  # it only falls, unless someone freezes
         gc.freeze()
         _froze[0] = True
 
@@ -239,6 +239,8 @@ class asynchronous(contextlib.ContextDecorator):  # noqa: N801 - reads as a stat
             raise ValueError(f"workers={workers!r}: pass a positive int (worker threads)")
         if not isinstance(record, bool):
             raise TypeError(f"record={record!r}: pass True or False")
+        if isinstance(worker_nice, bool) or not isinstance(worker_nice, int) or not 0 <= worker_nice <= 19:
+            raise ValueError(f"worker_nice={worker_nice!r}: pass an int from 0 (the frontend's priority) to 19")
         self.workers = workers
         self.record = record
         self.torch_threads = torch_threads

@@ -275,8 +275,10 @@ def test_a_dropped_runtime_is_collected_and_its_workers_stop():
 @pytest.mark.parametrize("bad", [-1, 20, 2.5, True, "5"])
 def test_worker_nice_must_be_a_step_count(bad):
     with pytest.raises(ValueError, match="worker_nice"):
-        with asynchronous(worker_nice=bad):
-            pass
+        asynchronous(worker_nice=bad)  # at once, as for a decorator
+    from d2l_async.torch_async import AsyncRuntime
+    with pytest.raises(ValueError, match="worker_nice"):
+        AsyncRuntime(worker_nice=bad)
 
 
 def test_torch_compile_is_refused_with_a_clear_error():
