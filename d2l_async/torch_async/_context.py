@@ -35,7 +35,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from ..engine._source import add_internal_dir
 from ._compat import UnsupportedTorchError, check_torch
 from ._meta import warm
-from ._runtime import CACHE, WORKER_NICE, AsyncRuntime, live_runtimes
+from ._runtime import CACHE, WORKER_NICE, AsyncRuntime, check_worker_nice, live_runtimes
 from ._state import GLOBAL_SETTERS
 
 __all__ = ["asynchronous", "synchronize", "current_runtime"]
@@ -239,8 +239,7 @@ class asynchronous(contextlib.ContextDecorator):  # noqa: N801 - reads as a stat
             raise ValueError(f"workers={workers!r}: pass a positive int (worker threads)")
         if not isinstance(record, bool):
             raise TypeError(f"record={record!r}: pass True or False")
-        if isinstance(worker_nice, bool) or not isinstance(worker_nice, int) or not 0 <= worker_nice <= 19:
-            raise ValueError(f"worker_nice={worker_nice!r}: pass an int from 0 (the frontend's priority) to 19")
+        check_worker_nice(worker_nice)  # at once, as for workers and record: a decorator fails where it is made
         self.workers = workers
         self.record = record
         self.torch_threads = torch_threads

@@ -91,6 +91,13 @@ _make = AsyncTensor.make
 WORKER_NICE = 5
 
 
+def check_worker_nice(worker_nice: Any) -> int:
+    """``worker_nice`` as :class:`AsyncRuntime` and ``asynchronous()`` take it, or a ValueError."""
+    if isinstance(worker_nice, bool) or not isinstance(worker_nice, int) or not 0 <= worker_nice <= 19:
+        raise ValueError(f"worker_nice={worker_nice!r}: pass an int from 0 (the frontend's priority) to 19")
+    return worker_nice
+
+
 def _real(a: Any) -> Any:
     return a._real if type(a) is AsyncTensor else a
 
@@ -134,8 +141,7 @@ class AsyncRuntime(SyncPaths, OrderedReady):
         n = torch.get_num_threads() if torch_threads is None else torch_threads
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"torch_threads={torch_threads!r}: pass a positive int, or None for the frontend's")
-        if isinstance(worker_nice, bool) or not isinstance(worker_nice, int) or not 0 <= worker_nice <= 19:
-            raise ValueError(f"worker_nice={worker_nice!r}: pass an int from 0 (the frontend's priority) to 19")
+        check_worker_nice(worker_nice)
         self.torch_threads = n
         granted = self._nice_granted = [0]  # set by each worker as it starts
 
