@@ -23,6 +23,7 @@ How it works, module by module (read in this order):
 * :mod:`._runtime` -- the dispatch: each op becomes an op of the engine's scheduler, with one
   dependency variable per storage and one for the RNG; what runs synchronously and why;
 * :mod:`._sync` -- what runs synchronously (blocking points) and what happens after the block;
+* :mod:`._openmp` -- the frontend's idle OpenMP threads, freed while a block is open;
 * :mod:`._context` -- the ``TorchDispatchMode`` and the ``with`` block;
 * :mod:`._module` -- :func:`make_async` for an ``nn.Module``'s parameters.
 

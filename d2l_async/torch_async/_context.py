@@ -180,11 +180,13 @@ def current_runtime() -> AsyncRuntime | None:
 
 
 @contextlib.contextmanager
-def _block(workers: int, record: bool, torch_threads: int | None, worker_nice: int) -> Iterator[AsyncRuntime]:
+def _block(workers: int, record: bool, torch_threads: int | None, worker_nice: int,
+           free_frontend_team: bool) -> Iterator[AsyncRuntime]:
     check_torch()
     warm()  # the first block only: meta kernels' imports, paid before the first op (see ._meta.warm)
     CACHE.check_default_dtype()  # set outside a block since the cache was filled
-    rt = AsyncRuntime(workers=workers, record=record, torch_threads=torch_threads, worker_nice=worker_nice)
+    rt = AsyncRuntime(workers=workers, record=record, torch_threads=torch_threads, worker_nice=worker_nice,
+                      free_frontend_team=free_frontend_team)
     mode = _AsyncMode(rt)
     stack = _local.__dict__.setdefault("stack", [])
     stack.append(rt)
@@ -226,6 +228,11 @@ class asynchronous(contextlib.ContextDecorator):  # noqa: N801 - reads as a stat
             the same cores would, as often as not, and the loop would not run ahead.  Linux only
             (elsewhere the workers keep the frontend's priority); ``rt.worker_nice`` says what the
             OS granted.
+        free_frontend_team: free your thread's torch (OpenMP) threads while the block is open
+            (default True): they idle, as every op is queued, and would make the worker's own
+            sleep between parallel kernels (a small kernel then costs 10x more).  torch starts
+            them again at your next parallel op after the block; results are unchanged.  GNU
+            libgomp only (Linux wheels); ``rt.frontend_team_freed`` says whether it was done.
 
     Blocking points (the frontend waits, recorded with your line): ``print``, ``.item()``,
     ``float()``/``bool()``/``if t:``, ``.numpy()``, ``.tolist()``, data-dependent shapes
@@ -234,20 +241,22 @@ class asynchronous(contextlib.ContextDecorator):  # noqa: N801 - reads as a stat
     """
 
     def __init__(self, workers: int = 1, *, record: bool = True, torch_threads: int | None = None,
-                 worker_nice: int = WORKER_NICE) -> None:
+                 worker_nice: int = WORKER_NICE, free_frontend_team: bool = True) -> None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers={workers!r}: pass a positive int (worker threads)")
-        if not isinstance(record, bool):
-            raise TypeError(f"record={record!r}: pass True or False")
+        for name, flag in (("record", record), ("free_frontend_team", free_frontend_team)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name}={flag!r}: pass True or False")
         check_worker_nice(worker_nice)  # at once, as for workers and record: a decorator fails where it is made
         self.workers = workers
         self.record = record
         self.torch_threads = torch_threads
         self.worker_nice = worker_nice
+        self.free_frontend_team = free_frontend_team
         self._cms: list = []
 
     def __enter__(self) -> AsyncRuntime:
-        cm = _block(self.workers, self.record, self.torch_threads, self.worker_nice)
+        cm = _block(self.workers, self.record, self.torch_threads, self.worker_nice, self.free_frontend_team)
         rt = cm.__enter__()
         self._cms.append(cm)
         return rt
@@ -257,7 +266,7 @@ class asynchronous(contextlib.ContextDecorator):  # noqa: N801 - reads as a stat
 
     def _recreate_cm(self) -> "asynchronous":  # a decorator: each call gets its own block
         return asynchronous(self.workers, record=self.record, torch_threads=self.torch_threads,
-                            worker_nice=self.worker_nice)
+                            worker_nice=self.worker_nice, free_frontend_team=self.free_frontend_team)
 
 
 def synchronize(*, timeout: float | None = None) -> None:

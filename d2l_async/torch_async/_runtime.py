@@ -69,6 +69,7 @@ from ..engine._scheduler import Scheduler
 from ..engine._worker import lower_priority
 from ..trace import Trace
 from ._meta import MetaCache, compute_specs, meta_of
+from ._openmp import free_frontend_team as _free_team
 from ._order import OrderedReady
 from ._schema import func_info
 from ._state import capture, enter
@@ -132,17 +133,25 @@ class AsyncRuntime(SyncPaths, OrderedReady):
             reductions split the same way and results are bitwise eager's).
         worker_nice: OS priority steps the workers (and their torch threads) yield to the
             frontend, as a device never takes the frontend's CPU (0: none; Linux only).
+        free_frontend_team: free the calling (frontend) thread's OpenMP threads, which idle
+            while ops are queued and would make the workers' threads sleep between parallel
+            kernels (:mod:`._openmp`; GNU libgomp only).  Done only when the workers use more
+            than one torch thread.
     """
 
     engine_kind = "torch"
 
     def __init__(self, *, workers: int = 1, record: bool = True, torch_threads: int | None = None,
-                 worker_nice: int = WORKER_NICE) -> None:
+                 worker_nice: int = WORKER_NICE, free_frontend_team: bool = True) -> None:
         n = torch.get_num_threads() if torch_threads is None else torch_threads
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"torch_threads={torch_threads!r}: pass a positive int, or None for the frontend's")
         check_worker_nice(worker_nice)
+        if not isinstance(free_frontend_team, bool):
+            raise TypeError(f"free_frontend_team={free_frontend_team!r}: pass True or False")
         self.torch_threads = n
+        #: whether the frontend's OpenMP threads were freed for this block (see ._openmp)
+        self.frontend_team_freed = free_frontend_team and n > 1 and _free_team()
         granted = self._nice_granted = [0]  # set by each worker as it starts
 
         def thread_init() -> None:  # refers to no runtime: a worker holds none while it lives
@@ -405,7 +414,8 @@ class AsyncRuntime(SyncPaths, OrderedReady):
             from ..engine import EngineError
             raise EngineError("recording is off; use asynchronous(record=True) to get a trace")
         return self._recorder.trace(pending=self.statistics().pending, frontend="plain PyTorch",
-                                    torch_threads=self.torch_threads, worker_nice=self.worker_nice)
+                                    torch_threads=self.torch_threads, worker_nice=self.worker_nice,
+                                    frontend_team_freed=self.frontend_team_freed)
 
     def __repr__(self) -> str:
         s = self.statistics()
