@@ -14,7 +14,18 @@
 4. **Training runs ahead** (issue 19): 20 steps of the book's MLP (784-256-10, batch 256, SGD) with
    one worker: the time the loop takes to return vs to finish (goal: return <= 30 % of finish),
    eager's time for the same steps, and whether the losses are eager's bitwise.
-5. **Cold start** (issue 19): in a fresh interpreter, the first block's 10 x 1000^2 matmul loop --
+5. **Where the frontend's wall time goes**: the same ``y = x + 1`` loop with the worker held (a
+   gate op keeps it busy, so the frontend queues alone: its own cost), then the worker draining
+   those ops alone (the frontend waits): its own cost per op.  Both are Python holding the one
+   GIL, so run together the frontend's wall time is about their sum.
+   The MLP's two sides apart in the same way (``mlp_alone``): the frontend queueing 20 steps with
+   the worker held, the worker running them with the frontend waiting, and the lowest return /
+   finish ratio those two allow (perfect overlap).
+6. **The worker's parallel kernels**: 2,000 ``relu`` of 256 x 256 (a parallel kernel on 2 torch
+   threads) queued and finished, per op, with the frontend's OpenMP threads freed for the block
+   (the default, ``free_frontend_team``) and kept; eager's per op.  The MLP of 4 is run both
+   ways too.
+7. **Cold start** (issue 19): in a fresh interpreter, the first block's 10 x 1000^2 matmul loop --
    the block's opening (it warms the meta kernels), the loop's return and finish (goal: return
    < 30 % of finish), and eager's time for the loop in the same process.
 
@@ -37,11 +48,13 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from d2l_async import devices
 from d2l_async.torch_async import asynchronous, synchronize
+from d2l_async.engine._op import EngineOp
 from d2l_async.torch_async._runtime import CACHE, WORKER_NICE
 
 OUT = Path(__file__).parent / "results" / "torch_async.json"
@@ -67,6 +80,48 @@ def frontend_us(record: bool, n: int = N) -> tuple[float, float]:
         synchronize()
     del y
     return (t1 - t0) / n * 1e6, (c1 - c0) / n * 1e6
+
+
+def decomposed_us(n: int = N) -> tuple[float, float]:
+    """Microseconds per ``y = x + 1``: the frontend queueing with the worker held (its own cost),
+    and the worker draining them with the frontend waiting (its own cost); recording off."""
+    with asynchronous(record=False) as rt:
+        x = torch.ones(1)
+        for _ in range(200):
+            y = x + 1
+        synchronize()
+        gate = _gate(rt)
+        t0 = time.perf_counter()
+        for _ in range(n):
+            y = x + 1
+        t1 = time.perf_counter()
+        gate.set()
+        synchronize()
+        t2 = time.perf_counter()
+    del y
+    return (t1 - t0) / n * 1e6, (t2 - t1) / n * 1e6
+
+
+def kernels_us(free: bool, n: int = 2000) -> tuple[float, float]:
+    """Microseconds per queued 256 x 256 ``relu``, push to finish, with the frontend's OpenMP
+    threads freed (``free``) or kept; and eager's per op, just before."""
+    x = torch.randn(256, 256)
+    for _ in range(50):
+        torch.relu(x)  # the frontend's OpenMP team exists, as after any eager code
+    t0 = time.perf_counter()
+    for _ in range(n):
+        torch.relu(x)
+    eager = time.perf_counter() - t0
+    with asynchronous(record=False, free_frontend_team=free):
+        for _ in range(50):
+            torch.relu(x)
+        synchronize()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            torch.relu(x)
+        synchronize()
+        queued = time.perf_counter() - t0
+    return queued / n * 1e6, eager / n * 1e6
 
 
 def uncached_us(n: int = 300) -> float:
@@ -137,12 +192,9 @@ def matmuls(count: int = 20, size: int = 1000) -> dict:
     return {"returned_s": returned, "finished_s": finished, "eager_s": eager}
 
 
-def mlp(steps: int = 20, worker_nice: int = WORKER_NICE) -> dict:
-    """The book's MLP (784-256-10, batch 256, SGD), ``steps`` steps on one worker: seconds until the
-    loop returned and until the barrier returned; eager's seconds; losses bitwise eager's?
-    ``worker_nice``: the block's (0: the worker keeps the frontend's OS priority)."""
+def _mlp_parts():
+    """The book's MLP (784-256-10, batch 256, SGD): (make the model, a training loop of n steps)."""
     from torch import nn
-    from d2l_async.torch_async import make_async
     g = torch.Generator().manual_seed(0)
     X, y = torch.randn(256, 784, generator=g), torch.randint(0, 10, (256,), generator=g)
 
@@ -159,14 +211,30 @@ def mlp(steps: int = 20, worker_nice: int = WORKER_NICE) -> dict:
             opt.step()
             losses.append(loss.detach())
         return losses
+    return model, loop
 
+
+def _gate(rt) -> Any:
+    """Queue an op that keeps the (one) worker busy until the returned event is set."""
+    import threading
+    gate = threading.Event()
+    rt._submit(EngineOp("gate", "op", lambda op: gate.wait(60), None, None, (), (), rt._dev, 0, None))
+    return gate
+
+
+def mlp(steps: int = 20, worker_nice: int = WORKER_NICE, free_frontend_team: bool = True) -> dict:
+    """The book's MLP, ``steps`` steps on one worker: seconds until the loop returned and until the
+    barrier returned; eager's seconds; losses bitwise eager's?
+    ``worker_nice``, ``free_frontend_team``: the block's (0 / False: see ``asynchronous``)."""
+    from d2l_async.torch_async import make_async
+    model, loop = _mlp_parts()
     net = model()
     opt = torch.optim.SGD(net.parameters(), lr=0.1)
     loop(net, opt, 2)  # warm-up, as below
     t0 = time.perf_counter()
     expected = [float(v) for v in loop(net, opt, steps)]
     eager = time.perf_counter() - t0
-    with asynchronous(workers=1, record=True, worker_nice=worker_nice):
+    with asynchronous(workers=1, record=True, worker_nice=worker_nice, free_frontend_team=free_frontend_team):
         net = make_async(model())
         opt = torch.optim.SGD(net.parameters(), lr=0.1)
         loop(net, opt, 2)
@@ -179,6 +247,29 @@ def mlp(steps: int = 20, worker_nice: int = WORKER_NICE) -> dict:
         got = [float(v) for v in losses]
     return {"returned_s": returned, "finished_s": finished, "eager_s": eager, "ratio": returned / finished,
             "bitwise_eager": got == expected}
+
+
+def mlp_alone(steps: int = 20) -> dict:
+    """The MLP's two sides apart: seconds the frontend takes to queue ``steps`` steps with the worker
+    held (nothing of the worker's in its way), then the worker's seconds to run them with the
+    frontend waiting.  Overlapped perfectly, the loop would return after ``frontend_s`` and finish
+    after the larger of the two: ``floor_ratio``, the best return / finish these two allow."""
+    from d2l_async.torch_async import make_async
+    model, loop = _mlp_parts()
+    with asynchronous(workers=1, record=True) as rt:
+        net = make_async(model())
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        loop(net, opt, 2)
+        synchronize()
+        gate = _gate(rt)
+        t0 = time.perf_counter()
+        loop(net, opt, steps)
+        t1 = time.perf_counter()
+        gate.set()
+        synchronize()
+        t2 = time.perf_counter()
+    front, worker = t1 - t0, t2 - t1
+    return {"frontend_s": front, "worker_s": worker, "floor_ratio": front / max(front, worker)}
 
 
 _COLD = """
@@ -230,7 +321,10 @@ def main(argv: list[str] | None = None) -> int:
     raw: dict[str, list] = {k: [] for k in ("frontend_us", "frontend_cpu_us", "frontend_recording_us",
                                             "frontend_recording_cpu_us", "uncached_us", "eager_us", "eager_cpu_us",
                                             "book_sync_us", "book_async_us", "book_eager_us", "matmuls",
-                                            "mlp", "mlp_nice0", "cold")}
+                                            "frontend_held_us", "worker_alone_us", "kernel_us",
+                                            "kernel_team_kept_us", "kernel_eager_us",
+                                            "mlp", "mlp_nice0", "mlp_team_kept", "mlp_alone", "cold")}
+    structured = ("matmuls", "mlp", "mlp_nice0", "mlp_team_kept", "mlp_alone", "cold")
     for _ in range(args.repeat):
         for record, name in ((False, "frontend"), (True, "frontend_recording")):
             wall, cpu = frontend_us(record)
@@ -241,19 +335,30 @@ def main(argv: list[str] | None = None) -> int:
         raw["uncached_us"].append(uncached_us())
         for mode in ("sync", "async", "eager"):
             raw[f"book_{mode}_us"].append(book(mode))
+        held, alone = decomposed_us()
+        raw["frontend_held_us"].append(held)
+        raw["worker_alone_us"].append(alone)
+        for free, name in ((True, "kernel_us"), (False, "kernel_team_kept_us")):
+            queued, eager = kernels_us(free)
+            raw[name].append(queued)
+            raw["kernel_eager_us"].append(eager)
         raw["matmuls"].append(matmuls())
         raw["mlp"].append(mlp())
         raw["mlp_nice0"].append(mlp(worker_nice=0))
+        raw["mlp_team_kept"].append(mlp(free_frontend_team=False))
+        raw["mlp_alone"].append(mlp_alone())
         raw["cold"].append(cold())
-    med = {k: statistics.median(v) for k, v in raw.items() if k not in ("matmuls", "mlp", "mlp_nice0", "cold")}
+    med = {k: statistics.median(v) for k, v in raw.items() if k not in structured}
     mm = {k: statistics.median(r[k] for r in raw["matmuls"]) for k in raw["matmuls"][0]}
-    ml, ml0 = ({k: statistics.median(r[k] for r in raw[name]) for k in raw[name][0] if k != "bitwise_eager"}
-               for name in ("mlp", "mlp_nice0"))
-    ml["bitwise_eager"] = all(r["bitwise_eager"] for r in raw["mlp"])
-    ml0["bitwise_eager"] = all(r["bitwise_eager"] for r in raw["mlp_nice0"])
+    ml, ml0, mlk = ({k: statistics.median(r[k] for r in raw[name]) for k in raw[name][0] if k != "bitwise_eager"}
+                    for name in ("mlp", "mlp_nice0", "mlp_team_kept"))
+    for m, name in ((ml, "mlp"), (ml0, "mlp_nice0"), (mlk, "mlp_team_kept")):
+        m["bitwise_eager"] = all(r["bitwise_eager"] for r in raw[name])
+        m["finished_over_eager"] = statistics.median(r["finished_s"] / r["eager_s"] for r in raw[name])
     ratios = [r["ratio"] for r in raw["mlp"]]
     walls, walls_rec = raw["frontend_us"], raw["frontend_recording_us"]
     cd = {k: statistics.median(r[k] for r in raw["cold"]) for k in raw["cold"][0]}
+    alone = {k: statistics.median(r[k] for r in raw["mlp_alone"]) for k in raw["mlp_alone"][0]}
     result = {
         "what": "plain PyTorch inside d2l_async.asynchronous(): frontend cost, the book's 10,000 increments, "
                 "20 matmuls 1000x1000 (CPU numbers; virtual device = a worker thread)",
@@ -262,7 +367,8 @@ def main(argv: list[str] | None = None) -> int:
         "load_avg_1min_after": os.getloadavg()[0], "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(), "python": platform.python_version(),
         "repeat": args.repeat, "worker_nice": WORKER_NICE,
-        "median": {**med, "matmuls": mm, "mlp": ml, "mlp_nice0": ml0, "cold": cd}, "raw": raw,
+        "median": {**med, "matmuls": mm, "mlp": ml, "mlp_nice0": ml0, "mlp_team_kept": mlk, "mlp_alone": alone,
+                   "cold": cd}, "raw": raw,
         "verdicts": "each goal against every repeat: met (all repeats), missed (none), can't tell (some)",
         "goal_frontend_us": GOAL_FRONTEND_US,
         "frontend_goal_met": med["frontend_cpu_us"] <= GOAL_FRONTEND_US,
@@ -300,6 +406,18 @@ def main(argv: list[str] | None = None) -> int:
           f"{ml0['returned_s'] * 1e3:.0f} ms, finished after {ml0['finished_s'] * 1e3:.0f} ms (return/finish "
           f"{ml0['ratio']:.2f}, {min(r['ratio'] for r in raw['mlp_nice0']):.2f}-"
           f"{max(r['ratio'] for r in raw['mlp_nice0']):.2f})")
+    print(f"  the same with the frontend's OpenMP threads kept: returned after {mlk['returned_s'] * 1e3:.0f} ms, "
+          f"finished after {mlk['finished_s'] * 1e3:.0f} ms (return/finish {mlk['ratio']:.2f}); finished / eager "
+          f"{ml['finished_over_eager']:.2f} freed (default) vs {mlk['finished_over_eager']:.2f} kept")
+    print(f"  its two sides apart: the frontend queues the 20 steps in {alone['frontend_s'] * 1e3:.0f} ms with the worker "
+          f"held, the worker runs them in {alone['worker_s'] * 1e3:.0f} ms with the frontend waiting: perfectly "
+          f"overlapped, return/finish could be no lower than {alone['floor_ratio']:.2f} "
+          f"({min(r['floor_ratio'] for r in raw['mlp_alone']):.2f}-{max(r['floor_ratio'] for r in raw['mlp_alone']):.2f})")
+    print(f"where the frontend's wall goes, y = x + 1, recording off: frontend alone (worker held) "
+          f"{med['frontend_held_us']:.1f} us/op, worker alone (draining them) {med['worker_alone_us']:.1f} us/op: "
+          f"sum {med['frontend_held_us'] + med['worker_alone_us']:.1f} against {med['frontend_us']:.1f} together")
+    print(f"worker's parallel kernels, relu 256x256 queued to finish: {med['kernel_us']:.1f} us/op with the frontend's "
+          f"OpenMP threads freed (default), {med['kernel_team_kept_us']:.1f} kept; eager {med['kernel_eager_us']:.1f}")
     print(f"cold first block (fresh interpreter): opening {cd['open_s']:.2f} s (warms the meta kernels); 10 matmuls "
           f"1000x1000 returned after {cd['returned_s'] * 1e3:.1f} ms, finished after {cd['finished_s'] * 1e3:.0f} ms "
           f"(return/finish {cd['ratio']:.2f}, goal < {GOAL_RATIO:.2f}: {'met' if result['cold_goal_met'] else 'NOT met'}); "
