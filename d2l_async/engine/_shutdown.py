@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 
+from . import _gcfreeze as gc_freeze
 from ._errors import EngineError
 from ._guard import inside_op, wait_inside_op
 from ._waits import WAIT_SLICE
@@ -28,6 +29,8 @@ ABORT_JOIN = 0.1
 
 class Shutdown:
     """Shutdown, cancel and the context manager of :class:`._scheduler.Scheduler` (a mixin)."""
+
+    _gc_held = False  # inside its `with` block: the older objects are frozen (._gcfreeze)
 
     def shutdown(self, *, wait: bool = True, timeout: float = 30.0) -> None:
         """Stop the workers and join them.  Idempotent.
@@ -121,9 +124,20 @@ class Shutdown:
         return dropped
 
     def __enter__(self):
+        if not self._gc_held:  # a frontend that runs ahead: see ._gcfreeze
+            self._gc_held = True
+            gc_freeze.hold()
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            self._exit(exc_type, exc)
+        finally:
+            if self._gc_held:
+                self._gc_held = False
+                gc_freeze.release()
+
+    def _exit(self, exc_type, exc) -> None:
         if exc_type is not None:
             # an exception (a Ctrl-C) ends the block: cancel the queue instead of running it first,
             # and let the exception itself through at once (issue 11: 40 s of queued ops hid it)

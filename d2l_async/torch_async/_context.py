@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gc
 import os
 import threading
 from typing import Any, Callable, Iterator
@@ -32,6 +31,7 @@ from typing import Any, Callable, Iterator
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from ..engine import _gcfreeze as gc_freeze
 from ..engine._source import add_internal_dir
 from ._compat import UnsupportedTorchError, check_torch
 from ._meta import warm
@@ -101,47 +101,12 @@ def _no_compile(*args: Any, **kwargs: Any) -> Any:
         "storage to trace); compile outside the block, or leave the block for the compiled part")
 
 
-# -- the cycle collector, while a block is open -------------------------------------------------
-_froze = [False]
-#: What the permanent generation held when this module was imported: the interpreter's own (Python
-#: 3.12 starts with 375 static tuples there; 3.11 and 3.13 with none), or what a process froze before
-#: importing d2l_async.  More than that when a block opens: the process froze objects since, itself
-#: (fewer: some frozen objects were freed).
-_baseline = [gc.get_freeze_count()]
-
-
-def _freeze_older_objects() -> None:
-    """Leave the objects that exist when the first block opens out of the cycle collector's full
-    collections until the last block closes (``gc.freeze``; ``gc.unfreeze`` at the end).
-
-    The frontend runs ahead, so queued ops and their tensors live past two young collections and
-    pile up in the oldest generation; past a quarter of its size Python runs a full collection,
-    which walks every object of the process: 286,000 after ``import torch``, 179 ms each, one every
-    ~18,000 queued ops -- 9 us of each ``y = x + 1`` (issue 19).  Frozen, a full collection walks
-    only what the block made.  Nothing is lost: cycles among the frozen objects are collected after
-    the block.  A process that froze objects itself after importing d2l_async (the freeze count
-    above :data:`_baseline`) is left as it is.  Python has no partial ``unfreeze``: the block's end
-    gives back what was frozen before the import too (on 3.12, its 375 startup tuples; the first
-    rule was "nothing frozen yet", which never held on 3.12, as on Colab, so blocks never froze).
-    """
-    if gc.isenabled() and gc.get_freeze_count() <= _baseline[0]:  # it only falls, unless someone freezes
-        gc.freeze()
-        _froze[0] = True
-
-
-def _unfreeze() -> None:
-    if _froze[0]:
-        _froze[0] = False
-        gc.unfreeze()
-        _baseline[0] = gc.get_freeze_count()  # 0: the permanent generation is empty now
-
-
 def _patch() -> None:
     with _patch_lock:
         _open_blocks[0] += 1
         if _open_blocks[0] > 1:
             return
-        _freeze_older_objects()
+        gc_freeze.hold()  # queued ops outlive young collections: see engine._gcfreeze
         for mod in (torch, torch.random):
             for name in _RNG_FUNCS:
                 fn = getattr(mod, name, None)
@@ -169,7 +134,7 @@ def _unpatch() -> None:
         for (mod, name), fn in _patched.items():
             setattr(mod, name, fn)
         _patched.clear()
-        _unfreeze()
+        gc_freeze.release()
 
 
 # -- the public functions --------------------------------------------------------------------
