@@ -136,7 +136,7 @@ def _mean_op(trace: Any) -> float:
 def overlap_seconds(trace: Any, a: str, b: str) -> float:
     """Seconds during which devices ``a`` and ``b`` both ran an op."""
     ua, ub = _union(device_intervals(trace, a)), _union(device_intervals(trace, b))
-    total, j = 0.0, 0
+    total = 0.0
     for s, e in ua:
         for s2, e2 in ub:
             total += max(0.0, min(e, e2) - max(s, s2))

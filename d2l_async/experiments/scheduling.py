@@ -197,7 +197,6 @@ def growth_check(r: SchedulingResult) -> Any:
     runs_lo = lo.cpu_runs if cpu else lo.runs
     runs_hi = hi.cpu_runs if cpu else hi.runs
     verdict = compare(runs_hi, runs_lo, less=False)  # the most workers cost more per op than the fewest
-    grew = verdict.holds is True
     fell = verdict.holds is False
     shown = (f"{what} per op {med_lo:.3g} µs with {lo.workers} worker (quartiles {lo_band[0]:.3g}–{lo_band[1]:.3g}) → "
              f"{med_hi:.3g} µs with {hi.workers} ({hi_band[0]:.3g}–{hi_band[1]:.3g}): ×{g:.2f}, "

@@ -300,7 +300,7 @@ def parallelism(b: Backends) -> StepOutput:
     r = run_two_devices(backend=b.two)
     mlp = run_mlp_parallel(backend=b.two)
     ov = mlp.overlap
-    rows = (Row(f"parallelism: two devices concurrent vs a barrier between them", "—",
+    rows = (Row("parallelism: two devices concurrent vs a barrier between them", "—",
                 f"{fmt_seconds(r.concurrent_seconds)} vs {fmt_seconds(r.serialized_seconds)} "
                 f"(speed-up {r.speedup:.2f}×)", r.device),
             Row(f"parallelism: data-parallel MLP, {mlp.batches} minibatches", "—",
