@@ -103,6 +103,8 @@ class Recorder:
         engine: ``"threaded"`` or ``"naive"``.
         t0: the time origin (perf_counter seconds); traces report times relative to it.
         limit: events (ops + blocks) to keep; afterwards nothing more is recorded.
+        label_prefix: the text before a numbered variable's number (``"a"``: ``"a17"``, the
+            engine's arrays; the torch runtime's variables are ``"t17"``).
 
     Attributes:
         on_full: called once (with no argument) when the limit is reached; the engine uses it to
@@ -115,7 +117,7 @@ class Recorder:
     hooks = frozenset({"on_finish", "on_block_begin", "on_block_end"})
 
     def __init__(self, devices: Sequence[str], workers: int, engine: str, t0: float | None = None,
-                 limit: int = RECORD_LIMIT) -> None:
+                 limit: int = RECORD_LIMIT, label_prefix: str = "a") -> None:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ValueError(f"limit={limit!r}: pass a positive int (events to record)")
         self.devices = tuple(devices)
@@ -123,6 +125,7 @@ class Recorder:
         self.engine = engine
         self.t0 = time.perf_counter() if t0 is None else t0
         self.limit = limit
+        self.label_prefix = label_prefix
         self.on_full: Callable[[], None] | None = None
         self.dropped = 0
         self.stopped_at = math.nan  # perf_counter time the limit was reached
@@ -287,7 +290,7 @@ class Recorder:
             return np.full(k, value, np.int32)
 
         f_lane, f_dev = len(lane_names), len(self.devices)
-        label = _label_decoder(self._labels.values)
+        label = _label_decoder(self._labels.values, self.label_prefix)
         zeros = np.zeros(n + nb + nm, np.int32)
         t_stop = np.array([self.stopped_at - t0] * nm)
 
@@ -372,9 +375,9 @@ _COLUMN_ORDER = ("id", "lane", "kind", "name", "issue", "start", "end", "device"
                  "source", "reason", "nbytes")
 
 
-def _label_decoder(names: list) -> Callable[[int], str]:
+def _label_decoder(names: list, prefix: str = "a") -> Callable[[int], str]:
     """A label's code to its text: an engine-made label "a17" is stored as ~17; a name by its code."""
-    return lambda c: f"a{-c - 1}" if c < 0 else names[c]
+    return lambda c: f"{prefix}{-c - 1}" if c < 0 else names[c]
 
 
 def _numpy(column: array) -> np.ndarray:

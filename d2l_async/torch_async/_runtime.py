@@ -168,7 +168,7 @@ class AsyncRuntime(SyncPaths, OrderedReady):
         self._plain_lock = threading.Lock()
         self._recorder: Recorder | None = None
         if record:
-            self._recorder = Recorder(self.devices, self.workers, self.engine_kind, self._t0)
+            self._recorder = Recorder(self.devices, self.workers, self.engine_kind, self._t0, label_prefix="t")
             self._set_observers((self._recorder,))
 
     @property
@@ -178,7 +178,7 @@ class AsyncRuntime(SyncPaths, OrderedReady):
 
     # -- variables ---------------------------------------------------------------------------
     def _var_new(self) -> EngineVar:
-        return TVar(f"t{next(self._labels)}")
+        return TVar(next(self._labels))
 
     def _plain_var(self, t: torch.Tensor) -> EngineVar:
         """The variable of a plain tensor's storage (created on first use)."""
@@ -366,7 +366,7 @@ class AsyncRuntime(SyncPaths, OrderedReady):
                 w = _make(self, spec[2], self._leaf_var(leaves[spec[1]]))
                 # the view's storage var is its base's; its *own* var orders its readers after
                 # the op that makes it (readers of one storage var would not wait for each other)
-                v = w._own = TVar(f"t{next(self._labels)}")
+                v = w._own = TVar(next(self._labels))
                 if out_var is None:
                     out_var = v
                 else:

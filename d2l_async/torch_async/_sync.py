@@ -36,22 +36,45 @@ def _real(a: Any) -> Any:
     return a._real if type(a) is AsyncTensor else a
 
 
+_LABEL = EngineVar.label  # the slot's own descriptor: TVar's ``label`` is a property over it
+
+
 class TVar(EngineVar):
     """A storage's variable, and ``last``: the last op pushed that touches it (set by
     ``AsyncRuntime._submit``).  When that op is done and the engine holds no reader or writer of
-    it, no queued op can touch the data any more: the variable is *idle* (:func:`idle`)."""
+    it, no queued op can touch the data any more: the variable is *idle* (:func:`idle`).
+
+    ``TVar(17)`` is the runtime's 17th variable, labelled ``"t17"`` when someone reads the label:
+    no string per queued op, and a recorder stores the number (as it does for the engine's
+    ``"a17"``; the runtime's recorder decodes it with the prefix ``"t"``).  ``TVar("plain3")``
+    has a name of its own.
+    """
 
     __slots__ = ("last", "escaped")
 
-    def __init__(self, label: str) -> None:
+    def __init__(self, label: int | str) -> None:
         # EngineVar.__init__ and Var.__init__, inlined: one or two of these per queued op
         # (tests/torch_async/test_runtime_vars.py checks that every slot is set, as they set it)
         self.readers = 0
         self.writer = self.waiting = self.producer = self.error = self.read_ids = None
-        self.label = label
-        self.last_write = self.num = -1
+        self.last_write = -1
+        if label.__class__ is int:
+            self.num = label
+        else:
+            self.num = -1
+            _LABEL.__set__(self, label)
         self.last: EngineOp | None = None
         self.escaped: Any = None  # a weak reference to a numpy array sharing this storage
+
+    @property
+    def label(self) -> str:  # type: ignore[override]
+        n = self.num
+        return f"t{n}" if n >= 0 else _LABEL.__get__(self)
+
+    @label.setter
+    def label(self, value: str) -> None:
+        self.num = -1
+        _LABEL.__set__(self, value)
 
 
 def escaped(v: TVar) -> bool:
@@ -117,7 +140,7 @@ class SyncPaths:
         data earlier made ``Module._apply``'s queued init ops run on ``None``).
         """
         old = tuple(v for v in (t._var, t._own) if v is not None)
-        own = TVar(f"t{next(self._labels)}")
+        own = TVar(next(self._labels))
         reads, writes = split_access((value._var,) if value._own is None else (value._var, value._own), old)
 
         def run(op: EngineOp) -> None:

@@ -19,6 +19,33 @@ def test_tvar_sets_every_slot_as_enginevar_does():
     assert set(_slots(TVar)) == set(_slots(EngineVar)) | {"last", "escaped"}
 
 
+def test_a_numbered_tvar_is_labelled_when_read_and_recorded_by_its_number():
+    """``TVar(7)`` (the runtime's hot path) makes no string; its label reads "t7", and a recorder
+    keeps the number, decoded with the runtime's prefix."""
+    ref, v = EngineVar("t7"), TVar(7)
+    for name in _slots(EngineVar):
+        if name != "num":
+            assert getattr(v, name) == getattr(ref, name), name
+    assert v.num == 7 and v.label == "t7"
+    v.label = "renamed"  # a name of its own, as EngineVar's label can be set
+    assert v.label == "renamed" and v.num == -1
+
+
+def test_a_runtime_trace_names_its_variables_t_n():
+    import torch
+    from d2l_async.torch_async import asynchronous
+
+    with asynchronous() as rt:
+        x = torch.ones(3)
+        y = x + 1
+        y.add_(1)
+    df = rt.trace().to_frame()
+    ops = df[df["kind"] != "block"]
+    labels = [lab for col in ("reads", "writes") for row in ops[col] for lab in row]
+    assert labels and all(lab.startswith("t") and lab[1:].isdigit() for lab in labels), labels
+    assert f"t{x._var.num}" in labels and x._var.label in labels
+
+
 def test_rng_var_never_holds_an_error():
     v = RngVar("RNG")
     v.error = ValueError("x")
