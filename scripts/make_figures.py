@@ -136,14 +136,24 @@ def render_pngs(figures: dict[str, go.Figure], out: Path, *, width: int = 1400) 
         files.append(out / f"{name}.png")
         widths.append(width if "graph" not in name else 1100)
         heights.append(int(fig.layout.height or 500))
-    try:
-        pio.write_images(stills, files, width=widths, height=heights, scale=1)  # one browser for all
-    except Exception as exc:  # noqa: BLE001 - kaleido's own errors name Chrome; add the fix here
-        if "chrome" in f"{type(exc).__name__} {exc}".lower():
-            raise RuntimeError(f"kaleido found no usable Chrome ({exc}); install chromium "
-                               "(apt-get install chromium) or set BROWSER_PATH") from exc
-        raise
-    return files
+    todo = list(range(len(files)))
+    for attempt in range(2):  # a render that failed is tried once more, alone with the others that did
+        try:  # one browser for all
+            pio.write_images([stills[i] for i in todo], [files[i] for i in todo], width=[widths[i] for i in todo],
+                             height=[heights[i] for i in todo], scale=1)
+        except Exception as exc:  # noqa: BLE001 - kaleido's own errors name Chrome; add the fix here
+            if "chrome" in f"{type(exc).__name__} {exc}".lower():
+                raise RuntimeError(f"kaleido found no usable Chrome ({exc}); install chromium "
+                                   "(apt-get install chromium) or set BROWSER_PATH") from exc
+            raise
+        # plotly drops kaleido's per-figure errors (a render that fails, or takes over kaleido's
+        # 90 s on a loaded machine, leaves no file and no exception): look for the files
+        todo = [i for i in todo if not files[i].exists()]
+        if not todo:
+            return files
+    names = ", ".join(files[i].name for i in todo)
+    raise RuntimeError(f"kaleido wrote no PNG for {names}, twice (a render that fails or takes over 90 s leaves "
+                       "none, and plotly reports nothing); run again on a less busy machine")
 
 
 def main(argv: list[str] | None = None) -> int:
