@@ -25,7 +25,9 @@
    threads) queued and finished, per op, with the frontend's OpenMP threads freed for the block
    (the default, ``free_frontend_team``) and kept; eager's per op.  The MLP of 4 is run both
    ways too.
-7. **Cold start** (issue 19): in a fresh interpreter, the first block's 10 x 1000^2 matmul loop --
+7. **Recording memory**: bytes the process keeps per queued ``y = x + 1`` (tracemalloc, 50,000
+   ops), recording on and off.
+8. **Cold start** (issue 19): in a fresh interpreter, the first block's 10 x 1000^2 matmul loop --
    the block's opening (it warms the meta kernels), the loop's return and finish (goal: return
    < 30 % of finish), and eager's time for the loop in the same process.
 
@@ -122,6 +124,31 @@ def kernels_us(free: bool, n: int = 2000) -> tuple[float, float]:
         synchronize()
         queued = time.perf_counter() - t0
     return queued / n * 1e6, eager / n * 1e6
+
+
+def recording_bytes(record: bool, n: int = 50_000) -> float:
+    """Bytes the process keeps per queued ``y = x + 1`` once they ran (tracemalloc; the trace's
+    columns and tables while recording, nothing without)."""
+    import gc
+    import tracemalloc
+    with asynchronous(record=record):
+        x = torch.ones(1)
+        for _ in range(200):
+            y = x + 1
+        synchronize()
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for _ in range(n):
+                y = x + 1
+            synchronize()
+            del y
+            gc.collect()
+            after = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+    return (after - before) / n
 
 
 def uncached_us(n: int = 300) -> float:
@@ -322,7 +349,8 @@ def main(argv: list[str] | None = None) -> int:
                                             "frontend_recording_cpu_us", "uncached_us", "eager_us", "eager_cpu_us",
                                             "book_sync_us", "book_async_us", "book_eager_us", "matmuls",
                                             "frontend_held_us", "worker_alone_us", "kernel_us",
-                                            "kernel_team_kept_us", "kernel_eager_us",
+                                            "kernel_team_kept_us", "kernel_eager_us", "recording_bytes_per_op",
+                                            "no_recording_bytes_per_op",
                                             "mlp", "mlp_nice0", "mlp_team_kept", "mlp_alone", "cold")}
     structured = ("matmuls", "mlp", "mlp_nice0", "mlp_team_kept", "mlp_alone", "cold")
     for _ in range(args.repeat):
@@ -342,6 +370,8 @@ def main(argv: list[str] | None = None) -> int:
             queued, eager = kernels_us(free)
             raw[name].append(queued)
             raw["kernel_eager_us"].append(eager)
+        raw["recording_bytes_per_op"].append(recording_bytes(True))
+        raw["no_recording_bytes_per_op"].append(recording_bytes(False))
         raw["matmuls"].append(matmuls())
         raw["mlp"].append(mlp())
         raw["mlp_nice0"].append(mlp(worker_nice=0))
@@ -418,6 +448,8 @@ def main(argv: list[str] | None = None) -> int:
           f"sum {med['frontend_held_us'] + med['worker_alone_us']:.1f} against {med['frontend_us']:.1f} together")
     print(f"worker's parallel kernels, relu 256x256 queued to finish: {med['kernel_us']:.1f} us/op with the frontend's "
           f"OpenMP threads freed (default), {med['kernel_team_kept_us']:.1f} kept; eager {med['kernel_eager_us']:.1f}")
+    print(f"recording: {med['recording_bytes_per_op']:.0f} bytes kept per queued y = x + 1 "
+          f"({med['no_recording_bytes_per_op']:.0f} without recording)")
     print(f"cold first block (fresh interpreter): opening {cd['open_s']:.2f} s (warms the meta kernels); 10 matmuls "
           f"1000x1000 returned after {cd['returned_s'] * 1e3:.1f} ms, finished after {cd['finished_s'] * 1e3:.0f} ms "
           f"(return/finish {cd['ratio']:.2f}, goal < {GOAL_RATIO:.2f}: {'met' if result['cold_goal_met'] else 'NOT met'}); "
