@@ -35,7 +35,7 @@ from ..engine import _gcfreeze as gc_freeze
 from ..engine._source import add_internal_dir
 from ._compat import UnsupportedTorchError, check_torch
 from ._meta import warm
-from ._runtime import CACHE, WORKER_NICE, AsyncRuntime, check_worker_nice, live_runtimes
+from ._runtime import CACHE, WORKER_NICE, AsyncRuntime, check_flag, check_worker_nice, live_runtimes
 from ._state import GLOBAL_SETTERS
 
 __all__ = ["asynchronous", "synchronize", "current_runtime"]
@@ -209,9 +209,8 @@ class asynchronous(contextlib.ContextDecorator):  # noqa: N801 - reads as a stat
                  worker_nice: int = WORKER_NICE, free_frontend_team: bool = True) -> None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers={workers!r}: pass a positive int (worker threads)")
-        for name, flag in (("record", record), ("free_frontend_team", free_frontend_team)):
-            if not isinstance(flag, bool):
-                raise TypeError(f"{name}={flag!r}: pass True or False")
+        check_flag("record", record)
+        check_flag("free_frontend_team", free_frontend_team)
         check_worker_nice(worker_nice)  # at once, as for workers and record: a decorator fails where it is made
         self.workers = workers
         self.record = record

@@ -99,6 +99,13 @@ def check_worker_nice(worker_nice: Any) -> int:
     return worker_nice
 
 
+def check_flag(name: str, value: Any) -> bool:
+    """A True/False argument of :class:`AsyncRuntime` or ``asynchronous()``, or a TypeError."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name}={value!r}: pass True or False")
+    return value
+
+
 def _real(a: Any) -> Any:
     return a._real if type(a) is AsyncTensor else a
 
@@ -147,8 +154,7 @@ class AsyncRuntime(SyncPaths, OrderedReady):
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"torch_threads={torch_threads!r}: pass a positive int, or None for the frontend's")
         check_worker_nice(worker_nice)
-        if not isinstance(free_frontend_team, bool):
-            raise TypeError(f"free_frontend_team={free_frontend_team!r}: pass True or False")
+        check_flag("free_frontend_team", free_frontend_team)
         self.torch_threads = n
         #: whether the frontend's OpenMP threads were freed for this block (see ._openmp)
         self.frontend_team_freed = free_frontend_team and n > 1 and _free_team()
