@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 
 from . import style
 from ._common import empty_figure, fit_title, two_line_title
+from ._describe import describe
 
 __all__ = ["sweep_table", "plot_sweep"]
 
@@ -64,4 +65,6 @@ def plot_sweep(sweep: Any, *, title: str | None = None) -> go.Figure:
     fit_title(fig)
     fig.update_xaxes(title_text="ops per run", type="log")
     fig.update_yaxes(title_text="sync / async (×)", rangemode="tozero")
-    return fig
+    lo, hi = min(rows, key=lambda r: r["ratio"]), max(rows, key=lambda r: r["ratio"])
+    return describe(fig, f"sync / async from {lo['ratio']:.2f}× ({lo['numel']:,} elements, {lo['ops']:,} ops) to "
+                         f"{hi['ratio']:.2f}× ({hi['numel']:,} elements, {hi['ops']:,} ops) over {len(rows)} points")

@@ -37,7 +37,7 @@ KIND_COLORS: dict[str, str] = {
     "op": OKABE_ITO["blue"],
     "kernel": OKABE_ITO["bluish_green"],
     "copy": OKABE_ITO["orange"],
-    "memset": OKABE_ITO["reddish_purple"],
+    "memset": OKABE_ITO["yellow"],  # not reddish purple: that is the backward pass (one colour per role)
     "launch": OKABE_ITO["sky_blue"],
     "runtime": OKABE_ITO["grey"],
     "block": OKABE_ITO["vermillion"],
@@ -118,6 +118,13 @@ def _clip(text: str, n: int = _MAX_LABEL) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def _last_statement(code: str) -> str:
+    """The statement of a line that blocked: the last one (``b = a @ a; print(b.sum())`` blocks in
+    ``print``, after the product was queued)."""
+    parts = [p.strip() for p in code.split(";")]
+    return parts[-1] if parts[-1] else code.strip()
+
+
 def block_label(reason: str, source: str) -> str:
     """The cause of a frontend wait, e.g. ``"print(z) — line 12"`` or ``"waitall"``.
 
@@ -130,17 +137,18 @@ def block_label(reason: str, source: str) -> str:
     match = _LINE.search(source)
     file_match = _FILE_LINE.match(source)
     if match:
-        code, line = _COMMENT.sub("", match.group(2)).strip(), match.group(1)
-        label = f"{code} — line {line}" if code else f"line {line}"
+        code, where = _last_statement(_COMMENT.sub("", match.group(2))), f"line {match.group(1)}"
     elif file_match:
-        code, line = _COMMENT.sub("", file_match.group("code") or "").strip(), file_match.group("line")
+        code, line = _last_statement(_COMMENT.sub("", file_match.group("code") or "")), file_match.group("line")
         where = f"{file_match.group('file')} line {line}" if file_match.group("file").startswith("In[") else f"line {line}"
-        label = f"{code} — {where}" if code else f"{file_match.group('file')}, line {line}"
+        if not code:
+            code, where = "", f"{file_match.group('file')}, line {line}"
     else:
-        code, label = source, source
-    if reason and reason not in code:
-        label = f"{reason}: {label}"
-    return _clip(label)
+        code, where = source, ""
+    head = f"{reason}: " if reason and reason not in code else ""
+    tail = f" — {where}" if code and where else where
+    # cut the code, never the line that names it (a label "— In[12] line …" names nothing)
+    return head + _clip(code, max(_MAX_LABEL - len(head) - len(tail), 12)) + tail
 
 
 def base_layout(**overrides: Any) -> dict[str, Any]:

@@ -517,7 +517,10 @@ def unnamed_lanes(fig: dict[str, Any]) -> list[str]:
     problems = []
     for lane in sorted(lanes):
         device = re.split(r" worker \d+| stream \d+", lane)[0]
-        if not any(t.startswith(lane) or t.startswith(device) or t.startswith(f"ops on {device}") for t in shown):
+        # the lane or its device as a name of its own ("cpu:1", "ops on cpu:1"), not inside another
+        # name ("W1@cpu:1" names the array, not the lane)
+        named = re.compile(rf"(?:^|[\s,(]){re.escape(device)}(?:$|[\s,):])")
+        if not any(named.search(t) for t in shown):
             problems.append(f"ops ran on {lane!r}, which the figure does not name")
     return problems
 
@@ -541,7 +544,9 @@ def crowded_tick_labels(fig: dict[str, Any], width: int = WIDTH) -> list[str]:
         if not cats or not all(isinstance(c, str) for c in cats):
             continue
         slot = _domain_px(fig, xref, width) / len(cats)
-        widest = max(_px(line, size) for c in cats for line in (_lines(c) or [""]))
+        axis = _axis(layout, xref)
+        drawn = [str(t) for t in axis["ticktext"]] if axis.get("ticktext") and axis.get("tickvals") else cats
+        widest = max(_px(line, size) for c in drawn for line in (_lines(c) or [""]))
         if widest > slot:
             problems.append(f"category labels up to ~{widest:.0f} px wide in slots of {slot:.0f} px on {xref}")
     return problems
