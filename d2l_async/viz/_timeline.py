@@ -62,49 +62,66 @@ PYTHON_STACK_AUTO = 20_000
 _LABEL_LEVELS = (0.0, -0.33, 0.33)
 
 
-def _label_texts(label: str, reason: str) -> tuple[str, ...]:
+def _label_texts(label: str, statement: str, reason: str) -> tuple[str, ...]:
     """A wait's names, longest first: ``"print(b.sum()) — In[3] line 7"``, ``"print(b.sum())"``,
     ``"print"`` (a call such as ``"cudaMemcpyAsync (Device -> Pageable)"``: its first word): the
-    first that fits is written."""
-    code = label.split(" — ")[0]
-    code = code.split(": ", 1)[1] if reason and code.startswith(f"{reason}: ") else code
-    shortest = min((t for t in (label, code, reason) if t), key=len, default="")
+    first that fits is written.  Only the label may be cut (in its code, never its line)."""
+    texts = [t for t in (label, statement, reason) if t]
+    shortest = min(texts, key=len, default="")
     word = shortest.replace("(", " ").split()[0] if shortest.strip() else ""
-    return tuple(dict.fromkeys(t for t in (label, code, reason, word) if t))
+    return tuple(dict.fromkeys(t for t in (*texts, word) if t and (t is label or not t.endswith("…"))))
 
 
 def _label_positions(blocks: pd.DataFrame, origin: float, right: float):
     """``(block, text, x, y, xanchor)`` for the wait labels that fit, longest block first.
 
-    Each block gets the longest of its names (:func:`_label_texts`) that fits at one of the heights
-    of :data:`_LABEL_LEVELS` without overlapping a label already placed there, centred on its block,
-    or anchored to the block's edge where it would cross a plot edge; a label's anchor always lies in
-    its own block (04's five blockers, about 80 px apart, are all named).
+    Every block first gets its shortest name (:func:`_label_texts`) at one of the heights of
+    :data:`_LABEL_LEVELS` where it overlaps no label already placed; then each takes the longest of
+    its names that still fits there or at another height.  A label is centred on its block, or
+    anchored to the block's edge where it would cross a plot edge: its anchor always lies in its own
+    block (04's five blockers, about 80 px apart, are all named, the roomy ones in full).
     """
     per_px = (right or 1.0) / _PLOT_PX  # seconds per pixel of a 900 px figure's plotting area
-    placed: dict[tuple[int, float], list[tuple[float, float]]] = {}
-    for lb in blocks.itertuples(index=False):
-        spot = None
-        for text in _label_texts(lb.label, lb.reason):
-            width = len(text) * _CHAR_PX * per_px
-            centre = (lb.start + lb.end) / 2 - origin
-            if centre + width / 2 > right:
-                x, anchor, box = lb.end - origin, "right", (lb.end - origin - width, lb.end - origin)
-            elif centre - width / 2 < 0:
-                x, anchor, box = lb.start - origin, "left", (lb.start - origin, lb.start - origin + width)
-            else:
-                x, anchor, box = centre, "center", (centre - width / 2, centre + width / 2)
-            for level in _LABEL_LEVELS:
-                row = placed.setdefault((int(lb.row), level), [])
-                if all(box[1] <= a or box[0] >= b for a, b in row):
-                    spot = (text, x, lb.row + level, anchor, row, box)
-                    break
-            if spot:
+
+    def box(lb, text):
+        width = len(text) * _CHAR_PX * per_px
+        centre = (lb.start + lb.end) / 2 - origin
+        if centre + width / 2 > right:
+            return lb.end - origin, "right", (lb.end - origin - width, lb.end - origin)
+        if centre - width / 2 < 0:
+            return lb.start - origin, "left", (lb.start - origin, lb.start - origin + width)
+        return centre, "center", (centre - width / 2, centre + width / 2)
+
+    placed: dict[tuple[int, float], dict[int, tuple[float, float]]] = {}
+
+    gap = 8 * per_px  # the labels' white boxes: never touching
+
+    def free(row: int, level: float, span: tuple[float, float], me: int) -> bool:
+        return all(span[1] + gap <= a or span[0] - gap >= b
+                   for k, (a, b) in placed.get((row, level), {}).items() if k != me)
+
+    rows = list(blocks.itertuples(index=False))
+    names = [_label_texts(lb.label, lb.statement, lb.reason) for lb in rows]
+    spot: dict[int, tuple[str, float, float, str]] = {}
+    for upgrade in (False, True):
+        for i, lb in enumerate(rows):
+            if upgrade and i not in spot:
+                continue
+            texts = names[i][:-1] if upgrade else names[i][-1:]  # longer names, or the shortest one
+            for text in texts:
+                x, anchor, span = box(lb, text)
+                level = next((lv for lv in _LABEL_LEVELS if free(int(lb.row), lv, span, i)), None)
+                if level is None:
+                    continue
+                if i in spot:
+                    placed[(int(lb.row), spot[i][2])].pop(i)
+                placed.setdefault((int(lb.row), level), {})[i] = span
+                spot[i] = (text, x, level, anchor)
                 break
-        if spot:
-            text, x, y, anchor, row, box = spot
-            row.append(box)
-            yield lb, text, x, y, anchor
+    for i, lb in enumerate(rows):
+        if i in spot:
+            text, x, level, anchor = spot[i]
+            yield lb, text, x, lb.row + level, anchor
 
 
 @dataclass(frozen=True)
@@ -118,7 +135,7 @@ class TimelineData:
             source``; ``count > 1`` marks bars merged from events closer than a pixel.
         connectors: ``issue, start, from_row, to_row, name`` for the issue→start connectors drawn.
         n_connectors: how many events had an issue time (connectors before the cap).
-        blocks: frontend waits: ``row, start, end, reason, source, label``.
+        blocks: frontend waits: ``row, start, end, reason, source, label, statement``.
         span: (first, last) time of the trace in seconds; the figure draws ``span[0]`` as 0.
         unit, factor: display unit and the factor from seconds to it.
         n_events: bars before merging.
@@ -284,6 +301,7 @@ def timeline_data(
         "reason": trace["reason"][blk].astype(str), "source": trace["source"][blk].astype(str),
     })
     blocks["label"] = [style.block_label(r, s) for r, s in zip(blocks["reason"], blocks["source"])]
+    blocks["statement"] = [style.block_statement(r, s) for r, s in zip(blocks["reason"], blocks["source"])]
     return TimelineData(lanes, labels, bars, connectors, n_conn, blocks, span, unit, factor, n_events, hidden)
 
 

@@ -16,7 +16,8 @@ from typing import Any
 
 __all__ = [
     "OKABE_ITO", "KIND_COLORS", "STATE_COLORS", "FONT", "time_unit", "time_axis_title",
-    "KIND_ORDER", "lane_label", "kind_color", "block_label", "series_color", "base_layout", "bytes_unit",
+    "KIND_ORDER", "lane_label", "kind_color", "block_label", "block_statement", "series_color", "base_layout",
+    "bytes_unit",
 ]
 
 #: Okabe–Ito palette, by name.
@@ -125,15 +126,11 @@ def _last_statement(code: str) -> str:
     return parts[-1] if parts[-1] else code.strip()
 
 
-def block_label(reason: str, source: str) -> str:
-    """The cause of a frontend wait, e.g. ``"print(z) — line 12"`` or ``"waitall"``.
-
-    ``source`` is the trace's source column (``"cell 3, line 12: print(z)"``); ``reason`` says why
-    the frontend waited (``"print"``, ``"waitall"``, ``"full queue"``).
-    """
+def _block_parts(reason: str, source: str) -> tuple[str, str, str]:
+    """(reason prefix, the blocking statement, where) of a frontend wait."""
     reason, source = str(reason or "").strip(), str(source or "").strip()
     if not source:
-        return reason or "blocked"
+        return "", reason or "blocked", ""
     match = _LINE.search(source)
     file_match = _FILE_LINE.match(source)
     if match:
@@ -146,9 +143,28 @@ def block_label(reason: str, source: str) -> str:
     else:
         code, where = source, ""
     head = f"{reason}: " if reason and reason not in code else ""
+    return head, code, where
+
+
+def block_label(reason: str, source: str) -> str:
+    """The cause of a frontend wait, e.g. ``"print(z) — line 12"`` or ``"waitall"``.
+
+    ``source`` is the trace's source column (``"cell 3, line 12: print(z)"``); ``reason`` says why
+    the frontend waited (``"print"``, ``"waitall"``, ``"full queue"``).
+    """
+    head, code, where = _block_parts(reason, source)
+    if not head and not where:
+        return _clip(code)
     tail = f" — {where}" if code and where else where
     # cut the code, never the line that names it (a label "— In[12] line …" names nothing)
     return head + _clip(code, max(_MAX_LABEL - len(head) - len(tail), 12)) + tail
+
+
+def block_statement(reason: str, source: str) -> str:
+    """The statement a frontend wait happened in, whole: ``"print(b.sum())"`` (or the reason when the
+    source names no statement) — the short name of a wait where its label does not fit."""
+    _, code, _ = _block_parts(reason, source)
+    return code or str(reason or "").strip() or "blocked"
 
 
 def base_layout(**overrides: Any) -> dict[str, Any]:

@@ -241,3 +241,13 @@ def test_join_wait_matches_each_collective_with_the_others_over_several_steps():
     r1 = _gloo_rank([(0.005, 0.010), (0.007, 0.011), (0.105, 0.110), (0.107, 0.111)])
     waits = viz.join_wait(merge_ranks({0: r0, 1: r1}))
     assert waits == pytest.approx({0: 0.014, 1: 0.0})  # [0, 7 ms) and [100, 107 ms): the union
+
+
+def test_a_wait_whose_label_is_cut_is_named_by_its_whole_statement():
+    lanes = [Lane("frontend", LaneRole.FRONTEND), Lane("cpu:0 worker 0", LaneRole.BACKEND, "cpu:0", True, 0)]
+    ev = [Event("cpu:0 worker 0", "op", "matmul", 0.0, 0.010, issue=0.0, device="cpu:0")]
+    for i in range(6):  # six short waits side by side: their 48-character labels cannot all be written
+        ev.append(Event("frontend", "block", "wait", 0.0101 + i * 0.0012, 0.0109 + i * 0.0012, reason="waitall",
+                        source=f"In[12]:{10 + i}: d2l_async.synchronize_every_queue_of_this_engine()"))
+    fig = rules.as_json(viz.plot_timeline(Trace.from_events(ev, lanes=lanes, meta={"source": "engine"})))
+    assert not rules.cut_names(fig) and not rules.unnamed_shaded_blocks(fig)
