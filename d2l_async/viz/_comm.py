@@ -139,8 +139,8 @@ def _subtitle(df: pd.DataFrame, straggler: tuple[str, float, int] | None, steps:
         setting, delay, slow = straggler
         sub = df[(df["setting"] == setting) & (df["rank"] != slow)]
         waited = ", ".join(f"rank {int(r)} {format_time(w)}" for r, w in zip(sub["rank"], sub["waiting_s"]))
-        fact = (f"the other ranks' all-reduces waited for rank {slow} to join: {waited} "
-                f"(rank {slow} sleeps {format_time(delay)} per step)")
+        fact = (f"with rank {slow} sleeping {format_time(delay)} per step ({setting}), the other ranks' all-reduces "
+                f"waited for it to join: {waited}")
     else:
         parts = []
         for setting, grp in df.groupby("setting", sort=False):
