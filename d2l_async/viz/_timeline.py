@@ -47,8 +47,6 @@ BAR_WIDTH = 0.7
 LAUNCH_WIDTH = 0.35
 #: Bars with at most this many events get their name written inside.
 _TEXT_LIMIT = 40
-#: Plot width in pixels that the drawing assumes (minimum bar width, label spacing).
-_PIXELS = 1500
 #: Width of the plotting area of a 900 px figure (lane labels and the legend take the rest): names are
 #: written inside a bar only where they fit at this width.
 _PLOT_PX = 620
