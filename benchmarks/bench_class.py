@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+from _provenance import command  # benchmarks/, the script's own folder
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "deploy" / "jupyterhub"))
 sys.path.insert(0, str(ROOT))
@@ -71,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
                     "students_per_core": round(max(fits) / cpus, 2) if fits else None,
                     "peak_rss_mib": peak, "students_per_gib": round(1024 / peak, 2)}
     result = {"what": "local JupyterHub class test: notebooks 01 and 07, quick mode, students at once",
+              "command": command(),
               "machine": runs[0]["machine"] if runs else "", "cpus": os.cpu_count(),
               "date": time.strftime("%Y-%m-%d %H:%M"), "classes": sums, "capacity": capacity,
               "runs": runs}

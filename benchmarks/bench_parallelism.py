@@ -36,6 +36,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from _provenance import command  # benchmarks/, the script's own folder
 from typing import Any
 
 OUT = Path(__file__).parent / "results" / "parallelism.json"
@@ -147,7 +149,8 @@ def main() -> int:
         print(f"  MLP: {r['mlp_copy_time_hidden']:.0%} of the copy time ran beside compute; run {r['wall_s']:.1f} s")
         for line in r["lesson_checks_last_repeat"]:
             print("   ", line)
-    doc = {"benchmark": "parallelism", "python": platform.python_version(), "machine": m.describe(),
+    doc = {"benchmark": "parallelism", "command": command(), "python": platform.python_version(),
+           "machine": m.describe(),
            "usable_cpus": m.usable_cpus, "busy_cpus": m.busy_cpus, "load_avg": m.load_avg,
            "pinned_to": sorted(os.sched_getaffinity(0)), "busy_competitor": bool(busy), "repeat": args.repeat,
            "expected_modelled": EXPECT, "results": results, "missed": failed}
