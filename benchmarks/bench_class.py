@@ -4,7 +4,7 @@ Each student starts a server and runs notebooks 01 and 07 in quick mode through 
 APIs (deploy/jupyterhub/local_class.py). Saved: benchmarks/results/class.json — per class size the
 wall time, each student's time to finish and peak memory (server + kernel), whether every lesson
 check stayed ✔ or explained, the load average before and after, and the capacity estimates the
-README's table and deploy/jupyterhub/config.yaml's guarantees come from.
+capacity table of docs/numbers.md and deploy/jupyterhub/config.yaml's guarantees come from.
 
     python benchmarks/bench_class.py [--sizes 1 4 8]
 """

@@ -195,7 +195,7 @@ def entry(module: str, name: str, obj: Any) -> list[str]:
         lines += [f"*enum* — {summary(obj.__doc__)}", "", f"Members: {values}.", ""]
         return lines
     shown = sig_text(name, obj, with_return=not inspect.isclass(obj))
-    lines += ["```python", shown, "```", "", f"*{kind}* — {summary(inspect.getdoc(obj))}", ""]
+    lines += ["```text", shown, "```", "", f"*{kind}* — {summary(inspect.getdoc(obj))}", ""]
     if inspect.isclass(obj):
         manager = " (a context manager: `with`)" if hasattr(obj, "__enter__") else ""
         lines += [f"**Returns:** a new `{name}` object{manager}.", ""]
