@@ -142,7 +142,7 @@ def provenance(data: dict, script: str, *, load_text: str, extra: str = "") -> s
 def engine(data: dict, name: str) -> str:
     c = constants("bench_engine.py")
     out = [provenance(data, "bench_engine.py", load_text=f"{load(data.get('load_average_before'))} before, "
-                      f"{load(data.get('load_average_after'))} after", extra=f"torch {data.get('torch')}.")]
+                      f"{load(data.get('load_average_after'))} after", extra=f"With torch {data.get('torch')}.")]
     rows = []
     b = data.get("book")
     sync_book, async_book = book_number("sync_async.sync"), book_number("sync_async.async")
@@ -214,7 +214,7 @@ def torch_async(data: dict, name: str) -> str:
     md, raw = data["median"], data.get("raw", {})
     out = [provenance(data, "bench_torch_async.py",
                       load_text=f"{load(data.get('load_avg_1min_before'))} before, {load(data.get('load_avg_1min_after'))} "
-                                f"after", extra=f"torch {data.get('torch')}, {data.get('repeat')} repeats, the worker "
+                                f"after", extra=f"With torch {data.get('torch')}, {data.get('repeat')} repeats, the worker "
                                                 f"{data.get('worker_nice')} nice steps below the frontend. "
                                                 f"Verdicts: {data.get('verdicts', '')}.")]
 
