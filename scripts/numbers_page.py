@@ -17,7 +17,6 @@ import argparse
 import ast
 import json
 import math
-import statistics
 import sys
 from collections import Counter
 from pathlib import Path

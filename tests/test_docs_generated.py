@@ -95,14 +95,14 @@ def test_the_api_page_has_every_public_name_under_its_module():
 def test_api_page_signatures_show_annotations_as_written():
     api = _script("api_page")
 
-    def f(a: "int", *, b: "str | None" = None, **kw) -> "Trace":  # noqa: F821 - a name the page only prints
+    def f(a: "int", *, b: "str | None" = None, **kw) -> "Path":
         """Do it.
 
         Returns:
             the new trace.
         """
 
-    assert api.sig_text("f", f) == "f(a: int, *, b: str | None = None, **kw) -> Trace"
-    assert api.returns_of(f) == "`Trace` — the new trace."
+    assert api.sig_text("f", f) == "f(a: int, *, b: str | None = None, **kw) -> Path"
+    assert api.returns_of(f) == "`Path` — the new trace."
     assert api.summary(f.__doc__) == "Do it."
     assert api.value_text(frozenset({"b", "a"})) == "frozenset({'a', 'b'})"
