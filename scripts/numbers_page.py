@@ -332,7 +332,15 @@ def notebooks(data: dict, name: str) -> str:
     out.append(table(["notebook", "wall time", "peak kernel RSS", "lesson checks", "verdict"], rows))
     out.append(f"Goal: ≤ {sec(goal.get('seconds'), 0)} and ≤ {num(goal.get('peak_rss_bytes', 0) / 2**30, 0)} GiB each "
                f"({within} of {len(rows_in)} within it). A ✘ or ? is a run that could not show the lesson on one "
-               "shared core; its line in the notebook says why.")
+               "shared core; its line says why. The checks of this run that were not ✔, in their own words:")
+    misses = []
+    for r in rows_in:
+        for c in r.get("checks", []):
+            if c.get("holds") is not True:
+                mark = "✘" if c.get("holds") is False else "? can't tell"
+                misses.append(f"- `{r['notebook'].removesuffix('.ipynb')}` {mark} {c['name']}: {c.get('shown', '').rstrip('.')}. "
+                              f"Why: {c.get('otherwise', '')}")
+    out.append("\n".join(misses) if misses else "- none")
     return "\n\n".join(out)
 
 
