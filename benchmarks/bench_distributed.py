@@ -28,9 +28,9 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from _provenance import command  # benchmarks/, the script's own folder
-from typing import Any
 
 OUT = Path(__file__).parent / "results" / "distributed.json"
 

@@ -21,9 +21,9 @@ import sys
 import time
 from pathlib import Path
 
-from _provenance import command  # benchmarks/, the script's own folder
-
 import numpy as np
+
+from _provenance import command  # benchmarks/, the script's own folder
 
 OUT = Path(__file__).parent / "results" / "figures.json"
 TARGET_BUILD_S = 2.0

@@ -36,9 +36,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from _provenance import command  # benchmarks/, the script's own folder
-from typing import Any
 
 OUT = Path(__file__).parent / "results" / "parallelism.json"
 EXPECT = {"two_devices": (">=", 1.8), "with_barrier": ("<=", 1.1), "independent_chains": (">=", 1.8),
