@@ -16,8 +16,9 @@ stay usable after it, as ordinary tensors whose ops run at once.
 
 While a block is open, torch's global RNG functions (``torch.manual_seed``, ``seed``,
 ``get_rng_state``, ``set_rng_state``, and their ``torch.random`` twins) first wait for the random
-ops already queued -- their state is shared with the workers -- and ``torch.compile`` raises
-:class:`UnsupportedTorchError` (it cannot trace storage-less tensors).
+ops already queued -- their state is shared with the workers -- ``torch.compile`` raises
+:class:`UnsupportedTorchError` (it cannot trace storage-less tensors), and ``plain.data = t`` of a
+tensor made outside the block waits for ``t``'s data (``Module._apply``: ``model.double()``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from ._compat import UnsupportedTorchError, check_torch
 from ._meta import warm
 from ._runtime import CACHE, WORKER_NICE, AsyncRuntime, check_flag, check_worker_nice, live_runtimes
 from ._state import GLOBAL_SETTERS
+from ._tensor import AsyncTensor
 
 __all__ = ["asynchronous", "synchronize", "current_runtime"]
 
@@ -95,6 +97,26 @@ def _setting_guard(fn: Callable) -> Callable:
     return guarded
 
 
+_DATA = torch._C.TensorBase.data  # the C descriptor behind Tensor.data
+
+
+def _get_data(self: torch.Tensor) -> torch.Tensor:
+    return _DATA.__get__(self)
+
+
+def _set_data(self: torch.Tensor, value: torch.Tensor) -> None:
+    """``plain.data = t`` while a block is open: a plain tensor cannot take a storage-less one
+    (C++ copies the wrapper's missing storage: the interpreter crashed on ``model.double()`` of a
+    model made outside, whose ``Module._apply`` assigns ``param.data``), so it takes ``t``'s data,
+    once that is there (a blocking point).  The tensor keeps its identity, as in eager torch."""
+    if type(value) is AsyncTensor and type(self) is not AsyncTensor:
+        value = value._rt.value(value, "assign .data of a tensor made outside the block")
+    _DATA.__set__(self, value)
+
+
+_PLAIN_DATA = property(_get_data, _set_data, doc=_DATA.__doc__)
+
+
 def _no_compile(*args: Any, **kwargs: Any) -> Any:
     raise UnsupportedTorchError(
         "torch.compile is not supported inside `with d2l_async.asynchronous():` (its tensors have no "
@@ -124,6 +146,7 @@ def _patch() -> None:
             setattr(owner, name, new)
         _patched[(torch, "compile")] = torch.compile
         torch.compile = _no_compile
+        torch.Tensor.data = _PLAIN_DATA  # AsyncTensor's own .data property comes first for it
 
 
 def _unpatch() -> None:
@@ -134,6 +157,7 @@ def _unpatch() -> None:
         for (mod, name), fn in _patched.items():
             setattr(mod, name, fn)
         _patched.clear()
+        del torch.Tensor.data  # TensorBase's descriptor again
         gc_freeze.release()
 
 

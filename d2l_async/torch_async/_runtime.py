@@ -46,8 +46,9 @@ sees every earlier write and its error is eager torch's own, at the same line):
   (``._schema._META_DISAGREES``, found by the OpInfo suite).
 
 What runs at once on the frontend, neither queued nor waited for: the profiler's
-``record_function`` markers, and in-place ops and ``.item()`` on idle *host scalars*
-(``torch.tensor(number)``, see ``._sync.SyncPaths.try_here``).  Each op runs on the worker under
+``record_function`` markers, in-place ops and ``.item()`` on idle *host scalars*
+(``torch.tensor(number)``, see ``._sync.SyncPaths.try_here``), and the few ops a lazy layer's
+uninitialized parameter allows (``.data``: it has no data yet).  Each op runs on the worker under
 the frontend's state at push (:mod:`._state`).  A fresh output whose data has another shape than
 the meta kernel promised fails its op (raised at the next blocking point), never silently.
 
@@ -61,6 +62,7 @@ import threading
 from typing import Any, Sequence
 
 import torch
+from torch.nn.parameter import UninitializedTensorMixin
 
 from ..engine._deps import split_access
 from ..engine._observer import Recorder
@@ -84,6 +86,7 @@ _ESCAPED = "memory shared with a numpy array (.numpy())"
 #: One metadata cache for every runtime: output metadata does not depend on who asks.
 CACHE = MetaCache()
 _make = AsyncTensor.make
+_LAZY = "an uninitialized (lazy) parameter"
 #: How many steps of OS priority (``nice``) the workers give up to the frontend (Linux only; see
 #: :func:`d2l_async.engine._worker.lower_priority`).  On 2 cores the worker and its torch thread
 #: otherwise take the frontend's CPU as often as not: the book's MLP loop returned after 49-52 %
@@ -305,6 +308,8 @@ class AsyncRuntime(SyncPaths, OrderedReady):
         if slow:
             if slow == "cuda":
                 return self._passthrough(func, args, kwargs)
+            if slow is _LAZY:
+                return self.run_uninitialized(func, args, kwargs)
             if slow.startswith("a tensor of another"):
                 args, kwargs = self._foreign(args, kwargs)
                 return self.dispatch(func, args, kwargs, depth + 1)
@@ -409,6 +414,9 @@ class AsyncRuntime(SyncPaths, OrderedReady):
             return "cuda"
         if t.is_nested or t.layout is not torch.strided:  # no meta kernels, no sizes to cache
             return f"a {'nested' if t.is_nested else str(t.layout).replace('torch.', '')} tensor"
+        if isinstance(t, UninitializedTensorMixin):  # a lazy layer's, before its first forward: it
+            # has no shape to ask (the book's LinearRegression writes `weight.data.normal_()`, §3.5)
+            return _LAZY
         if written:
             return "write to a plain tensor"
         return ""

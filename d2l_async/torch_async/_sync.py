@@ -131,6 +131,15 @@ class SyncPaths:
         ra, rk = map_tensors(args, kwargs, lambda t: self.value(t, "to CUDA") if type(t) is AsyncTensor else t)
         return func(*ra, **rk)
 
+    def run_uninitialized(self, func, args: tuple, kwargs: dict) -> Any:
+        """An op on a lazy layer's uninitialized parameter -- one of the few its
+        ``__torch_function__`` lets through (``.data``, ``.to``): it has no data to order, so it
+        runs now, as in eager torch, and its output is as plain as eager's."""
+        ra, rk = map_tensors(args, kwargs, lambda t: self.value(t, "uninitialized parameter")
+                             if type(t) is AsyncTensor else t)
+        with torch._C.DisableTorchFunctionSubclass():  # its __torch_function__ allowed it already
+            return func(*ra, **rk)
+
     def rebind(self, t: AsyncTensor, value: AsyncTensor) -> None:
         """``t.data = value``: from now on ``t`` stands for ``value``'s data (an op sets it).
 

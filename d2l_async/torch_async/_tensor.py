@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 import torch
 
-from ._meta import set_bits
+from ._meta import meta_of, set_bits
 
 __all__ = ["AsyncTensor", "set_dispatch", "set_meta"]
 
@@ -167,9 +167,14 @@ class AsyncTensor(torch.Tensor):
         # shape in C++; the data it stands for must follow, or the two disagree silently
         if not isinstance(value, torch.Tensor):
             raise TypeError(f"data must be a tensor, not {type(value).__name__}")
+        if self._rt.closed:  # after the block (model.double() then): the wrapper holds this data now
+            if type(value) is AsyncTensor:
+                value = value._rt.value(value, "assign .data")
+            real = value.detach()
+            set_meta(self, meta_of(real))
+            self._real, self._op, self._own, self._var = real, None, None, self._rt._var_new()
+            return
         if type(value) is not AsyncTensor:
-            if self._rt.closed:
-                raise RuntimeError("cannot assign .data of an asynchronous tensor after its block ended")
             value = self._rt.adopt(value)
         _DATA.__set__(self, value)
         self._rt.rebind(self, value)

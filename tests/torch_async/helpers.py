@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import textwrap
 import threading
 
 import pytest
@@ -18,6 +21,14 @@ SLOW = os.environ.get("HYPOTHESIS_PROFILE") == "slow" or os.environ.get("D2L_ASY
 def slow(fn):
     """Mark a test slow and skip it unless the slow profile is on."""
     return pytest.mark.slow(pytest.mark.skipif(not SLOW, reason="slow profile: HYPOTHESIS_PROFILE=slow")(fn))
+
+
+def run_isolated(code: str, timeout: float = 120) -> str:
+    """Run ``code`` in a fresh interpreter; a crash (segfault) fails the test with its output."""
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                         timeout=timeout)
+    assert out.returncode == 0, f"exit code {out.returncode}\n{out.stdout}\n{out.stderr[-3000:]}"
+    return out.stdout
 
 
 def hold(rt) -> threading.Event:

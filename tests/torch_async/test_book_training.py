@@ -1,0 +1,63 @@
+"""The book's own training order, through its classes (``book.py``: d2l's code): bitwise eager.
+
+``d2l.Trainer.fit`` makes the optimizer (``configure_optimizers()``) before the first batch, over
+lazy layers not yet initialized; ``d2l.Module.plot`` reads every loss (a blocking point per step,
+as in the book).  Models built inside the block and outside it; 1 and 2 workers.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+from d2l_async.torch_async import AsyncTensor, asynchronous
+
+from . import book as d2l
+from .helpers import slow
+
+
+def _linear_regression(build_inside: bool, workers: int | None, epochs: int):
+    """§3.5's cells (``max_epochs=3`` in the book): data, model, trainer, fit; the learned w and b."""
+    def build():
+        torch.manual_seed(0)
+        model = d2l.LinearRegression(lr=0.03)
+        data = d2l.SyntheticRegressionData(w=torch.tensor([2, -3.4]), b=4.2)
+        return model, data
+
+    def fit(model, data):
+        trainer = d2l.Trainer(max_epochs=epochs)
+        trainer.fit(model, data)
+        w, b = model.get_w_b()
+        return w.numpy().tobytes(), b.numpy().tobytes(), type(model.net.weight), model.board.data["train_loss"]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # lazy modules' "under development" warning
+        if workers is None:
+            return fit(*build())
+        parts = None if build_inside else build()
+        with asynchronous(workers=workers):
+            return fit(*(build() if build_inside else parts))
+
+
+def _check_linear_regression(build_inside: bool, workers: int, epochs: int) -> None:
+    expected = _linear_regression(build_inside, None, epochs)
+    got = _linear_regression(build_inside, workers, epochs)
+    assert got[0] == expected[0] and got[1] == expected[1], "w, b differ from eager's"
+    assert got[3] == expected[3], "the losses the board drew differ"
+    assert got[2] is AsyncTensor
+    w = torch.frombuffer(bytearray(got[0]), dtype=torch.float32)
+    assert torch.allclose(w, torch.tensor([2, -3.4]), atol=0.5 if epochs == 1 else 0.05)  # it learned
+
+
+@pytest.mark.parametrize("build_inside,workers", [(True, 1), (False, 2)], ids=["built inside", "built outside"])
+def test_linear_regression_of_section_3_5_trains_as_eager(build_inside, workers):
+    _check_linear_regression(build_inside, workers, epochs=1)
+
+
+@slow
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("build_inside", [True, False], ids=["built inside", "built outside"])
+def test_linear_regression_of_section_3_5_three_epochs(build_inside, workers):
+    _check_linear_regression(build_inside, workers, epochs=3)
