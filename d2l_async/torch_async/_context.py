@@ -24,19 +24,21 @@ tensor made outside the block waits for ``t``'s data (``Module._apply``: ``model
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 import threading
 from typing import Any, Callable, Iterator
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
 from ..engine import _gcfreeze as gc_freeze
 from ..engine._source import add_internal_dir
 from ._compat import UnsupportedTorchError, check_torch
 from ._meta import warm
 from ._runtime import CACHE, WORKER_NICE, AsyncRuntime, check_flag, check_worker_nice, live_runtimes
+from ._schema import func_info
 from ._state import GLOBAL_SETTERS
 from ._tensor import AsyncTensor
 
@@ -117,6 +119,66 @@ def _set_data(self: torch.Tensor, value: torch.Tensor) -> None:
 _PLAIN_DATA = property(_get_data, _set_data, doc=_DATA.__doc__)
 
 
+def _host_lengths(lengths: Any) -> Any:
+    """Lengths as a plain CPU int64 tensor: lists, and tensors made in the block (waited for)."""
+    if type(lengths) is AsyncTensor:
+        lengths = lengths._rt.value(lengths, "ctc_loss lengths")
+    elif not isinstance(lengths, (list, tuple)):
+        return lengths
+    with _disable_current_modes():
+        return torch.as_tensor(lengths, dtype=torch.long)
+
+
+def _ctc_guard(fn: Callable) -> Callable:
+    """``torch.ctc_loss`` (``nn.CTCLoss``) reads its lengths in C++ before any op is dispatched: a
+    tensor's data, and for list lengths a tensor it fills from them itself (the "mean" reduction):
+    neither can be a storage-less wrapper.  It gets plain int64 tensors, the values eager's."""
+    @functools.wraps(fn)
+    def ctc_loss(log_probs: Any, targets: Any, input_lengths: Any, target_lengths: Any, *args: Any,
+                 **kwargs: Any) -> Any:
+        if current_runtime() is None:
+            return fn(log_probs, targets, input_lengths, target_lengths, *args, **kwargs)
+        return fn(log_probs, targets, _host_lengths(input_lengths), _host_lengths(target_lengths), *args, **kwargs)
+    ctc_loss.__wrapped_by_d2l_async__ = True
+    return ctc_loss
+
+
+_EMPTY = torch.ops.aten.empty.memory_format
+_host_lock = threading.Lock()
+_host_depth = [0]
+
+
+@contextlib.contextmanager
+def _host_allocations() -> Iterator[None]:
+    """Inside, ``aten.empty`` makes plain tensors at once: for C++ that allocates a tensor and
+    fills it through its pointer, before any op is dispatched.  (The op's facts change for the
+    while -- nothing on the hot path checks a flag; another thread's ``torch.empty`` then gets a
+    plain tensor too, which is correct, only not queued.)"""
+    with _host_lock:
+        if _host_depth[0] == 0:
+            _EMPTY._d2l_async_info = dataclasses.replace(func_info(_EMPTY), here=True)
+        _host_depth[0] += 1
+    try:
+        yield
+    finally:
+        with _host_lock:
+            _host_depth[0] -= 1
+            if _host_depth[0] == 0:
+                _EMPTY._d2l_async_info = func_info(_EMPTY)
+
+
+def _pad_packed_guard(fn: Callable) -> Callable:
+    """``pad_packed_sequence``'s kernel fills its ``lengths`` output through a pointer: a host tensor."""
+    @functools.wraps(fn)
+    def _pad_packed_sequence(*args: Any, **kwargs: Any) -> Any:
+        if current_runtime() is None:
+            return fn(*args, **kwargs)
+        with _host_allocations():
+            return fn(*args, **kwargs)
+    _pad_packed_sequence.__wrapped_by_d2l_async__ = True
+    return _pad_packed_sequence
+
+
 def _no_compile(*args: Any, **kwargs: Any) -> Any:
     raise UnsupportedTorchError(
         "torch.compile is not supported inside `with d2l_async.asynchronous():` (its tensors have no "
@@ -146,6 +208,10 @@ def _patch() -> None:
             setattr(owner, name, new)
         _patched[(torch, "compile")] = torch.compile
         torch.compile = _no_compile
+        _patched[(torch, "ctc_loss")] = torch.ctc_loss
+        torch.ctc_loss = _ctc_guard(torch.ctc_loss)
+        _patched[(torch._VF, "_pad_packed_sequence")] = torch._VF._pad_packed_sequence
+        torch._VF._pad_packed_sequence = _pad_packed_guard(torch._VF._pad_packed_sequence)
         torch.Tensor.data = _PLAIN_DATA  # AsyncTensor's own .data property comes first for it
 
 

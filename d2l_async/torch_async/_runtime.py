@@ -58,6 +58,7 @@ Ops on CUDA tensors pass through unchanged: CUDA is asynchronous already.
 from __future__ import annotations
 
 import itertools
+import math
 import threading
 from typing import Any, Sequence
 
@@ -319,11 +320,19 @@ class AsyncRuntime(SyncPaths, OrderedReady):
             if done:
                 return res
         entry = None
+        if info.learn:
+            key.append(_grad_enabled())  # the workspace exists only under grad mode
         if not info.meta_changing:
             try:
                 entry = CACHE.entries.get(tuple(key))
             except TypeError:  # an unhashable argument: no caching for this call
                 key = None
+        if entry is None and info.learn:  # the meta kernel cannot say: one real run can (._schema)
+            res = self.run_sync(func, args, kwargs, f"output sizes known only at run time: {info.name}", depth + 1)
+            learned = _learned_specs(res, leaves)
+            if learned is not None and key is not None:
+                CACHE.put(tuple(key), learned)
+            return res
         if entry is None:
             try:
                 entry = compute_specs(func, args, kwargs, leaves, [t._m if type(t) is AsyncTensor else meta_of(t)
@@ -435,6 +444,27 @@ class AsyncRuntime(SyncPaths, OrderedReady):
         s = self.statistics()
         state = "finished" if self.closed else f"{s.pending} pending, {s.done} done, {s.failed} failed"
         return f"<asynchronous torch on {self.workers} worker thread(s) of this CPU: {state}>"
+
+
+_grad_enabled = torch.is_grad_enabled
+
+
+def _learned_specs(res: Any, leaves: list) -> tuple | None:
+    """A cache entry from the outputs of a real run: fresh tensors or None only (else None: an
+    output that aliases an input is not learned, the op keeps running synchronously)."""
+    flat = res if type(res) is tuple else None
+    if flat is None:
+        return None
+    inputs = {id(t._var) for t in leaves if type(t) is AsyncTensor}
+    specs = []
+    for o in flat:
+        if o is None:
+            specs.append(("none",))
+        elif type(o) is AsyncTensor and id(o._var) not in inputs and o._own is None:
+            specs.append(("new", o._m, math.prod(o._m[0]) * o._m[3].itemsize))
+        else:
+            return None
+    return 1, tuple(specs), None
 
 
 set_dispatch(dispatch_any)

@@ -240,6 +240,9 @@ class SyncPaths:
             real = _real(t)
             if isinstance(real, torch.Tensor):
                 by_real.setdefault(id(real), t)
+        if info.host_outputs and type(res) is tuple:  # outputs C++ reads from memory stay plain
+            return tuple(r if i in info.host_outputs else self._wrap_results(r, leaves, by_real)
+                         for i, r in enumerate(res))
         return self._wrap_results(res, leaves, by_real)
 
     def _wrap_results(self, res: Any, leaves: list, by_real: dict) -> Any:

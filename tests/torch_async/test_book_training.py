@@ -61,3 +61,37 @@ def test_linear_regression_of_section_3_5_trains_as_eager(build_inside, workers)
 @pytest.mark.parametrize("build_inside", [True, False], ids=["built inside", "built outside"])
 def test_linear_regression_of_section_3_5_three_epochs(build_inside, workers):
     _check_linear_regression(build_inside, workers, epochs=3)
+
+
+def _lstm_language_model(build_inside: bool, workers: int | None):
+    """§10.1.3's concise LSTM (``d2l.RNNLM`` over ``nn.LSTM``, gradient clipping 1, lr 4), on
+    random tokens shaped as The Time Machine's, smaller (the book: batch 1024, 32 steps, 50 epochs)."""
+    def build():
+        torch.manual_seed(0)
+        data = d2l.TokenData(batch_size=16, num_steps=8)
+        lstm = d2l.LSTM(num_inputs=data.vocab_size, num_hiddens=32)
+        return d2l.RNNLM(lstm, vocab_size=data.vocab_size, lr=4), data
+
+    def fit(model, data):
+        torch.manual_seed(1)  # the loader's shuffle
+        d2l.Trainer(max_epochs=1, gradient_clip_val=1).fit(model, data)
+        return ([p.detach().numpy().tobytes() for p in model.parameters()], model.board.data,
+                {type(p) for p in model.parameters()})
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if workers is None:
+            return fit(*build())
+        parts = None if build_inside else build()
+        with asynchronous(workers=workers):
+            return fit(*(build() if build_inside else parts))
+
+
+@pytest.mark.parametrize("build_inside,workers", [(True, 2), (False, 1)], ids=["built inside", "built outside"])
+def test_the_book_lstm_language_model_trains_as_eager(build_inside, workers):
+    expected = _lstm_language_model(build_inside, None)
+    got = _lstm_language_model(build_inside, workers)
+    assert got[1] == expected[1], "the perplexities the board drew differ"
+    assert got[0] == expected[0], "parameters differ"
+    # built outside, the LSTM's parameters are used as they are (plain); the lazy head is made inside
+    assert got[2] == ({AsyncTensor} if build_inside else {torch.nn.Parameter, AsyncTensor})
