@@ -24,6 +24,7 @@ tensor made outside the block waits for ``t``'s data (``Module._apply``: ``model
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import functools
 import os
@@ -179,6 +180,38 @@ def _pad_packed_guard(fn: Callable) -> Callable:
     return _pad_packed_sequence
 
 
+def _deepcopy_guard(fn: Callable) -> Callable:
+    """``copy.deepcopy`` of a plain tensor while a block is open: torch's own copies the storage, then
+    makes the new tensor with ``new_empty`` -- an asynchronous tensor, refused ("works for subclass
+    types that implement new_empty()").  A copy made inside the block is asynchronous, as
+    ``Parameter.__deepcopy__``'s ``self.data.clone()`` makes it: one queued copy of the whole storage
+    per ``deepcopy`` call (views of one storage stay views of one copy, as in eager torch), the
+    tensor a view of it, its attributes and grad deep-copied as torch does."""
+    @functools.wraps(fn)
+    def __deepcopy__(self: torch.Tensor, memo: dict) -> torch.Tensor:
+        if type(self) is not torch.Tensor or current_runtime() is None or not self.is_leaf or \
+                self.layout is not torch.strided or self.device.type != "cpu" or id(self) in memo:
+            return fn(self, memo)  # subclasses, non-leaves (eager's error), sparse, CUDA: torch's own
+        with _disable_current_modes():
+            storage = self.untyped_storage()
+            whole = torch.empty(0, dtype=torch.uint8).set_(storage)
+        key = ("d2l_async storage", storage.data_ptr(), storage.nbytes())
+        copied = memo.get(key)
+        if copied is None:
+            copied = memo[key] = whole.clone()  # queued: it reads the storage after earlier writes
+        with torch.no_grad():
+            new = copied.view(self.dtype).as_strided(self.size(), self.stride(), self.storage_offset())
+        if self.requires_grad:
+            new.requires_grad_()
+        if self.grad is not None:
+            new.grad = copy.deepcopy(self.grad, memo)
+        new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        memo[id(self)] = new
+        return new
+    __deepcopy__.__wrapped_by_d2l_async__ = True
+    return __deepcopy__
+
+
 def _no_compile(*args: Any, **kwargs: Any) -> Any:
     raise UnsupportedTorchError(
         "torch.compile is not supported inside `with d2l_async.asynchronous():` (its tensors have no "
@@ -213,6 +246,8 @@ def _patch() -> None:
         _patched[(torch._VF, "_pad_packed_sequence")] = torch._VF._pad_packed_sequence
         torch._VF._pad_packed_sequence = _pad_packed_guard(torch._VF._pad_packed_sequence)
         torch.Tensor.data = _PLAIN_DATA  # AsyncTensor's own .data property comes first for it
+        _patched[(torch.Tensor, "__deepcopy__")] = torch.Tensor.__deepcopy__
+        torch.Tensor.__deepcopy__ = _deepcopy_guard(torch.Tensor.__deepcopy__)
 
 
 def _unpatch() -> None:

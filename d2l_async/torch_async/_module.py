@@ -45,12 +45,10 @@ from torch.utils._python_dispatch import _disable_current_modes
 from ._context import current_runtime
 from ._meta import meta_of
 from ._runtime import AsyncRuntime
-from ._tensor import AsyncTensor
+from ._tensor import _FIELDS, AsyncTensor
 
 __all__ = ["make_async", "lazy_patches", "StaleParameterError"]
 
-#: AsyncTensor's own fields (the data's state): they belong to the wrapper, never carried over
-_OWN = frozenset(("_m", "_var", "_rt", "_real", "_op", "_own", "_host"))
 #: marks a parameter object that was replaced rather than swapped in place (its reason)
 _STALE = "_d2l_async_replaced"
 
@@ -93,7 +91,7 @@ def _swap_in_place(old: torch.Tensor, new: torch.Tensor) -> str:
 
     ``new`` must have no queued op that fills it (its worker would fill the other object)."""
     for k, v in old.__dict__.items():  # the reader's attributes (and Buffer's persistent) stay
-        if k not in _OWN and k not in new.__dict__:
+        if k not in _FIELDS and k not in new.__dict__:  # AsyncTensor's fields are new's
             new.__dict__[k] = v
     try:
         torch.utils.swap_tensors(old, new)
