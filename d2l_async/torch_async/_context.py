@@ -32,7 +32,7 @@ import threading
 from typing import Any, Callable, Iterator
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes, _pop_mode, _push_mode
 
 from ..engine import _gcfreeze as gc_freeze
 from ..engine._source import add_internal_dir
@@ -260,6 +260,38 @@ def _unpatch() -> None:
         _patched.clear()
         del torch.Tensor.data  # TensorBase's descriptor again
         gc_freeze.release()
+
+
+# -- fork (DataLoader workers) ----------------------------------------------------------------
+def _before_fork() -> None:
+    """In the parent, before ``os.fork`` (``DataLoader(num_workers=N)``'s workers): every queued op
+    runs first.  The child then finds the workers idle (no lock of theirs held across the fork) and
+    every asynchronous tensor computed -- a dataset made inside the block is readable there."""
+    for rt in live_runtimes():
+        if not rt.closed:
+            rt.drain("fork (DataLoader workers)")
+
+
+def _after_fork_in_child() -> None:
+    """In the child: no worker thread came along, so no block can run an op.  Its blocks are closed
+    (ops on their tensors run eagerly, on the data the parent computed) and this thread's dispatch
+    modes of ours are removed -- before, every op of a DataLoader worker was queued for a thread
+    that did not exist: no batch ever came, and the worker outlived its parent.  Nothing here takes
+    a lock: a parent's thread may have held one at the fork."""
+    for rt in live_runtimes():
+        rt.closed = True
+    _local.__dict__.pop("stack", None)
+    kept = []
+    while torch._C._len_torch_dispatch_stack() > 0:
+        mode = _pop_mode()
+        if not isinstance(mode, _AsyncMode):
+            kept.append(mode)
+    for mode in reversed(kept):
+        _push_mode(mode)
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
 
 
 # -- the public functions --------------------------------------------------------------------

@@ -7,6 +7,7 @@ as in the book).  Models built inside the block and outside it; 1 and 2 workers.
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import pytest
@@ -15,7 +16,7 @@ import torch
 from d2l_async.torch_async import AsyncTensor, asynchronous
 
 from . import book as d2l
-from .helpers import slow
+from .helpers import run_isolated, slow
 
 
 def _linear_regression(build_inside: bool, workers: int | None, epochs: int):
@@ -95,3 +96,27 @@ def test_the_book_lstm_language_model_trains_as_eager(build_inside, workers):
     assert got[0] == expected[0], "parameters differ"
     # built outside, the LSTM's parameters are used as they are (plain); the lazy head is made inside
     assert got[2] == ({AsyncTensor} if build_inside else {torch.nn.Parameter, AsyncTensor})
+
+
+def test_softmax_regression_over_the_books_four_loader_workers_trains_as_eager():
+    """§4.5's softmax regression on §4.2's Fashion-MNIST loader: ``DataModule``'s default
+    ``num_workers=4`` forks four worker processes per epoch and split (a fresh interpreter: a
+    hang fails the test instead of the run)."""
+    out = run_isolated("""
+        import json, warnings, torch
+        from d2l_async.torch_async import asynchronous
+        from tests.torch_async import book as d2l
+        warnings.simplefilter("ignore")
+
+        def fit():
+            torch.manual_seed(0)
+            data = d2l.FashionMNIST(batch_size=64)
+            model = d2l.SoftmaxRegression(num_outputs=10, lr=0.1)
+            d2l.Trainer(max_epochs=1).fit(model, data)
+            return [p.detach().numpy().tobytes().hex() for p in model.parameters()], model.board.data
+        expected = fit()
+        with asynchronous():
+            got = fit()
+        print(json.dumps({"parameters": got[0] == expected[0], "board": got[1] == expected[1]}))
+    """, timeout=180)
+    assert json.loads(out.strip().splitlines()[-1]) == {"parameters": True, "board": True}
