@@ -38,7 +38,8 @@ from ..engine import _gcfreeze as gc_freeze
 from ..engine._source import add_internal_dir
 from ._compat import UnsupportedTorchError, check_torch
 from ._meta import warm
-from ._runtime import CACHE, WORKER_NICE, AsyncRuntime, check_flag, check_worker_nice, live_runtimes
+from ._openmp import AUTO
+from ._runtime import CACHE, WORKER_NICE, AsyncRuntime, check_flag, check_team, check_worker_nice, live_runtimes
 from ._schema import func_info
 from ._state import GLOBAL_SETTERS
 from ._tensor import AsyncTensor
@@ -303,7 +304,7 @@ def current_runtime() -> AsyncRuntime | None:
 
 @contextlib.contextmanager
 def _block(workers: int, record: bool, torch_threads: int | None, worker_nice: int,
-           free_frontend_team: bool) -> Iterator[AsyncRuntime]:
+           free_frontend_team: bool | str) -> Iterator[AsyncRuntime]:
     check_torch()
     warm()  # the first block only: meta kernels' imports, paid before the first op (see ._meta.warm)
     CACHE.check_default_dtype()  # set outside a block since the cache was filled
@@ -350,11 +351,14 @@ class asynchronous(contextlib.ContextDecorator):  # noqa: N801 - reads as a stat
             the same cores would, as often as not, and the loop would not run ahead.  Linux only
             (elsewhere the workers keep the frontend's priority); ``rt.worker_nice`` says what the
             OS granted.
-        free_frontend_team: free your thread's torch (OpenMP) threads while the block is open
-            (default True): they idle, as every op is queued, and would make the worker's own
-            sleep between parallel kernels (a small kernel then costs 10x more).  torch starts
-            them again at your next parallel op after the block; results are unchanged.  GNU
-            libgomp only (Linux wheels); ``rt.frontend_team_freed`` says whether it was done.
+        free_frontend_team: free your thread's torch (OpenMP) threads while the block is open:
+            they idle, as every op is queued, and on an idle machine would make the worker's own
+            sleep between parallel kernels (a small kernel then costs 10x more); on a busy one
+            the freed worker team spins against the other processes (a small kernel then costs
+            20-100x more).  ``"auto"`` (default): freed only when no other process wants the
+            CPUs as the block opens; True/False force it.  torch starts them again at your next
+            parallel op after the block; results are unchanged.  GNU libgomp only (Linux
+            wheels); ``rt.frontend_team_freed`` says whether it was done.
 
     Blocking points (the frontend waits, recorded with your line): ``print``, ``.item()``,
     ``float()``/``bool()``/``if t:``, ``.numpy()``, ``.tolist()``, data-dependent shapes
@@ -363,11 +367,11 @@ class asynchronous(contextlib.ContextDecorator):  # noqa: N801 - reads as a stat
     """
 
     def __init__(self, workers: int = 1, *, record: bool = True, torch_threads: int | None = None,
-                 worker_nice: int = WORKER_NICE, free_frontend_team: bool = True) -> None:
+                 worker_nice: int = WORKER_NICE, free_frontend_team: bool | str = AUTO) -> None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers={workers!r}: pass a positive int (worker threads)")
         check_flag("record", record)
-        check_flag("free_frontend_team", free_frontend_team)
+        check_team(free_frontend_team)
         check_worker_nice(worker_nice)  # at once, as for workers and record: a decorator fails where it is made
         self.workers = workers
         self.record = record

@@ -72,6 +72,7 @@ from ..engine._scheduler import Scheduler
 from ..engine._worker import lower_priority
 from ..trace import Trace
 from ._meta import MetaCache, compute_specs, meta_of
+from ._openmp import AUTO, others_runnable, should_free, usable_cpus
 from ._openmp import free_frontend_team as _free_team
 from ._order import OrderedReady
 from ._schema import func_info
@@ -101,6 +102,14 @@ def check_worker_nice(worker_nice: Any) -> int:
     if isinstance(worker_nice, bool) or not isinstance(worker_nice, int) or not 0 <= worker_nice <= 19:
         raise ValueError(f"worker_nice={worker_nice!r}: pass an int from 0 (the frontend's priority) to 19")
     return worker_nice
+
+
+def check_team(value: Any) -> bool | str:
+    """``free_frontend_team`` as :class:`AsyncRuntime` and ``asynchronous()`` take it, or a TypeError."""
+    if value is True or value is False or (isinstance(value, str) and value == AUTO):
+        return value
+    raise TypeError(f"free_frontend_team={value!r}: pass True, False or {AUTO!r} (the default: freed only when no "
+                    "other process wants the CPUs, see d2l_async.torch_async._openmp)")
 
 
 def check_flag(name: str, value: Any) -> bool:
@@ -146,22 +155,30 @@ class AsyncRuntime(SyncPaths, OrderedReady):
             frontend, as a device never takes the frontend's CPU (0: none; Linux only).
         free_frontend_team: free the calling (frontend) thread's OpenMP threads, which idle
             while ops are queued and would make the workers' threads sleep between parallel
-            kernels (:mod:`._openmp`; GNU libgomp only).  Done only when the workers use more
-            than one torch thread.
+            kernels (:mod:`._openmp`; GNU libgomp only).  ``"auto"`` (default): only when no other
+            process wants the CPUs as the block opens -- under load a freed team is the slow one.
+            Done only when the workers use more than one torch thread.
     """
 
     engine_kind = "torch"
 
     def __init__(self, *, workers: int = 1, record: bool = True, torch_threads: int | None = None,
-                 worker_nice: int = WORKER_NICE, free_frontend_team: bool = True) -> None:
-        n = torch.get_num_threads() if torch_threads is None else torch_threads
+                 worker_nice: int = WORKER_NICE, free_frontend_team: bool | str = AUTO) -> None:
+        # asked first in any case: torch sets a thread's count from a process-wide value on its first
+        # parallel call, and the workers' set_num_threads(torch_threads) changes that value -- a
+        # frontend that had not asked yet ran single-threaded after a torch_threads=1 block
+        frontend = torch.get_num_threads()
+        n = frontend if torch_threads is None else torch_threads
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"torch_threads={torch_threads!r}: pass a positive int, or None for the frontend's")
         check_worker_nice(worker_nice)
-        check_flag("free_frontend_team", free_frontend_team)
+        check_team(free_frontend_team)
         self.torch_threads = n
+        #: other processes' runnable tasks as the block opened (None: not asked, or unknown)
+        self.others_runnable = others_runnable() if free_frontend_team == AUTO and n > 1 else None
         #: whether the frontend's OpenMP threads were freed for this block (see ._openmp)
-        self.frontend_team_freed = free_frontend_team and n > 1 and _free_team()
+        self.frontend_team_freed = should_free(free_frontend_team, n, usable_cpus(), self.others_runnable) and \
+            _free_team()
         granted = self._nice_granted = [0]  # set by each worker as it starts
 
         def thread_init() -> None:  # refers to no runtime: a worker holds none while it lives
@@ -438,7 +455,8 @@ class AsyncRuntime(SyncPaths, OrderedReady):
             raise EngineError("recording is off; use asynchronous(record=True) to get a trace")
         return self._recorder.trace(pending=self.statistics().pending, frontend="plain PyTorch",
                                     torch_threads=self.torch_threads, worker_nice=self.worker_nice,
-                                    frontend_team_freed=self.frontend_team_freed)
+                                    frontend_team_freed=self.frontend_team_freed,
+                                    others_runnable_at_open=self.others_runnable)
 
     def __repr__(self) -> str:
         s = self.statistics()
