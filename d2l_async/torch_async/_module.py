@@ -42,7 +42,7 @@ from torch.nn.parameter import UninitializedTensorMixin
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 from torch.utils._python_dispatch import _disable_current_modes
 
-from ._context import current_runtime
+from ._mode import current_runtime
 from ._meta import meta_of
 from ._runtime import AsyncRuntime
 from ._tensor import _FIELDS, AsyncTensor

@@ -27,8 +27,9 @@ difference (benchmarks/bench_torch_async.py, "kernels" and "kernels beside a bus
 So the default, ``free_frontend_team="auto"``, frees the team only when the workers' torch
 threads and every other runnable task of the machine fit in the CPUs this process may use as the
 block opens (:func:`others_runnable`: the run queue of ``/proc/loadavg`` less this process's own
-running threads; on 2 cores and 2 threads: nothing else runnable): a wrong "keep" costs tens of microseconds per small parallel kernel, a
-wrong "free" milliseconds.  The decision holds for the block; ``True``/``False`` force it.
+running threads; on 2 cores and 2 threads: nothing else runnable): a wrong "keep" costs tens of
+microseconds per small parallel kernel, a wrong "free" milliseconds.  The decision holds for the
+block (a load that starts later is not seen); ``True``/``False`` force it.
 """
 
 from __future__ import annotations

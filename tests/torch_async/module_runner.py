@@ -75,7 +75,8 @@ def check(mi, minput, training: bool, variants: list) -> dict:
                 got = run(mi, minput, training, build, prebuilt)
                 rt.synchronize(timeout=WAIT)
         except Exception as exc:  # noqa: BLE001
-            return {"status": "differs", "detail": f"{where}: raised {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
+            first = str(exc).splitlines()[0][:200] if str(exc) else ""
+            return {"status": "differs", "detail": f"{where}: raised {type(exc).__name__}: {first}"}
         for name, a, b in zip(("outputs", "gradients", "buffers"), got, expected):
             if a != b:
                 return {"status": "differs", "detail": f"{where}: {name} differ"}

@@ -105,7 +105,8 @@ def check(oi, index: int, extra: dict, variants: list) -> dict:
                 got = run(oi, index, extra, build)
                 rt.synchronize(timeout=WAIT)
         except Exception as exc:  # noqa: BLE001
-            return {"status": "differs", "detail": f"{where}: raised {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
+            first = str(exc).splitlines()[0][:200] if str(exc) else ""
+            return {"status": "differs", "detail": f"{where}: raised {type(exc).__name__}: {first}"}
         for name, a, b in zip(("losses", "parameters", "optimizer state", "learning rates"), got, expected):
             if a != b:
                 return {"status": "differs", "detail": f"{where}: {name} differ"}

@@ -182,4 +182,5 @@ def test_double_after_the_block_on_a_model_made_asynchronous_inside():
     assert net.weight is w and w.dtype is torch.float64
     torch.manual_seed(0)
     expected = nn.Linear(3, 4).double()
-    assert net(torch.ones(1, 3, dtype=torch.float64)).tolist() == expected(torch.ones(1, 3, dtype=torch.float64)).tolist()
+    x = torch.ones(1, 3, dtype=torch.float64)
+    assert net(x).tolist() == expected(x).tolist()
