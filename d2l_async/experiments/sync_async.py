@@ -57,7 +57,7 @@ from typing import Any, Callable
 from d2l_async import config
 
 from ._common import Setup, make_measurement, positive_int, positive_ints, resolve_backend, time_runs
-from ._cost_model import MIN_BACKLOGGED_PAIRS, CostModel, SideCosts, backend_pace, side_costs
+from ._cost_model import MIN_BACKLOGGED_PAIRS, CostModel, SideCosts, backend_pace, side_costs, t2_share
 from ._cpu import CpuClock, CpuTimes, total
 
 __all__ = ["MIN_BACKLOGGED_PAIRS", "CostModel", "CpuTimes", "SweepPoint", "SyncAsyncResult", "SyncAsyncSweep",
@@ -323,6 +323,12 @@ class SyncAsyncSweep:
         from ._sync_async_lessons import sweep_checks
 
         return sweep_checks(self)
+
+    def t2_shares(self) -> tuple[tuple[float, str], ...]:
+        """``(t2's share of an op's synchronous cost, how it was read)`` at every point, in order, on this
+        backend's own clock (:func:`~d2l_async.experiments._cost_model.t2_share`): the CPU clock of the
+        synchronous runs on the engine, the GPU's time per kernel from the trace on CUDA."""
+        return tuple(t2_share(p, self.backend) for p in self.points)
 
     def ratios(self, *, numel: int) -> tuple[tuple[int, float], ...]:
         """``(ops, ratio)`` pairs for one tensor size."""
