@@ -39,7 +39,8 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit status (argparse exits with 2 on bad arguments)."""
+    """Entry point; returns the exit status: 0, 1 when a report step failed (the report is still
+    written, with its traceback), 2 on bad arguments (argparse exits)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command != "report":
@@ -52,11 +53,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     try:
-        run_report(device=args.device, quick=True if args.quick else None, output=args.output,
-                   progress=not args.no_progress)
+        result = run_report(device=args.device, quick=True if args.quick else None, output=args.output,
+                            progress=not args.no_progress)
     except ValueError as exc:
         parser.error(str(exc))
-    return 0
+    return 1 if result.failed else 0  # a failed step is in the report; the exit status says so too
 
 
 if __name__ == "__main__":
