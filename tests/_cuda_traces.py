@@ -21,7 +21,7 @@ traces):
 * the launch latency of a real GPU: the run generators start a kernel :data:`LAUNCH_LATENCY_US` after its
   launch call begins when nothing is in its way (a kernel never starts the moment its call returns).
 
-Times given to the methods are µs from the start of the recording.  ``tests/trace/test_cuda_capture_file.py``
+Times given to the methods are µs from the start of the recording.  ``tests/capture/test_capture_real_file.py``
 compares this generator with a real CUDA capture once one is committed under ``tests/data/``.
 """
 
@@ -333,3 +333,51 @@ def blocker_demo(tmp_path: Path) -> Trace:
         t += 2
     f.sync("cudaDeviceSynchronize", t + 5, 2)
     return as_capture(f.trace(tmp_path, "blocker_demo.json"))
+
+
+def probe_capture(tmp_path: Path) -> Path:
+    """The program ``../shared/gpu/probe.py`` captures on a GPU, written as this module writes traces (the
+    file, not a Trace): 300 one-element adds, a synchronize, five 1000x1000 products, ``b.sum().item()``
+    (a copy into pinned memory and a stream synchronize), ``big.cpu()`` (4 MiB into pageable memory), a
+    product on a side stream, an event recorded there and waited for, the last synchronize.  The test of
+    this generator against a real capture compares the two files."""
+    f = KinetoFile()
+    t, free = 10.0, 0.0
+    for _ in range(300):
+        f.cpu_op("aten::add", t, 6)
+        start = max(t + 3 + LAUNCH_LATENCY_US, free)
+        f.kernel(t + 3, 3, start, 1.5, name=ADD)
+        free, t = start + 1.5, t + 8
+    f.sync("cudaDeviceSynchronize", t, max(free - t, 0) + 2)
+    t = max(t, free) + 5
+    for _ in range(5):
+        f.cpu_op("aten::mm", t, 12)
+        start = max(t + 6 + LAUNCH_LATENCY_US, free)
+        f.kernel(t + 6, 4, start, 60, name=MATMUL)
+        free, t = start + 60, t + 15
+    f.cpu_op("aten::sum", t, 8)
+    start = max(t + 3 + LAUNCH_LATENCY_US, free)
+    f.kernel(t + 3, 3, start, 4, name="void at::native::reduce_kernel<512, 1, ...>(...)")
+    free, t = start + 4, t + 10
+    f.cpu_op("aten::item", t, free + 10 - t)
+    f.cpu_op("aten::_local_scalar_dense", t + 1, free + 8 - t)
+    f.memcpy(t + 2, 4, max(t + 2 + LAUNCH_LATENCY_US, free), 2, what="DtoH (Device -> Pinned)", nbytes=4)
+    free = max(t + 2 + LAUNCH_LATENCY_US, free) + 2
+    f.sync("cudaStreamSynchronize", t + 7, free - (t + 7) + 1)
+    t = free + 12
+    f.cpu_op("aten::_to_copy", t, 360)
+    f.memcpy(t + 4, 340, t + 4 + LAUNCH_LATENCY_US, 300, what="DtoH (Device -> Pageable)", nbytes=4 << 20)
+    f.sync("cudaStreamSynchronize", t + 346, 2)
+    t += 365
+    f.cpu_op("aten::mul", t, 6)
+    f.kernel(t + 2, 3, t + 2 + LAUNCH_LATENCY_US, 5, name=ADD, stream=13)
+    f.cpu_op("aten::sum", t + 8, 6)
+    f.kernel(t + 10, 3, t + 10 + LAUNCH_LATENCY_US + 5, 4, name="void at::native::reduce_kernel<512, 1, ...>(...)",
+             stream=13)
+    side_end = t + 10 + LAUNCH_LATENCY_US + 9
+    t += 16
+    f.runtime("cudaEventRecord", t, 2)
+    f.sync("cudaEventSynchronize", t + 3, max(side_end - (t + 3), 0) + 1, stream=13)
+    t = max(t + 4, side_end + 2)
+    f.sync("cudaDeviceSynchronize", t, 2)
+    return f.write(Path(tmp_path) / "probe_capture.json")
