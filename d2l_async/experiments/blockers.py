@@ -403,8 +403,8 @@ def _product_reason_cuda(r: BlockersResult, conv: float, product: float, *, uncl
     if unclear:
         return (f"{head}. Between a tenth and two fifths, one estimate each cannot say whether it is under a fifth; "
                 "a larger matrix (size=) makes the product dominate clearly")
-    return (f"{head}. The GPU computes this product in not much more than a round trip: a larger matrix (size=; "
-            "quick mode shrinks it) makes the product dominate")
+    return (f"{head}. The GPU computes this product in the time of {1 / share:.1f} conversions: a larger matrix "
+            "(size=; quick mode shrinks it) makes the product dominate")
 
 
 def _every_step_reason(r: BlockersResult, step_s: float) -> str:
