@@ -76,9 +76,12 @@ class KinetoFile:
         ``cudaEventSynchronize``) and Kineto's ``cuda_sync`` marker on the device."""
         corr = self.runtime(name, ts, dur)
         kind = {"cudaDeviceSynchronize": "Context Sync", "cudaEventSynchronize": "Event Sync"}.get(name, "Stream Sync")
+        # Kineto's CudaSyncActivity::metadataJson: an event sync also names the stream the event was recorded on
+        waited = {"wait_on_stream": stream, "wait_on_cuda_event_id": 1} if kind == "Event Sync" else {}
         self.events.append({"ph": "X", "cat": "cuda_sync", "name": kind, "pid": device, "tid": stream,
-                            "ts": ts + dur - 1, "dur": 1, "args": {"cuda_sync_kind": kind, "stream": stream,
-                                                                    "correlation": corr, "device": device}})
+                            "ts": ts + dur - 1, "dur": 1, "args": {"cuda_sync_kind": kind, **waited, "stream": stream,
+                                                                    "correlation": corr, "device": device,
+                                                                    "context": 1}})
         return corr
 
     # -- calls that put work on a device ---------------------------------------------------------------
