@@ -223,6 +223,9 @@ def side_costs(r: Any) -> SideCosts:
     if getattr(r, "backend", "") == "cuda":
         per_launch, _, _ = cpu_per_launch(r.trace_async)
         gpu, _ = backend_pace(r.trace_async)
+        if per_launch != per_launch:  # fewer than two launches traced: the issue loop's time per op instead
+            return SideCosts("cuda", r.model.t1, gpu, "wall-time t1 and trace per op", "the CPU's launches",
+                             "the GPU's kernels")
         return SideCosts("cuda", per_launch, gpu, "trace per op", "the CPU's launches", "the GPU's kernels")
     runs = max(1, len(getattr(r.async_, "raw", ()) or ()))
     cpu = r.cpu_async.divided(runs) if r.cpu_async is not None else None

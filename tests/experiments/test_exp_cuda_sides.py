@@ -231,3 +231,10 @@ def test_notebook_05_prints_the_gpus_launches_and_kernels_not_cpu_workers(tmp_pa
     out = capsys.readouterr().out
     assert "workers" not in out and "CPU clock" not in out, out  # no worker thread computes on a GPU
     assert "the GPU's kernels" in out and "backend slower" in out and "frontend slower" in out, out
+
+
+def test_a_cuda_trace_with_one_launch_falls_back_to_the_issue_loops_time_per_op(tmp_path):
+    r = _result(C.increments(tmp_path, ops=1, launch_us=8, kernel_us=2), 1, t1=8e-6)
+    c = r.costs
+    assert c.frontend_s == pytest.approx(8e-6) and c.clock.startswith("wall-time t1")
+    assert r.queue_lesson().name  # decided, not a crash on a NaN
