@@ -63,8 +63,9 @@ def no_torch_message(python: str | None = None) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit status: 0 when the report was written, 1 when this Python has no
-    torch (with what to run instead), 2 without a command (argparse exits with 2 on bad arguments)."""
+    """Entry point; returns the exit status: 0 when the report was written, 1 when a report step failed
+    (the report is still written, with its traceback) or when this Python has no torch (with what to run
+    instead), 2 without a command (argparse exits with 2 on bad arguments)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if not torch_importable():
@@ -80,11 +81,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     try:
-        run_report(device=args.device, quick=True if args.quick else None, output=args.output,
-                   progress=not args.no_progress)
+        result = run_report(device=args.device, quick=True if args.quick else None, output=args.output,
+                            progress=not args.no_progress)
     except ValueError as exc:
         parser.error(str(exc))
-    return 0
+    return 1 if result.failed else 0  # a failed step is in the report; the exit status says so too
 
 
 if __name__ == "__main__":

@@ -330,12 +330,14 @@ def checks(r: BlockersResult) -> list[lesson.Check]:
         compare(max(conv, 1e-9), min(a, i), by=0.2) if min(a, i) > 0 else False,
         shown=f"product + conversion {a * 1e3:.2f} ms (asnumpy) and {i * 1e3:.2f} ms (item), fastest of {runs} "
               f"runs each; a conversion alone adds {_us(conv)}",
-        otherwise=(f"the {r.size}x{r.size} product took only ~{min(a, i) * 1e3:.2f} ms here, so the conversion's "
-                   f"{_us(conv)} is not small beside it ({machine_words(r.machine)}). Use a larger matrix "
-                   "(quick mode shrinks it)."),
-        unclear=(f"the conversion's {_us(conv)} is between a tenth and two fifths of the product "
-                 f"(~{min(a, i) * 1e3:.2f} ms): one estimate each cannot say whether it is under a fifth. A larger "
-                 "matrix makes the product dominate clearly")))
+        otherwise=_product_reason_cuda(r, conv, min(a, i)) if r.backend == "cuda" else (
+                  f"the {r.size}x{r.size} product took only ~{min(a, i) * 1e3:.2f} ms here, so the conversion's "
+                  f"{_us(conv)} is not small beside it ({machine_words(r.machine)}). Use a larger matrix "
+                  "(quick mode shrinks it)."),
+        unclear=_product_reason_cuda(r, conv, min(a, i), unclear=True) if r.backend == "cuda" else (
+                f"the conversion's {_us(conv)} is between a tenth and two fifths of the product "
+                f"(~{min(a, i) * 1e3:.2f} ms): one estimate each cannot say whether it is under a fifth. A larger "
+                "matrix makes the product dominate clearly")))
     # One measurement for one named ratio (issue 20, C5): the medians, as the notebook prints them,
     # decided against the spread of the repeats.
     am, im = r.book_style["asnumpy"].median, r.book_style["item"].median
@@ -371,8 +373,38 @@ def _cuda_copy_reason(r: BlockersResult, ratio: float) -> str:
     slower = "asnumpy" if ratio < 1 else "item"
     return (f"on a GPU the two conversions do not copy the same thing: asnumpy (b.cpu().numpy()) copies the whole "
             f"{r.size}x{r.size} float32 matrix, {mb:.1f} MB, into pageable host memory, a synchronizing copy at the "
-            f"host link's speed, while item copies the 4 bytes of b.sum(). Both wait for the product first; {slower} "
-            "took longer by what its copy costs (the timeline shows the copy)")
+            f"host link's speed, while item copies the 4 bytes of b.sum() into pinned host memory and then "
+            f"synchronizes the stream. Both wait for the product first; {slower} took longer by what its copy costs "
+            "(the timeline shows the copy)")
+
+
+def _round_trip(trace: Any) -> float:
+    """Median seconds the CPU waited in one stream synchronize of the blocker demo's trace (NaN: none)."""
+    import statistics
+
+    if trace is None:
+        return float("nan")
+    blocks = trace.where(kind="block")
+    waits = [float(e - s) for n, s, e in zip(blocks["name"], blocks["start"], blocks["end"])
+             if str(n) == "cudaStreamSynchronize"]
+    return statistics.median(waits) if waits else float("nan")
+
+
+def _product_reason_cuda(r: BlockersResult, conv: float, product: float, *, unclear: bool = False) -> str:
+    """Why a conversion was not small beside the book's product on a GPU: the product is a kernel, the
+    conversion a round trip between the CPU and the GPU, and neither is a CPU count."""
+    trip = _round_trip(r.trace)
+    waits = f" (each of the blocker demo's stream synchronizes held the CPU {_us(trip)})" if trip == trip else ""
+    share = conv / product if product > 0 else float("inf")
+    head = (f"on the GPU the {r.size}x{r.size} product with its conversion took ~{product * 1e3:.3f} ms, and a "
+            f"conversion alone adds {_us(conv)} ({share:.0%} of it): a copy to the host (pinned memory for item, "
+            f"pageable for asnumpy) and a cudaStreamSynchronize, a round trip between the CPU and the GPU{waits} "
+            "that does not shrink with the product")
+    if unclear:
+        return (f"{head}. Between a tenth and two fifths, one estimate each cannot say whether it is under a fifth; "
+                "a larger matrix (size=) makes the product dominate clearly")
+    return (f"{head}. The GPU computes this product in the time of {1 / share:.1f} conversions: a larger matrix "
+            "(size=; quick mode shrinks it) makes the product dominate")
 
 
 def _every_step_reason(r: BlockersResult, step_s: float) -> str:
