@@ -89,6 +89,10 @@ class Check:
             ``"trend: ..."``, from :mod:`d2l_async._verdict`); ``""`` for a fact read off the run.
         role: ``"machine"`` (whether this machine can show a speed-up), ``"speed-up"`` (a claim that
             credits one) or ``""``; see :func:`contradictions`.
+        numbers: the deciding verdict's numbers as ``(key, value)`` pairs -- ``ratio``, ``low``,
+            ``high``, ``n_a``, ``n_b``, ``a``, ``b`` (the sides' names) for a comparison; ``rho``,
+            ``p``, ``n`` for a trend; empty for a fact.  Stored with the check, so a test can hold
+            the words against the numbers that decided them.
     """
 
     name: str
@@ -97,6 +101,11 @@ class Check:
     otherwise: str = ""
     decided_by: str = ""
     role: str = ""
+    numbers: tuple[tuple[str, Any], ...] = ()
+
+    def number(self, key: str, default: Any = None) -> Any:
+        """One of :attr:`numbers` by its key (``default`` when the check has none)."""
+        return dict(self.numbers).get(key, default)
 
     @property
     def mark(self) -> str:
@@ -186,9 +195,9 @@ def check(name: str, holds: Any, *, shown: str, otherwise: str = "", unclear: st
     """
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"lesson check: name must be a non-empty string (the claim), got {name!r}")
-    decided_by, spread = "", ""
-    if _is_verdict(holds):
-        decided_by, spread, holds = holds.method, str(holds.spread), holds.holds
+    decided_by, spread, numbers, from_verdict = "", "", (), _is_verdict(holds)
+    if from_verdict:
+        decided_by, spread, numbers, holds = holds.method, str(holds.spread), _numbers_of(holds), holds.holds
     if holds is not None and not _is_bool(holds):
         raise TypeError(f"lesson check {name!r}: holds must be a bool computed from the run, None (can't tell) "
                         f"or a verdict of d2l_async._verdict, got {type(holds).__name__} {holds!r}")
@@ -199,11 +208,26 @@ def check(name: str, holds: Any, *, shown: str, otherwise: str = "", unclear: st
     if role not in ROLES:
         raise ValueError(f"lesson check {name!r}: role must be one of {ROLES}, got {role!r}")
     if holds is None:
-        otherwise = "; ".join(p for p in (spread, unclear.strip() or otherwise.strip() or _DEFAULT_UNCLEAR) if p)
+        # A verdict's "can't tell" is explained by its spread and ``unclear`` only, never by ``otherwise``:
+        # that text was written for the other outcome (a ✘'s reason shown beside numbers that say "maybe").
+        hint = unclear.strip() or ("" if from_verdict else otherwise.strip()) or _DEFAULT_UNCLEAR
+        otherwise = "; ".join(p for p in (spread, hint) if p)
     elif not holds and spread and spread not in otherwise:
         otherwise = f"{otherwise.strip()} ({spread})" if otherwise.strip() else ""
     return Check(name.strip(), None if holds is None else bool(holds), shown.strip(), otherwise.strip(),
-                 decided_by, role)
+                 decided_by, role, numbers)
+
+
+def _numbers_of(v: Any) -> tuple[tuple[str, Any], ...]:
+    """The numbers of a verdict record that a check keeps (see :attr:`Check.numbers`)."""
+    if hasattr(v, "rho"):
+        return (("rho", float(v.rho)), ("p", float(v.p)), ("n", int(v.n)))
+    names = tuple(getattr(v, "names", ("a", "b")))
+    out: list[tuple[str, Any]] = [("ratio", float(v.ratio)), ("low", float(v.low)), ("high", float(v.high)),
+                                  ("n_a", int(v.n_a)), ("n_b", int(v.n_b))]
+    if len(names) == 2:
+        out += [("a", str(names[0])), ("b", str(names[1]))]
+    return tuple(out)
 
 
 def contradictions(checks: Iterable[Check]) -> list[tuple[Check, Check]]:
@@ -303,9 +327,10 @@ def checks_in_outputs(outputs: Iterable[Mapping[str, Any]]) -> list[Check]:
             if isinstance(fields, str):
                 fields = json.loads(fields)
             holds = fields["holds"]
+            numbers = tuple((str(k), v) for k, v in (fields.get("numbers") or ()))
             found.append(Check(str(fields["name"]), None if holds is None else bool(holds), str(fields["shown"]),
                                str(fields.get("otherwise", "")), str(fields.get("decided_by", "")),
-                               str(fields.get("role", ""))))
+                               str(fields.get("role", "")), numbers))
         elif out.get("output_type") == "stream" and out.get("name") == "stdout":
             for line in _text_of(out.get("text")).splitlines():
                 parsed = parse_line(line)
