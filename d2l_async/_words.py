@@ -43,7 +43,8 @@ def _finite(x: Any) -> bool:
 def fmt_time(seconds: float) -> str:
     """Seconds with the unit their magnitude calls for: ``4.56 µs``, ``12.3 ms``, ``1.63 s``.
 
-    Three significant digits below one second, two decimals from one second up; the sign of a
+    Three significant digits below one second (trailing zeros dropped: ``34 ms``), two decimals from one
+    second up; the sign of a
     negative time is kept (a true minus sign); ``n/a`` for None, NaN or an infinity.
     """
     if seconds is None or not _finite(float(seconds)):
@@ -61,12 +62,9 @@ def fmt_time(seconds: float) -> str:
 
 
 def _sig3(x: float) -> str:
-    """Three significant digits without an exponent (``999.5`` is ``1000``, never ``1e+03``)."""
-    x = float(f"{x:.3g}")
-    if x == 0:
-        return "0"
-    digits = max(0, 2 - int(math.floor(math.log10(x))))
-    return f"{x:.{digits}f}"
+    """Three significant digits, trailing zeros dropped (``12.3``, ``34``, ``0.5``); callers keep ``x`` below
+    1000 by choosing the unit of the rounded value, so no exponent appears."""
+    return f"{x:.3g}"
 
 
 def fmt_change(seconds: float) -> str:

@@ -25,6 +25,7 @@ from typing import Any, Mapping
 from d2l_async import config, lesson
 
 from ._common import Setup, backend_work, checkpoint, launches, make_measurement, positive_int, resolve_backend, time_runs
+from ._why import machine_words
 
 __all__ = ["AsynchronyResult", "Ahead", "run_asynchrony", "checks", "issue_and_finish", "ran_ahead_check",
            "timer_check", "machine_words"]
@@ -209,14 +210,6 @@ def issue_and_finish(trace: Any) -> Ahead:
     busy = float(np.sum(np.clip(work["end"] - work["start"], 0, None)))
     before = float(np.sum(np.clip(np.minimum(work["end"], last_push) - work["start"], 0, None)))
     return Ahead(last_push - t0, float(work["end"].max()) - t0, busy, before)
-
-
-def machine_words(m: Any) -> str:
-    """The machine facts a ✘ explanation needs, in words."""
-    if m is None:
-        return "the machine was not recorded"
-    return (f"{m.usable_cpus:g} usable CPU{'s' if m.usable_cpus != 1 else ''}, "
-            f"{m.spare_cpus:.1f} of them spare")
 
 
 def ran_ahead_check(trace: Any, machine: Any = None, *, share: float = 0.5) -> lesson.Check:
