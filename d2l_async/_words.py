@@ -10,8 +10,8 @@ One format per quantity:
 
 * **time** -- :func:`fmt_time`: ``4.56 µs``, ``12.3 ms``, ``1.63 s``, the unit chosen by magnitude
   (three significant digits below a second), ``n/a`` for a number that was not measured;
-* **a difference** -- :func:`fmt_change`: ``+3.20 ms`` / ``−239 µs`` (the sign always written, a true
-  minus sign), and :func:`added` for "a conversion adds ...", which never says "adds −239 µs";
+* **a difference** -- :func:`fmt_change`: ``+3.2 ms`` / ``-239 µs`` (the sign always written), and
+  :func:`added` for "a conversion adds ...", which never says "adds -239 µs";
 * **a ratio** -- :func:`fmt_ratio` (``1.47×``); a verdict's ratio is always written in the verdict's own
   direction, named by its sides: :func:`ratio_words` (``every step / once at the end = 1.47``);
 * **a spread** -- :func:`spread_words`: the ratio, its interval, the runs it came from and the bound the
@@ -32,8 +32,8 @@ from typing import Any
 __all__ = ["fmt_time", "fmt_change", "fmt_ratio", "fmt_interval", "added", "ratio_words", "spread_words",
            "outcome_words", "MINUS"]
 
-#: The minus sign of a negative number in prose (U+2212): a hyphen reads as a dash beside a unit.
-MINUS = "\u2212"
+#: The minus sign of a negative number (ASCII, as Python prints it: a reader can paste it back).
+MINUS = "-"
 
 
 def _finite(x: Any) -> bool:
@@ -45,7 +45,7 @@ def fmt_time(seconds: float) -> str:
 
     Three significant digits below one second (trailing zeros dropped: ``34 ms``), two decimals from one
     second up; the sign of a
-    negative time is kept (a true minus sign); ``n/a`` for None, NaN or an infinity.
+    negative time is kept; ``n/a`` for None, NaN or an infinity.
     """
     if seconds is None or not _finite(float(seconds)):
         return "n/a"
@@ -68,7 +68,7 @@ def _sig3(x: float) -> str:
 
 
 def fmt_change(seconds: float) -> str:
-    """A difference of times, its sign always written: ``+3.20 ms``, ``−239 µs``."""
+    """A difference of times, its sign always written: ``+3.2 ms``, ``-239 µs``."""
     if seconds is None or not _finite(float(seconds)):
         return "n/a"
     return ("+" if seconds >= 0 else "") + fmt_time(seconds)
@@ -122,12 +122,12 @@ def spread_words(v: Any) -> str:
 
     A :class:`~d2l_async._verdict.Verdict`: ``a / b = 1.47, bootstrap 90% interval 1.10–1.95 over 5
     vs 5 runs; the claim needs it above 1`` (one run each: no interval, and the factor that one run
-    can decide beyond).  A :class:`~d2l_async._verdict.Trend`: ``Spearman's rho −0.90 over 20 points
+    can decide beyond).  A :class:`~d2l_async._verdict.Trend`: ``Spearman's rho -0.90 over 20 points
     (one-sided p = 0.001; the claim needs p < 0.05)``.
     """
     if hasattr(v, "rho"):
         alpha = getattr(v, "alpha", 0.05)
-        rho = f"{'+' if v.rho >= 0 else MINUS}{abs(v.rho):.2f}"
+        rho = f"{v.rho:+.2f}"
         return (f"Spearman's rho {rho} over {v.n} points (one-sided p = {v.p:.3g}; the claim needs "
                 f"p < {alpha:g})")
     head = ratio_words(v)

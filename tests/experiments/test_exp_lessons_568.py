@@ -294,7 +294,7 @@ def test_quantiles_interpolate_like_numpy():
 def test_growth_holds_only_beyond_the_spread():
     costly, grew = sched([6, 6.1, 6.2, 6.3, 6.4], [9, 9.2, 9.4, 9.6, 9.8]).lessons()
     assert costly.holds and "(CPU time)" in costly.name and costly.decided_by.startswith("compare:")
-    assert grew.holds and "×1.52" in grew.shown and grew.decided_by.startswith("compare:")
+    assert grew.holds and "×1.52" in grew.shown and grew.decided_by.startswith("trend:")
 
 
 def test_flat_growth_on_one_cpu_cannot_tell_and_says_why():
@@ -312,8 +312,26 @@ def test_context_switches_are_part_of_the_reason():
     assert "1.50 context switches per op with 1 worker and 0.25 with 16" in grew.otherwise
 
 
+def test_growth_is_decided_over_every_worker_count_not_from_the_end_points():
+    """The first-contact run read "✔ the per-op cost grows from 1 to 16 worker threads ... 7.53, 9.28, 10.2, 7.97,
+    9.16 µs": decided from the end points, while the rule of "shrinks" (Spearman over every point) says can't tell."""
+    from dataclasses import replace
+
+    from tests.one_core import rules
+
+    meds = (7.53, 9.28, 10.2, 7.97, 9.16)
+    raw = tuple(SchedulingOverhead(w, 10.0, 1000, (10.0,) * 3, (m - 0.05, m, m + 0.05))
+                for w, m in zip((1, 2, 4, 8, 16), meds))
+    r = replace(sched([1], [1]), workers=(1, 2, 4, 8, 16), raw=raw, per_op_seconds=(10e-6,) * 5,
+                cpu_per_op_seconds=tuple(m * 1e-6 for m in meds))
+    grew = r.lessons()[1]
+    assert grew.holds is None and grew.decided_by.startswith("trend:") and grew.number("n") == 15
+    assert rules.check_problems(grew) == []
+
+
 def test_fall_is_said_as_a_fall():
-    _, grew = sched([10, 10.1, 10.2], [5, 5.1, 5.2], m=machine(2.0, busy=0.0)).lessons()
+    # five runs at each of the two counts: three each cannot decide a trend (a perfect split has p = 1/20)
+    _, grew = sched([10, 10.1, 10.2, 10.3, 10.4], [5, 5.1, 5.2, 5.3, 5.4], m=machine(2.0, busy=0.0)).lessons()
     assert grew.holds is False and "it fell" in grew.otherwise and "interpreter lock" in grew.otherwise
 
 
