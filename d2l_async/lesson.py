@@ -58,14 +58,16 @@ from dataclasses import asdict, dataclass
 from typing import Any, Union
 
 __all__ = ["Check", "CheckList", "check", "expect", "show", "checks_in_outputs", "parse_line",
-           "contradictions", "METADATA_KEY", "HOLDS", "FAILS", "UNSURE", "ROLES"]
+           "contradictions", "METADATA_KEY", "HOLDS", "FAILS", "UNSURE", "MODELLED", "ROLES"]
 
 #: The marks; a rendered check line starts with one of them.
 HOLDS = "\u2714"  # ✔
 FAILS = "\u2718"  # ✘
 UNSURE = "?"  # can't tell: the difference is inside the run's spread
-#: What a check is about, for the rules between checks (:func:`contradictions`).
-ROLES = ("", "machine", "speed-up")
+MODELLED = "\u25c7"  # ◇ a modelled result: an illustration of what a model gives, never evidence of this machine
+#: What a check is about, for the rules between checks (:func:`contradictions`); ``"modelled"`` marks a
+#: result computed from a model (a modelled link or device), shown with its own mark whatever its outcome.
+ROLES = ("", "machine", "speed-up", "modelled")
 #: The key under which a displayed check's fields are stored in the notebook output's metadata.
 METADATA_KEY = "d2l_async_lesson"
 #: Separates the numbers from the explanation in the text line.
@@ -109,7 +111,14 @@ class Check:
 
     @property
     def mark(self) -> str:
+        if self.role == "modelled":
+            return MODELLED
         return UNSURE if self.holds is None else HOLDS if self.holds else FAILS
+
+    @property
+    def evidence(self) -> bool:
+        """False for a modelled result: it illustrates a model and never counts as this machine's ✔ or ✘."""
+        return self.role != "modelled"
 
     @property
     def explained(self) -> bool:
@@ -129,7 +138,8 @@ class Check:
         return asdict(self)
 
     def _repr_html_(self) -> str:
-        colour = "#8c6d00" if self.holds is None else "#1b7837" if self.holds else "#b2182b"
+        colour = ("#4b5d8a" if self.role == "modelled" else "#8c6d00" if self.holds is None
+                  else "#1b7837" if self.holds else "#b2182b")
         body = (f'<span style="color:{colour};font-weight:bold">{self.mark}</span> '
                 f"<b>{html.escape(self.name)}</b>: {html.escape(self.shown)}")
         if self.holds is not True:
@@ -207,6 +217,9 @@ def check(name: str, holds: Any, *, shown: str, otherwise: str = "", unclear: st
         raise TypeError(f"lesson check {name!r}: otherwise and unclear must be strings")
     if role not in ROLES:
         raise ValueError(f"lesson check {name!r}: role must be one of {ROLES}, got {role!r}")
+    if role == "modelled" and "modelled" not in f"{name} {shown}".lower():
+        raise ValueError(f"lesson check {name!r}: a modelled result must say so in its name or numbers "
+                         "(the word 'modelled'), so the line cannot be read as a measurement")
     if holds is None:
         # A verdict's "can't tell" is explained by its spread and ``unclear`` only, never by ``otherwise``:
         # that text was written for the other outcome (a ✘'s reason shown beside numbers that say "maybe").
@@ -297,8 +310,12 @@ def parse_line(line: str) -> Check | None:
     (:func:`checks_in_outputs`), which this falls back to only for printed checks.
     """
     line = line.strip()
-    if not line or line[0] not in (HOLDS, FAILS, UNSURE) or ": " not in line:
+    if not line or line[0] not in (HOLDS, FAILS, UNSURE, MODELLED) or ": " not in line:
         return None
+    if line[0] == MODELLED:  # the outcome of a modelled result is in the metadata only
+        name, _, rest = line[1:].strip().partition(": ")
+        rest, _, otherwise = rest.partition(WHY) if WHY in rest else rest.partition(UNSURE_WHY)
+        return Check(name, None, rest, otherwise, role="modelled")
     holds = None if line[0] == UNSURE else line[0] == HOLDS
     name, _, rest = line[1:].strip().partition(": ")
     otherwise = ""

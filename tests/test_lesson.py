@@ -276,6 +276,9 @@ _T = {
     "T8d": Check("in the book's experiment the product dominates: the conversion adds little", True,
                  "product + conversion 12.50 ms (asnumpy), fastest of 7 runs each; a conversion alone adds −239 µs",
                  "", "compare: one run each, decided only beyond 2x"),
+    "modelled": Check("modelled link: overlapping communication with backward shortens the step", True,
+                      "median step 1.160 s bucketed vs 1.165 s after backward (backward measured here, link modelled)",
+                      "", "compare: bootstrap 90% interval of the median of the paired ratios"),
     "T9": Check("the per-op cost grows from 1 to 16 worker threads", True,
                 "CPU time per op 7.53 µs with 1 worker → 9.16 µs with 16: ×1.22; medians by count: 1: 7.53, "
                 "2: 9.28, 4: 10.2, 8: 7.97, 16: 9.16 µs", "", "compare: bootstrap 90% interval of the median ratio"),
@@ -285,7 +288,7 @@ _T = {
 @pytest.mark.parametrize("finding, rule", [
     ("T1", "unsure-claims-an-outcome"), ("T2", "unsure-claims-an-outcome"), ("T3", "timing-tick-undecided"),
     ("T5", "ratio-both-ways"), ("T8a", "garbled-number"), ("T8b", "garbled-number"), ("T8c", "garbled-number"),
-    ("T8d", "garbled-number"), ("T9", "trend-not-by-trend")])
+    ("T8d", "garbled-number"), ("T9", "trend-not-by-trend"), ("modelled", "modelled-as-evidence")])
 def test_each_contradiction_of_the_first_contact_run_breaks_a_rule(finding, rule):
     found = {p.rule for p in rules.problems([rules.Cell((_T[finding],))])}
     assert rule in found, (finding, found)
@@ -315,3 +318,15 @@ def test_words_that_agree_with_their_numbers_break_no_rule():
     cell = rules.Cell(tuple(fine), ("convert every step:       18.50 ms", "item     waited  130.07 ms   <cell>:8"))
     found = rules.problems([cell])
     assert [p for p in found if p.rule != "times-compared-undecided"] == [] and len(found) == 1
+
+
+def test_a_modelled_result_has_its_own_mark_and_is_never_evidence():
+    from d2l_async.lesson import MODELLED
+
+    v = _verdict.compare_paired([1.0, 1.01, 0.99], [1.1, 1.11, 1.09])
+    c = lesson.check("modelled link: bucketing shortens the step", v, shown="1.00 s vs 1.10 s", role="modelled")
+    assert c.holds is True and c.mark == MODELLED and not c.evidence and c.text.startswith(MODELLED)
+    assert lesson.parse_line(c.text).role == "modelled"
+    assert rules.check_problems(c) == []
+    with pytest.raises(ValueError, match="modelled"):
+        lesson.check("bucketing shortens the step", v, shown="1.00 s vs 1.10 s", role="modelled")

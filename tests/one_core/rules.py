@@ -21,7 +21,9 @@ student would read as a contradiction:
   several different times (``item 405.8 ms`` where the cell printed item waits of 130.1 ms and 405.8 ms);
 * ``conclusion-against-its-numbers`` -- a printed ``t1 …, t2 … -> backend slower`` whose own t1 and t2
   say the other side;
-* ``book-ratio-unchecked`` -- a cell that prints our ratio beside the book's without a lesson check.
+* ``book-ratio-unchecked`` -- a cell that prints our ratio beside the book's without a lesson check;
+* ``modelled-as-evidence`` -- a modelled result (a claim about modelled devices or a modelled link)
+  credited as a speed-up or decided as a timing of this machine, instead of carrying the modelled mark.
 
 Every rule is a pure function of the fields, so the rules are unit-tested with synthetic checks
 (``tests/test_lesson.py``), one per finding they generalise.
@@ -39,7 +41,7 @@ __all__ = ["Cell", "Problem", "problems", "check_problems", "compares_times", "R
 
 RULES = ("unsure-claims-an-outcome", "ratio-both-ways", "timing-tick-undecided", "times-compared-undecided",
          "garbled-number", "trend-not-by-trend", "one-number-for-several", "conclusion-against-its-numbers",
-         "book-ratio-unchecked")
+         "book-ratio-unchecked", "modelled-as-evidence")
 
 _UNIT = r"(?:ns|µs|us|ms|s)\b"
 _TIME = r"\d[\d,.]*\s*" + _UNIT
@@ -144,6 +146,10 @@ def check_problems(c: lesson.Check) -> list[Problem]:
     for pattern, what in _GARBLED:
         if m := pattern.search(words):
             out.append(Problem("garbled-number", c.text, f"{what} ({m.group(0)!r})"))
+    if re.search(r"\bmodelled\b", c.name, re.IGNORECASE) and c.role != "modelled" and (
+            c.role == "speed-up" or c.decided_by):
+        out.append(Problem("modelled-as-evidence", c.text,
+                           "a modelled result decided as a timing of this machine, without the modelled mark"))
     if c.holds is not None and _TREND_CLAIM.search(c.name) and "trend:" not in c.decided_by:
         out.append(Problem("trend-not-by-trend", c.text,
                            f"a growth or fall decided by {c.decided_by or 'no rule'!r}, not by the trend over every point"))
