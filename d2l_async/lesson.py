@@ -19,7 +19,7 @@ A ✘ always carries its *Why*: the measured reason (usable CPUs, load, sizes, w
 bottleneck) and what to change.  A ✘ without one is a bug in the notebook, and ``make test``'s
 one-core run fails on it (:attr:`Check.explained`).
 
-**Three outcomes** (issue 20).  A claim that compares timings is decided against the run's own
+**Three outcomes.**  A claim that compares timings is decided against the run's own
 spread by :mod:`d2l_async._verdict` (:func:`~d2l_async._verdict.compare` for two sets of repeated
 samples, :func:`~d2l_async._verdict.trend` for a series): pass its record as ``holds`` and the check
 is ✔ (the effect is larger than the spread, as claimed), ✘ (larger, the other way) or **can't tell**
@@ -34,6 +34,17 @@ fail a timing comparison that was decided from one number.  ``holds=None`` may a
 (``role="machine"``: can this machine show a speed-up?) gates the checks that credit one
 (``role="speed-up"``): :func:`contradictions` lists the pairs that disagree.
 
+**Words from this run's numbers.**  Every text a check shows is built from its own numbers by
+:mod:`d2l_async._words` (one time format, ratios in the verdict's own direction ``a / b`` with the
+sides named, one spread format): a verdict's ✘ gets its spread after the reason, a verdict's can't
+tell gets its spread and ``unclear`` -- never ``otherwise``, which was written for the other outcome.
+A check keeps the deciding verdict's numbers (:attr:`Check.numbers`), stored with it, so the one-core
+test can hold the words against them (``tests/one_core/rules.py``).
+
+**Modelled results** (``role="modelled"``: a modelled link, modelled devices) render with their own
+mark, ◇, whatever their outcome: an illustration of what the model gives, never a ✔ or ✘ of this
+machine (:attr:`Check.evidence` is False); the name or numbers must say "modelled".
+
 The three calls:
 
 * :func:`check` builds a frozen :class:`Check` without displaying it (use it in experiment modules:
@@ -41,6 +52,19 @@ The three calls:
   results);
 * :func:`show` displays one check or several;
 * :func:`expect` = :func:`check` + :func:`show`.
+
+**Where a topic's checks live (the one convention).**  Each experiment topic has one home for its
+checks: pure functions of its frozen result, named ``checks(result)`` or after the claim
+(``time_check(runs)``, ``straggler_checks(result)``), built with :func:`check` (never displayed),
+decided with :mod:`d2l_async._verdict` and worded with :mod:`d2l_async._words`.  The home is the
+experiment module itself (``blockers``, ``scheduling``, ``distributed.collective``,
+``distributed.training``), or, where that module would pass about 400 lines, its private
+``_<topic>_lessons`` module, imported at the top of the experiment module and re-exported by it
+(``queue_memory`` and ``_queue_lessons``, ``sync_async`` and ``_sync_async_lessons``);
+``parallel_lessons`` is the public home of notebooks 02 and 07's device checks, since its
+:func:`~d2l_async.experiments.parallel_lessons.plan_devices` is public.  The one exception is a notebook
+whose own cells are the experiment (plain PyTorch inside ``asynchronous()``): it passes what it
+measured to :mod:`d2l_async.torch_async.lessons`, whose functions are pure functions of those numbers.
 
 In a notebook each check is displayed with IPython's ``display`` as text and HTML, and its fields
 are also stored in the output's metadata under :data:`METADATA_KEY`, so a test reading the executed
@@ -244,7 +268,7 @@ def _numbers_of(v: Any) -> tuple[tuple[str, Any], ...]:
 
 
 def contradictions(checks: Iterable[Check]) -> list[tuple[Check, Check]]:
-    """Pairs of checks that contradict each other by the rules of issue 20.
+    """Pairs of checks that contradict each other: a speed-up credited against the machine verdict.
 
     A check about the machine that says it *cannot* show a speed-up (``role="machine"``, ✘) forbids a
     ✔ on any check that credits a speed-up (``role="speed-up"``) among the same checks (one notebook).

@@ -221,7 +221,8 @@ def checks(m: ModelledOverlap) -> list[Any]:
             role="modelled"),
         lesson.check(
             "modelled link: overlapping communication with backward shortens the step",
-            compare_paired(m.step_bucketed_s, m.step_after_s),  # both schedules of the same backward pass
+            # both schedules of the same backward pass: paired
+            compare_paired(m.step_bucketed_s, m.step_after_s, names=("bucketed", "after backward")),
             shown=(f"median step {statistics.median(m.step_bucketed_s) * 1e3:.2f} ms bucketed vs "
                    f"{statistics.median(m.step_after_s) * 1e3:.2f} ms after backward (backward measured here, "
                    "link modelled)"),

@@ -269,7 +269,7 @@ def step_check(r: TrainingResult) -> Any:
         return lesson.check(name, None, shown=shown, role="speed-up",
                             unclear="one rank has nobody to talk to: its all-reduce is a local no-op, there is "
                                     "nothing to hide. Use 2 or more ranks")
-    verdict = compare(r.step_s["bucketed"], r.step_s["after_backward"])
+    verdict = compare(r.step_s["bucketed"], r.step_s["after_backward"], names=("bucketed", "after backward"))
     if r.where.threads_per_cpu(r.ranks) > 1:
         # The machine verdict gates the credit: on time-shared cores a shorter step is not overlap.
         gated = overruled(verdict, None, "machine gate (no spare core per busy thread)")

@@ -255,8 +255,10 @@ def two_device_checks(r: Any) -> list[lesson.Check]:
     conc = _threads_concurrency(r, cpu, r.concurrent_seconds)
     # at least SIDE_BY_SIDE faster, beyond the spread of the runs; credited only where the machine could
     # run both devices at once (issue 20: the machine gates a speed-up) and the trace shows them both busy
-    verdict = compare(getattr(r, "concurrent_runs", ()) or r.concurrent_seconds,
-                      getattr(r, "serialized_runs", ()) or r.serialized_seconds, by=1 / SIDE_BY_SIDE)
+    # decided as printed: the speedup, barrier-between / concurrent, at least SIDE_BY_SIDE
+    verdict = compare(getattr(r, "serialized_runs", ()) or r.serialized_seconds,
+                      getattr(r, "concurrent_runs", ()) or r.concurrent_seconds, less=False, by=SIDE_BY_SIDE,
+                      names=("barrier between", "concurrent"))
     gated = _one_cpu(r) or (conc is not None and conc < CONCURRENCY)
     side = _speed_up(verdict, gated, lambda: ov > 0, "never both busy")
     why = _why_slow(r.facts, r.modelled, _THREADS_HINT) if r.virtual else _GPU_WHY
@@ -307,13 +309,15 @@ def independence_checks(rows: Sequence[Any]) -> list[lesson.Check]:
         why = _ONE_CPU.format(cpus=many.facts.usable_cpus)
     runs_one = getattr(one, "independent_runs", ()) or one.independent_seconds
     runs_many = getattr(many, "independent_runs", ()) or many.independent_seconds
-    verdict = compare(runs_many, runs_one, by=1 / SIDE_BY_SIDE)
+    verdict = compare(runs_one, runs_many, less=False, by=SIDE_BY_SIDE,
+                      names=("1 worker", f"{many.workers} workers"))  # the gain as printed: 1 worker / many
     gated = _one_cpu(many) or (at_once is not None and at_once < CONCURRENCY)
     side = _speed_up(verdict, gated, lambda: max_concurrency(many.trace_independent) >= 2, "never two ops at once")
     # a dependent chain: the trace says no two of its ops ran at once; its time is then the same on
     # more workers (a speed-up beyond SERIAL, beyond the spread, would contradict it)
-    dep = compare(getattr(many, "dependent_runs", ()) or many.dependent_seconds,
-                  getattr(one, "dependent_runs", ()) or one.dependent_seconds, by=1 / SERIAL)
+    dep = compare(getattr(one, "dependent_runs", ()) or one.dependent_seconds,
+                  getattr(many, "dependent_runs", ()) or many.dependent_seconds, less=False, by=SERIAL,
+                  names=("1 worker", f"{many.workers} workers"))
     no_gain = replace(dep, holds=(conc == 1 and dep.holds is not True),
                       method=f"trace: at most one op at once; no speed-up beyond {SERIAL}x by {dep.method}")
     return [

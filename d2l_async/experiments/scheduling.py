@@ -27,7 +27,7 @@ from d2l_async._verdict import compare, trend
 from ._common import positive_int, positive_ints
 from ._why import cpus_clause, fmt_time
 
-__all__ = ["GROWTH", "SchedulingResult", "run_scheduling"]
+__all__ = ["GROWTH", "SchedulingResult", "run_scheduling", "checks", "growth_check"]
 
 #: Kept for compatibility: growth is now decided by the trend over every run (``_verdict.trend``), not
 #: by this factor.
@@ -95,8 +95,8 @@ class SchedulingResult:
         return out
 
     def lessons(self) -> list[Any]:
-        """Lesson checks (not displayed): scheduling costs more than the op; whether the cost grew."""
-        return _checks(self)
+        """Lesson checks (not displayed): :func:`checks` of this result."""
+        return checks(self)
 
 
 def run_scheduling(*, workers: tuple[int, ...] = (1, 2, 4, 8, 16), ops: int | None = None,
@@ -148,7 +148,8 @@ def _eager_runs(fn: Any, *, number: int, repeats: int) -> tuple[list[float], lis
     return wall, cpu
 
 
-def _checks(r: SchedulingResult) -> list[Any]:
+def checks(r: SchedulingResult) -> list[Any]:
+    """Lesson checks (not displayed): scheduling costs more than the op; whether the cost grew."""
     first = r.raw[0]
     # A claim about work: decided in CPU time on both sides, the engine's process CPU per op (frontend
     # and worker) against the eager op's thread CPU, every run a sample; the ratio as printed (engine / eager).

@@ -9,7 +9,7 @@ student would read as a contradiction:
   nothing extra", "at no cost in time", "was faster"): the words of another outcome;
 * ``ratio-both-ways`` -- one comparison printed as ``a / b`` and as ``b / a`` (``0.75×`` in the numbers,
   ``= 1.34`` in the spread);
-* ``timing-tick-undecided`` -- a ✔ about a magnitude of time (costs, saves, slows, spends that time)
+* ``timing-tick-undecided`` -- a ✔ about a magnitude of time (costs, saves, slows, "that time")
   whose numbers hold two times, decided by no spread rule and no machine gate;
 * ``times-compared-undecided`` -- any check setting one time against another (``1.2 ms vs 3.4 ms``)
   without a spread rule;
@@ -53,11 +53,11 @@ _DURATION = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s*(ns|µs|us|ms|s)\b")
 _OUTCOME = re.compile(
     r"\bat no cost\b|\bcosts? (?:almost |next to |practically )?nothing\b|\bno (?:extra )?cost\b"
     r"|\b(?:is|was|were|ran|runs) (?:faster|slower|shorter|longer|cheaper)\b"
-    r"|\b(?:takes?|took|costs?|cost) [^;.]*?\beither way\b"
+    r"|\b(?:takes?|took|costs?|cost) [^;.]*?\d[^;.]*?\beither way\b"
     r"|\b(?:bought|buys) [^;.]*\bat no\b", re.IGNORECASE)
 #: A claim about a magnitude of time (not the order of two events).
 _TIMING_CLAIM = re.compile(
-    r"\b(?:faster|slower|shorter|longer|costs?|saves?|saved|slows?|spends?|that time|as long|its delay)\b",
+    r"\b(?:faster|slower|shorter|longer|costs?|saves?|saved|slows?|that time|that delay|its delay|as long)\b",
     re.IGNORECASE)
 _TREND_CLAIM = re.compile(r"\b(?:grows?|shrinks?|rises?|falls?|increases?|decreases?)\b", re.IGNORECASE)
 #: Ratios as the words print them: "1.47×", "(0.75x)", "= 1.34", "ratio 1.34".
