@@ -98,7 +98,7 @@ def test_overlap_with_waiting_for_a_slower_peer_is_decided_on_the_waiting_ranks_
     from d2l_async.distributed.collective import slow_peer_check
 
     saved = slow_peer_check(_peer(done=(0.035, 0.036, 0.034), block=(0.034, 0.035, 0.033), comp=(0.025,) * 3))
-    assert saved.holds is True and saved.number("ratio") == pytest.approx(0.035 / 0.059, rel=1e-6)
+    assert saved.holds is True and saved.number("ratio") == pytest.approx(statistics.median([0.035 / 0.059, 0.036 / 0.060, 0.034 / 0.058]), rel=1e-6)
     # on one core the machine verdict forbids a speed-up: this one needs no spare core, so no contradiction
     machine = lesson.check("a spare core per busy thread", False, shown="1 CPU", otherwise="one CPU", role="machine")
     assert lesson.contradictions([machine, saved]) == []
