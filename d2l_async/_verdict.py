@@ -19,9 +19,13 @@ Two helpers, both pure functions of numbers (standard library only, deterministi
   rank correlation over *every* point, with its exact one-sided p-value (all permutations up to
   8 points, the normal approximation above).  "Shrinks" needs a significant negative correlation;
   a series that goes up and down is "can't tell", not "shrinks" because its last point is lower
-  than its first.
+  than its first.  It is the one rule for "grows" and "shrinks" in every notebook (05's sizes, 08's
+  worker threads, where ``x`` repeats once per run: ties share their rank).
 
 Each returns a frozen record with ``holds``, the numbers, and ``method`` (which helper decided it);
+a comparison also keeps the ``names`` of its two sides, the kind of ``interval`` and the ``rule`` the
+claim needs, so its words (:mod:`d2l_async._words`, :attr:`Verdict.spread`) state the ratio in the
+direction it was decided, each bound once;
 :func:`d2l_async.lesson.check` accepts one for ``holds`` and stores ``method`` in the check's
 ``decided_by`` field, so a test can tell a check decided against the spread from one that was not.
 """
@@ -33,8 +37,8 @@ import math
 import random
 import statistics
 from collections.abc import Sequence
-from typing import Any
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ._words import fmt_interval, spread_words
 
