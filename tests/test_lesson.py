@@ -307,6 +307,16 @@ def test_the_cell_rules_see_one_number_for_several_a_wrong_conclusion_and_an_unc
     assert [p.rule for p in rules.problems([t4])] == ["book-ratio-unchecked"]
 
 
+def test_a_p_value_and_a_labelled_sentence_are_not_read_as_ratios_or_rows():
+    trend_line = Check("the advantage shrinks as the ops grow", None, "1 el. 1.72×, 100,000 el. 2.71×",
+                       "Spearman's rho -0.40 over 4 points (one-sided p = 0.375; the claim needs p < 0.05)",
+                       "trend: Spearman's rank correlation over every point")
+    model = rules.Cell((Check("asynchronous issue is faster", True, "synchronous 105 ms vs asynchronous 43.4 ms",
+                              decided_by="compare: x"),),
+                       ("asynchronous, pipeline n·max + min + t3 = 0.0434 s", "asynchronous, taking turns = 0.0610 s"))
+    assert rules.problems([rules.Cell((trend_line,)), model]) == []
+
+
 def test_words_that_agree_with_their_numbers_break_no_rule():
     v = _verdict.compare([18.0, 18.5, 19.0, 18.2, 18.7], [12.0, 12.7, 13.1, 12.4, 12.9], less=False,
                          names=("every step", "once at the end"))

@@ -60,8 +60,8 @@ _TIMING_CLAIM = re.compile(
     r"\b(?:faster|slower|shorter|longer|costs?|saves?|saved|slows?|that time|that delay|its delay|as long)\b",
     re.IGNORECASE)
 _TREND_CLAIM = re.compile(r"\b(?:grows?|shrinks?|rises?|falls?|increases?|decreases?)\b", re.IGNORECASE)
-#: Ratios as the words print them: "1.47×", "(0.75x)", "= 1.34", "ratio 1.34".
-_RATIO = re.compile(r"(?<![\w.])(\d+\.\d+)\s*[x×](?!\w)|=\s*(\d+\.\d+)\b(?!\s*(?:ns|µs|us|ms|s|%)\b)"
+#: Ratios as the words print them: "1.47×", "(0.75x)", "a / b = 1.34", "ratio 1.34" (not "p = 0.38").
+_RATIO = re.compile(r"(?<![\w.])(\d+\.\d+)\s*[x×](?!\w)|/ [^=;,()]{1,60}?=\s*(\d+\.\d+)\b(?!\s*(?:ns|µs|us|ms|s|%)\b)"
                     r"|\bratio (\d+\.\d+)\b")
 _GARBLED = (
     (re.compile(r"\d(?:\.\d+)?\s*[-–]\s*\d+(?:\.\d+)?\s+\d+(?:\.\d+)?\s*[-–]\s*\d"), "two intervals in a row"),
@@ -169,7 +169,7 @@ def _printed_times(lines: Sequence[str]) -> dict[str, set[float]]:
     """Per label, the times printed on lines that begin with it (``item     waited  130.07 ms``)."""
     out: dict[str, set[float]] = {}
     for line in lines:
-        m = re.match(r"\s*([A-Za-z_][\w.]*(?:\(\))?)\b(.*)$", line)
+        m = re.match(r"\s*([A-Za-z_][\w.]*(?:\(\))?)\s+(.*)$", line)  # a label, then a space: a table row
         if not m:
             continue
         times = _DURATION.findall(m.group(2))
