@@ -25,12 +25,12 @@ samples, :func:`~d2l_async._verdict.trend` for a series): pass its record as ``h
 is ✔ (the effect is larger than the spread, as claimed), ✘ (larger, the other way) or **can't tell**
 (inside the spread), rendered with its own mark::
 
-    ? the narrow wait lets the frontend go on sooner: waited 300 ms vs 310 ms — Can't tell: ratio 0.97
-      (bootstrap 90% interval 0.88–1.09, 5 vs 5 runs); more repeats, a larger size or a spare core ...
+    ? the narrow wait lets the frontend go on sooner: waited 300 ms vs 310 ms — Can't tell: narrow / wide
+      = 0.97, bootstrap 90% interval 0.88–1.09 over 5 vs 5 runs; the claim needs it wholly below 1; ...
 
 The check then records which helper decided it (:attr:`Check.decided_by`), so the one-core test can
 fail a timing comparison that was decided from one number.  ``holds=None`` may also be given directly
-(with ``otherwise=`` saying what would make the effect visible).  A check about the machine
+(with ``unclear=``, or ``otherwise=``, saying what would make the effect visible).  A check about the machine
 (``role="machine"``: can this machine show a speed-up?) gates the checks that credit one
 (``role="speed-up"``): :func:`contradictions` lists the pairs that disagree.
 
@@ -60,7 +60,8 @@ decided with :mod:`d2l_async._verdict` and worded with :mod:`d2l_async._words`. 
 experiment module itself (``blockers``, ``scheduling``, ``distributed.collective``,
 ``distributed.training``), or, where that module would pass about 400 lines, its private
 ``_<topic>_lessons`` module, imported at the top of the experiment module and re-exported by it
-(``queue_memory`` and ``_queue_lessons``, ``sync_async`` and ``_sync_async_lessons``);
+(``queue_memory`` and ``_queue_lessons``; ``sync_async`` still reaches ``_sync_async_lessons`` from its
+methods);
 ``parallel_lessons`` is the public home of notebooks 02 and 07's device checks, since its
 :func:`~d2l_async.experiments.parallel_lessons.plan_devices` is public.  The one exception is a notebook
 whose own cells are the experiment (plain PyTorch inside ``asynchronous()``): it passes what it
