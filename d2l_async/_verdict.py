@@ -194,15 +194,15 @@ def compare_paired(a: Sequence[float], b: Sequence[float], *, less: bool = True,
 
 
 def similar(a: Sequence[float] | float, b: Sequence[float] | float, *, tolerance: float = 0.25,
-            names: tuple[str, str] = ("a", "b")) -> Verdict:
+            names: tuple[str, str] = ("a", "b"), paired: bool = False) -> Verdict:
     """Decide "``a`` and ``b`` cost about the same" (``median(a)/median(b)`` within ``1/(1+tol)..1+tol``).
 
-    True when the ratio's interval (as in :func:`compare`) lies inside that band, False when it lies
-    wholly outside, None when it straddles an edge.
+    True when the ratio's interval (as in :func:`compare`, or :func:`compare_paired` with ``paired``)
+    lies inside that band, False when it lies wholly outside, None when it straddles an edge.
     """
     if not 0 < tolerance < 1:
         raise ValueError(f"tolerance must be in (0, 1), got {tolerance!r}")
-    v = compare(a, b, names=names)
+    v = compare_paired(a, b, names=names) if paired else compare(a, b, names=names)
     lo, hi = 1 / (1 + tolerance), 1 + tolerance
     if v.n_a == 1 and v.n_b == 1:
         holds: bool | None = lo <= v.ratio <= hi if (v.ratio < lo / UNREPEATED_FACTOR or v.ratio > hi * UNREPEATED_FACTOR

@@ -201,7 +201,8 @@ def checks(r: CollectiveResult) -> list[Any]:
     if gated:
         saved = overruled(saved, None, "machine gate (no spare core per busy thread)")
     return out + [lesson.check(
-        "overlapping them saved time: call-to-wait is shorter than blocking call + matmul",
+        "with a core for each busy thread (or a GPU), overlapping them saves time: call-to-wait is shorter than "
+        "blocking call + matmul",
         saved,
         shown=f"{fmt_time(float(np.median(r.done_s)))} vs {fmt_time(block)} + {fmt_time(comp)} (medians over ranks)",
         otherwise=(f"{why_cpu or 'NCCL'}: enough cores, but the reduction ({fmt_time(block)} blocking) and the "

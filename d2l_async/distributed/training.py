@@ -260,7 +260,7 @@ def step_check(r: TrainingResult) -> Any:
     hidden = float(np.mean([c.hidden_fraction for c in bucketed])) if bucketed else 0.0
     hidden_s = max((c.hidden_s for c in bucketed), default=0.0)
     exposed = {label: max((c.exposed_s for c in r.comm[label]), default=0.0) for label in ("after_backward", "bucketed")}
-    name = "overlapping communication with backward shortens the step"
+    name = "with a core for each busy thread (or a GPU each), overlapping communication with backward shortens the step"
     shown = (f"median step {1e3 * t_bucket:.1f} ms bucketed vs {1e3 * t_after:.1f} ms after backward "
              f"({len(r.step_s['bucketed'])} steps each); {hidden:.0%} of the bucketed communication hidden "
              f"({1e3 * hidden_s:.1f} ms); exposed communication {1e3 * exposed['bucketed']:.1f} ms bucketed vs "

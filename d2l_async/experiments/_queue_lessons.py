@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 from d2l_async import lesson
-from d2l_async._verdict import compare
+from d2l_async._verdict import compare, compare_paired
 
 from ._why import cpus_clause, fmt_time
 
@@ -90,17 +90,28 @@ def time_check(runs: Any) -> Any:
     bn, bk = never.backend_busy_seconds, k.backend_busy_seconds
     known = all(math.isfinite(v) for v in (bn, bk)) and never.seconds > 0 and k.seconds > 0
     fn, fk = (bn / never.seconds, bk / k.seconds) if known else (float("nan"), float("nan"))
-    shown = (f"never {fmt_time(never.seconds)} vs {every} {fmt_time(k.seconds)} ({every} / never = "
-             f"{k.seconds / never.seconds:.2f}, medians of {len(never.runs)} and {len(k.runs)} interleaved runs); "
-             f"the frontend waited {fmt_time(never.blocked_seconds)} vs {fmt_time(k.blocked_seconds)}"
+    names = (every, "never")
+    # the repeats ran in rounds (never, 1, 4, ..., never, 1, ...): run i of each k pairs with run i of never
+    paired = len(k.runs) == len(never.runs) >= 2
+
+    def decide(**kw: Any) -> Any:
+        if never.seconds <= 0 or k.seconds <= 0:
+            return False
+        return (compare_paired if paired else compare)(k.runs, never.runs, names=names, **kw)
+
+    ratio = k.seconds / never.seconds if never.seconds > 0 else float("inf")
+    shown = (f"never {fmt_time(never.seconds)} vs {every} {fmt_time(k.seconds)} (medians of {len(never.runs)} "
+             f"interleaved runs each; {every} / never = "
+             + (f"{decide().ratio:.2f}, the median of the paired runs" if paired and ratio != float("inf")
+                else f"{ratio:.2f}") + ")"
+             f"; the frontend waited {fmt_time(never.blocked_seconds)} vs {fmt_time(k.blocked_seconds)}"
              + (f"; the backend was busy {fmt_time(bn)} ({fn:.0%}) vs {fmt_time(bk)} ({fk:.0%})" if known else ""))
     where = cpus_clause(never.machine)
     waits = max(1, never.batches // k.sync_every)
     per_wait = (k.seconds - never.seconds) / waits
     work = float(getattr(never, "frontend_work_s", 0.0) or 0.0)
-    names = (every, "never")
     if work > 0:
-        verdict = compare(k.runs, never.runs, less=False, names=names) if never.seconds > 0 else False
+        verdict = decide(less=False)
         busy_words = (f"the backend's ops took {fmt_time(bn)} never synchronized and {fmt_time(bk)} synchronized "
                       f"{every}" if known else "the backend's busy time was not recorded")
         return lesson.check(
@@ -116,7 +127,7 @@ def time_check(runs: Any) -> Any:
                if known and fn < BACKEND_BOUND else
                f"the backend was busy {fn:.0%} and {fk:.0%} of the two loops" if known else
                "the runs did not record the backend's busy time; rerun with run_queue_memory()")
-    verdict = compare(k.runs, never.runs, by=NEXT_TO_NOTHING, names=names) if never.seconds > 0 else False
+    verdict = decide(by=NEXT_TO_NOTHING)
     return lesson.check(
         f"with the backend as the bottleneck, synchronizing {every} costs next to nothing (under "
         f"{NEXT_TO_NOTHING:g}× never synchronizing)", verdict, shown=shown,

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from d2l_async import config, lesson
-from d2l_async._verdict import compare, similar
-from d2l_async._words import added, fmt_time
+from d2l_async._verdict import compare, compare_paired, similar
+from d2l_async._words import added, fmt_time, ratio_words
 
-from ._common import Setup, checkpoint, make_measurement, positive_int, resolve_backend, time_runs
+from ._common import Setup, checkpoint, make_measurement, positive_int, resolve_backend, time_interleaved, time_runs
 from ._why import machine_words
 
 __all__ = ["BLOCKERS", "BLOCKER_DEMO", "BlockEvent", "BlockersResult", "run_blockers", "checks", "report_check"]
@@ -189,10 +189,11 @@ def _measure_all(make: Callable[..., Any], barrier: Callable[[], None], calls: M
         def book_run(convert: Callable[[Any], Any] = convert) -> None:
             barrier()  # the book's Benchmark starts with an idle queue
             convert(a @ a)
-        # one product each: cheap, so at least BOOK_REPEAT runs, whose fastest is compared (a busy machine
-        # adds delays to some runs, never removes work from one)
-        runs = time_runs(book_run, warmup=1, repeat=max(repeat, BOOK_REPEAT))
-        book[name] = make_measurement(f"b = a @ a; {name}", runs, device=dev)
+        book[name] = book_run
+    # one product each: cheap, so at least BOOK_REPEAT runs of each, interleaved (asnumpy, item, asnumpy,
+    # ...): run i of one pairs with run i of the other, measured moments apart under the same load
+    runs = time_interleaved(list(book.values()), warmup=1, repeat=max(repeat, BOOK_REPEAT))
+    book = {name: make_measurement(f"b = a @ a; {name}", r, device=dev) for name, r in zip(book, runs)}
 
     w = make((64, 64), 0.01)
     x = make((64, 64), 1.0)
@@ -213,8 +214,10 @@ def _measure_all(make: Callable[..., Any], barrier: Callable[[], None], calls: M
         gather(losses) if gather is not None else [float(l) for l in losses]  # one wait, then cheap reads
         barrier()
 
-    m_every = make_measurement("convert every step", time_runs(every_step, warmup=1, repeat=repeat), device=dev)
-    m_once = make_measurement("convert once at the end", time_runs(once_at_end, warmup=1, repeat=repeat), device=dev)
+    # interleaved for the same reason: the two loops' runs pair up
+    r_every, r_once = time_interleaved([every_step, once_at_end], warmup=1, repeat=repeat)
+    m_every = make_measurement("convert every step", r_every, device=dev)
+    m_once = make_measurement("convert once at the end", r_once, device=dev)
     return per_call, baseline, book, m_every, m_once
 
 
@@ -341,33 +344,43 @@ def checks(r: BlockersResult) -> list[lesson.Check]:
     # One measurement for one named ratio: the medians, as the notebook prints them, decided against
     # the spread of the repeats, in the same direction as printed (item / asnumpy).
     am, im = r.book_style["asnumpy"].median, r.book_style["item"].median
-    ratio = im / am if am > 0 else float("inf")
     spread = max(r.book_style["asnumpy"].iqr / am if am else 0, r.book_style["item"].iqr / im if im else 0)
+    paired = _paired(r.book_style["item"], r.book_style["asnumpy"])
+    same = similar(r.book_style["item"].raw, r.book_style["asnumpy"].raw, tolerance=0.25, names=("item", "asnumpy"),
+                   paired=paired)
+    how = "median of the runs' paired ratios" if paired else "ratio of the medians"
     out.append(lesson.check(
         "item and asnumpy cost about the same: both wait for the same product",
-        similar(r.book_style["item"].raw, r.book_style["asnumpy"].raw, tolerance=0.25, names=("item", "asnumpy")),
-        shown=f"item / asnumpy = {ratio:.2f}, medians of {runs} runs each (the book's 0.0445 s / 0.0340 s = 1.31, "
-              "one run each)",
-        otherwise=_cuda_copy_reason(r, ratio) if r.backend == "cuda" else (
-                   f"the two differ by {abs(ratio - 1):.0%} beyond their spread (each varied by up to {spread:.0%} "
-                   f"between repeats; {machine_words(r.machine)}): other work on the CPU moved one of them. "
-                   "Rerun, or raise repeat."),
-        unclear=(f"they differ by {abs(ratio - 1):.0%} and each varied by up to {spread:.0%} between repeats "
+        same,
+        shown=f"{ratio_words(same)} ({how}, {runs} runs each; the book's 0.0445 s / 0.0340 s = 1.31, one run each)",
+        otherwise=_cuda_copy_reason(r, same.ratio) if r.backend == "cuda" else (
+                   f"the two differ by {abs(same.ratio - 1):.0%} beyond their spread (each varied by up to "
+                   f"{spread:.0%} between repeats; {machine_words(r.machine)}): other work on the CPU moved one of "
+                   "them. Rerun, or raise repeat."),
+        unclear=(f"they differ by {abs(same.ratio - 1):.0%} and each varied by up to {spread:.0%} between repeats "
                  f"({machine_words(r.machine)}): raise repeat, or rerun on a quieter machine")))
     n_loop = max(1, r.steps // 4)
     every, once = r.every_step.median, r.once_at_end.median
-    verdict = compare(r.every_step.raw, r.once_at_end.raw, less=False, names=("every step", "once at the end"))
+    paired = _paired(r.every_step, r.once_at_end)
+    verdict = (compare_paired if paired else compare)(r.every_step.raw, r.once_at_end.raw, less=False,
+                                                      names=("every step", "once at the end"))
     per_step = f"a step took {fmt_time(every / n_loop)} converting every step and {fmt_time(once / n_loop)} once"
     out.append(lesson.check(
         "converting the loss every step is slower than converting once at the end",
         verdict,
-        shown=f"every step {fmt_time(every)} vs once at the end {fmt_time(once)} "
-              f"(every step / once at the end = {every / once:.2f}, medians, {n_loop} steps)",
+        shown=f"every step {fmt_time(every)} vs once at the end {fmt_time(once)} (medians; {ratio_words(verdict)}, "
+              f"{'median of the paired runs' if paired else 'ratio of the medians'}; {n_loop} steps)",
         otherwise=f"converting every step was the faster loop here: {per_step}. " + _every_step_reason(r, once / n_loop),
         unclear=f"{per_step}. " + _every_step_reason(r, once / n_loop, decided=False)
         + " More repeats (repeat=) or more steps decide it.",
     ))
     return out
+
+
+def _paired(a: Any, b: Any) -> bool:
+    """Runs measured in rounds (:func:`~d2l_async.experiments._common.time_interleaved`) pair up: the same
+    number of each (a synthetic result with uneven runs is compared unpaired)."""
+    return len(a.raw) == len(b.raw) >= 2
 
 
 def _cuda_copy_reason(r: BlockersResult, ratio: float) -> str:

@@ -191,12 +191,12 @@ def compare_sync_every(
     the samples a time claim is decided from (:func:`d2l_async._verdict.compare`).
 
     Args:
-        repeats: runs per ``k``; default 3 (at least 3: the bootstrap interval needs them).
+        repeats: runs per ``k``; default 5 (quick mode 3: the bootstrap interval needs at least 3).
     """
     if isinstance(ks, (str, bytes)) or not hasattr(ks, "__iter__") or not len(tuple(ks)):
         raise ValueError(f"ks must be a non-empty sequence of ints or None, got {ks!r}")
     ks = tuple(ks)
-    repeats = positive_int("repeats", repeats if repeats is not None else 3, maximum=100)
+    repeats = positive_int("repeats", repeats if repeats is not None else config.scale(5, 3), maximum=100)
     rounds = [[run_queue_memory(batches=batches, sync_every=k, **kwargs) for k in ks] for _ in range(repeats)]
     out = []
     for j in range(len(ks)):
