@@ -240,56 +240,58 @@ def test_spread_states_each_number_once():
     assert "\u00b1" not in w and w.count("0.75") == 1 and "measured / model = 1.00" in w
 
 
-# --- the one-core rules: each finding of the first-contact run, as the notebooks printed it -------
+# --- the one-core rules: each contradiction as a notebook printed it, found by its rule ---------------
 from tests.one_core import rules  # noqa: E402
 
 _T = {
-    "T1": Check("converting the loss every step is slower than converting once at the end", None,
+    "canned fail reason": Check("converting the loss every step is slower than converting once at the end", None,
                 "every step 18.67 ms vs once at the end 12.74 ms (1.47x, medians, 250 steps)",
                 "ratio 1.47 (bootstrap 90% interval of the median ratio 0.82–2.10, 5 vs 5 runs); the frontend and "
                 "the engine's worker had no CPU to themselves: they take turns, so there is nothing for a full queue "
                 "to overlap and a wait per step costs almost nothing extra (a step takes ~51 µs either way).",
                 "compare: bootstrap 90% interval of the median ratio"),
-    "T2": Check("synchronizing every 1 minibatch costs time (never synchronizing finishes first)", None,
+    "at no cost beside 1.71x": Check("synchronizing every 1 minibatch costs time (never synchronizing finishes first)", None,
                 "never 1.63 s vs every 1 minibatch 2.78 s; the frontend waited 0.0 ms vs 1.2 s",
                 "ratio 0.59 from one run each (no spread measured); one run of each, 41% apart: identical runs "
                 "vary by up to 2×. Here syncing bought memory at no cost in time",
                 "compare: one run each, decided only beyond 2x"),
-    "T3": Check("the other ranks spend that time waiting inside the all-reduce", True,
+    "one profiled step": Check("the other ranks spend that time waiting inside the all-reduce", True,
                 "in the traces, each even rank's communication grew over its own even run by 208.6 ms (rank 0), "
                 "against a 100 ms delay"),
-    "T5": Check("asynchronous beats synchronous in plain torch too", None,
+    "inverse ratios": Check("asynchronous beats synchronous in plain torch too", None,
                 "25.1 µs/op synchronous vs 33.5 µs/op asynchronous (0.75x)",
                 "ratio 1.34 (bootstrap 90% interval of the median ratio 0.90–1.80, 3 vs 3 runs); rerun",
                 "compare: bootstrap 90% interval of the median ratio",
                 numbers=(("ratio", 1.34), ("low", 0.9), ("high", 1.8))),
-    "T8a": Check("item and asnumpy cost about the same: both wait for the same product", None,
+    "bounds twice": Check("item and asnumpy cost about the same: both wait for the same product", None,
                  "item / asnumpy = 1.02, medians of 7 runs each",
                  "ratio 1.02 (bootstrap 90% interval of the median ratio inside 0.80-1.25 0.94–1.25, 7 vs 7 runs)",
                  "similar: bootstrap 90% interval of the median ratio inside 0.80-1.25"),
-    "T8b": Check("the pipeline model predicts the asynchronous time (within 25%)", None, "model 4.1 ms vs measured 4.0 ms",
+    "plus-minus twice": Check("the pipeline model predicts the asynchronous time (within 25%)", None, "model 4.1 ms vs measured 4.0 ms",
                  "ratio 4.52 (bootstrap 90% interval of the median ratio inside 1 ± 0.25 3.76–5.25, 5 vs 3 runs)",
                  "within: bootstrap 90% interval of the median ratio inside 1 ± 0.25"),
-    "T8c": Check("one slow rank slows every step by about its delay", False,
+    "double sign": Check("one slow rank slows every step by about its delay", False,
                  "median step 238.2 ms with rank 1 sleeping 100 ms vs 247.9 ms even (+-9.7 ms)", "busy core",
                  "compare: range of the ratio"),
-    "T8d": Check("in the book's experiment the product dominates: the conversion adds little", True,
+    "adds a negative": Check("in the book's experiment the product dominates: the conversion adds little", True,
                  "product + conversion 12.50 ms (asnumpy), fastest of 7 runs each; a conversion alone adds −239 µs",
                  "", "compare: one run each, decided only beyond 2x"),
     "modelled": Check("modelled link: overlapping communication with backward shortens the step", True,
                       "median step 1.160 s bucketed vs 1.165 s after backward (backward measured here, link modelled)",
                       "", "compare: bootstrap 90% interval of the median of the paired ratios"),
-    "T9": Check("the per-op cost grows from 1 to 16 worker threads", True,
+    "end points": Check("the per-op cost grows from 1 to 16 worker threads", True,
                 "CPU time per op 7.53 µs with 1 worker → 9.16 µs with 16: ×1.22; medians by count: 1: 7.53, "
                 "2: 9.28, 4: 10.2, 8: 7.97, 16: 9.16 µs", "", "compare: bootstrap 90% interval of the median ratio"),
 }
 
 
 @pytest.mark.parametrize("finding, rule", [
-    ("T1", "unsure-claims-an-outcome"), ("T2", "unsure-claims-an-outcome"), ("T3", "timing-tick-undecided"),
-    ("T5", "ratio-both-ways"), ("T8a", "garbled-number"), ("T8b", "garbled-number"), ("T8c", "garbled-number"),
-    ("T8d", "garbled-number"), ("T9", "trend-not-by-trend"), ("modelled", "modelled-as-evidence")])
-def test_each_contradiction_of_the_first_contact_run_breaks_a_rule(finding, rule):
+    ("canned fail reason", "unsure-claims-an-outcome"), ("at no cost beside 1.71x", "unsure-claims-an-outcome"),
+    ("one profiled step", "timing-tick-undecided"),
+    ("inverse ratios", "ratio-both-ways"), ("bounds twice", "garbled-number"), ("plus-minus twice", "garbled-number"),
+    ("double sign", "garbled-number"),
+    ("adds a negative", "garbled-number"), ("end points", "trend-not-by-trend"), ("modelled", "modelled-as-evidence")])
+def test_each_contradiction_a_notebook_printed_breaks_a_rule(finding, rule):
     found = {p.rule for p in rules.problems([rules.Cell((_T[finding],))])}
     assert rule in found, (finding, found)
 

@@ -200,7 +200,7 @@ def test_straggler_waiting_about_the_delay_is_decided_from_every_profiled_step(o
 
 
 def test_a_wait_twice_the_delay_is_not_called_that_delay(overlap):
-    """The first-contact run read "✔ the other ranks spend that time waiting inside the all-reduce: ... grew by
+    """A notebook once read "✔ the other ranks spend that time waiting inside the all-reduce: ... grew by
     208.6 ms, against a 100 ms delay": one profiled step, no spread, twice the delay."""
     from tests.one_core import rules
 
@@ -212,7 +212,7 @@ def test_a_wait_twice_the_delay_is_not_called_that_delay(overlap):
 
 
 def test_a_straggler_step_shorter_than_even_is_said_without_a_double_sign(overlap):
-    """The first-contact run printed "(+-9.7 ms)" for a straggler step 9.7 ms shorter than the even ones."""
+    """A notebook once printed "(+-9.7 ms)" for a straggler step 9.7 ms shorter than the even ones."""
     from tests.one_core import rules
 
     r = _straggler(overlap, even_exposed=(0.010,) * 3, straggler_exposed=(0.05,) * 3,

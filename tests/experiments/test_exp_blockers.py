@@ -69,7 +69,7 @@ def _fake_runs(every, once, machine_spare=0.0):
 
 
 def test_a_cant_tell_about_converting_every_step_states_no_outcome():
-    """The first-contact run read "? ... every step 18.67 ms vs once 12.74 ms (1.47x) -- Can't tell: ... a wait
+    """A notebook once read "? ... every step 18.67 ms vs once 12.74 ms (1.47x) -- Can't tell: ... a wait
     per step costs almost nothing extra (a step takes ~51 µs either way)": the fail's reason, shown for a
     can't tell beside a 1.47x gap and two different step times."""
     from d2l_async.experiments import blockers as B

@@ -229,7 +229,7 @@ def test_backend_bound_waits_that_cost_much_are_counted():
 
 
 def test_a_cant_tell_about_the_time_states_no_outcome():
-    """The first-contact run read "? synchronizing every 1 minibatch costs time: never 1.63 s vs every 1 minibatch
+    """A notebook once read "? synchronizing every 1 minibatch costs time: never 1.63 s vs every 1 minibatch
     2.78 s ... Here syncing bought memory at no cost in time" -- 1.71x on the same line."""
     from tests.one_core import rules
 
@@ -313,7 +313,7 @@ def test_context_switches_are_part_of_the_reason():
 
 
 def test_growth_is_decided_over_every_worker_count_not_from_the_end_points():
-    """The first-contact run read "✔ the per-op cost grows from 1 to 16 worker threads ... 7.53, 9.28, 10.2, 7.97,
+    """A notebook once read "✔ the per-op cost grows from 1 to 16 worker threads ... 7.53, 9.28, 10.2, 7.97,
     9.16 µs": decided from the end points, while the rule of "shrinks" (Spearman over every point) says can't tell."""
     from dataclasses import replace
 

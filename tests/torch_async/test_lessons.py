@@ -68,7 +68,7 @@ def test_one_stall_that_decides_is_named():
 
 
 def test_one_comparison_one_ratio_direction_and_one_number_per_wait():
-    """The first-contact run read "(0.75x)" in the numbers and "ratio 1.34" in the spread of one check,
+    """A notebook once read "(0.75x)" in the numbers and "ratio 1.34" in the spread of one check,
     and "item 405.8 ms" where .item()'s own line printed 130.07 ms (405.8 ms was float()'s wait)."""
     from tests.one_core import rules
 
