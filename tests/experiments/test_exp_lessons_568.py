@@ -218,7 +218,7 @@ def test_backend_bound_syncing_costs_next_to_nothing():
     runs = (queue_run(None, max_queue=800, peak=100 << 20, seconds=0.25, busy=0.23, runs=(0.25, 0.24, 0.25)),
             queue_run(1, max_queue=4, peak=1 << 19, seconds=0.27, busy=0.24, runs=(0.27, 0.26, 0.27)))
     cost = time_check(runs)
-    assert cost.holds is True and "next to nothing" in cost.name and cost.number("ratio") == pytest.approx(1.08)
+    assert cost.holds is True and "costs little" in cost.name and cost.number("ratio") == pytest.approx(1.08)
 
 
 def test_backend_bound_waits_that_cost_much_are_counted():
