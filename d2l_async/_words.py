@@ -16,9 +16,8 @@ One format per quantity:
   direction, named by its sides: :func:`ratio_words` (``every step / once at the end = 1.47``);
 * **a spread** -- :func:`spread_words`: the ratio, its interval, the runs it came from and the bound the
   claim needs, each once: ``every step / once = 1.47, bootstrap 90% interval 1.10–1.95 over 5 vs 5
-  runs; the claim needs it above 1``;
-* **an outcome** -- :func:`outcome_words` says in words what the verdict found (beyond the spread one
-  way, the other way, or inside it), from the verdict alone.
+  runs; the claim needs it wholly above 1`` (what :attr:`d2l_async._verdict.Verdict.spread` returns, and
+  what :func:`d2l_async.lesson.check` puts beside a ✘'s reason and in front of a can't tell's).
 
 The verdict records (:class:`d2l_async._verdict.Verdict`, :class:`~d2l_async._verdict.Trend`) are read
 by their fields (duck-typed), so this module imports nothing: standard library only.
@@ -29,8 +28,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["fmt_time", "fmt_change", "fmt_ratio", "fmt_interval", "added", "ratio_words", "spread_words",
-           "outcome_words", "MINUS"]
+__all__ = ["fmt_time", "fmt_change", "fmt_ratio", "fmt_interval", "added", "ratio_words", "spread_words", "MINUS"]
 
 #: The minus sign of a negative number (ASCII, as Python prints it: a reader can paste it back).
 MINUS = "-"
@@ -136,16 +134,3 @@ def spread_words(v: Any) -> str:
     kind = str(getattr(v, "interval", "") or "interval")
     runs = f"{v.n_a} runs against a fixed {_names(v)[1]}" if v.n_b == 1 else f"{v.n_a} vs {v.n_b} runs"
     return f"{head}, {kind} {fmt_interval(v.low, v.high)} over {runs}; the claim needs it {_rule(v)}"
-
-
-def outcome_words(v: Any) -> str:
-    """What the verdict found, from its own numbers, for whichever outcome it had."""
-    if hasattr(v, "rho"):
-        if v.holds is None:
-            return f"the series does not move one way beyond its scatter ({spread_words(v)})"
-        return f"{'as claimed' if v.holds else 'the opposite of the claim'}, beyond the scatter ({spread_words(v)})"
-    if v.holds is None:
-        return f"the interval straddles the claim's bound: inside this run's spread ({spread_words(v)})"
-    if v.holds:
-        return f"beyond the spread, as claimed ({spread_words(v)})"
-    return f"beyond the spread, the other way ({spread_words(v)})"

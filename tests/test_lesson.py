@@ -342,3 +342,19 @@ def test_a_modelled_result_has_its_own_mark_and_is_never_evidence():
     assert rules.check_problems(c) == []
     with pytest.raises(ValueError, match="modelled"):
         lesson.check("bucketing shortens the step", v, shown="1.00 s vs 1.10 s", role="modelled")
+
+
+@pytest.mark.parametrize("seconds, text", [(3.164, "3.16 s"), (0.034, "34 ms"), (4.56e-6, "4.56 µs"), (999.7e-6, "1 ms"),
+                                           (5e-7, "500 ns"), (-239e-6, "-239 µs"), (float("nan"), "n/a"), (None, "n/a")])
+def test_one_time_format_chooses_the_unit_by_magnitude(seconds, text):
+    from d2l_async._words import fmt_time
+
+    assert fmt_time(seconds) == text
+
+
+def test_a_change_carries_its_sign_once_and_a_negative_cost_is_not_added():
+    from d2l_async._words import added, fmt_change
+
+    assert fmt_change(0.0032) == "+3.2 ms" and fmt_change(-0.0097) == "-9.7 ms"
+    assert added(239e-6) == "adds 239 µs" and "nothing measurable" in added(-239e-6)
+    assert not rules.check_problems(Check("x", True, f"a conversion alone {added(-239e-6)}"))
