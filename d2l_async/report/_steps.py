@@ -8,11 +8,10 @@ come from :data:`d2l_async.experiments.BOOK` and are labelled as the book's.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from d2l_async.experiments._why import fmt_time
+from d2l_async._words import fmt_time
 
 from ._table import Row
 
@@ -110,9 +109,7 @@ class Step:
 
 
 def fmt_seconds(s: float) -> str:
-    """Seconds with a readable unit: ``0.0340 s``, ``12.3 ms``, ``4.56 µs``."""
-    if s is None or not math.isfinite(s):
-        return "n/a"
+    """Seconds with a readable unit: ``3.16 s``, ``34 ms``, ``4.56 µs`` (:func:`d2l_async._words.fmt_time`)."""
     return fmt_time(s)
 
 
