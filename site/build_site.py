@@ -5,7 +5,8 @@ every notebook executed here (default mode unless ``--quick``) by Jupyter Book 1
 page per notebook with its interactive plotly figures and animations, its lesson checks, the
 machine it ran on, a note where a dashboard needs a kernel, and launch buttons (Binder, Colab and,
 with ``--hub-url``, a JupyterHub through nbgitpuller) pointing at ``d2l_async.config.REPO_SLUG``.
-The index page is the chapter's table of contents (read from the README's notebook table).
+The index page is the chapter's table of contents (read from the README's notebook table); the pages
+of ``docs/`` follow the notebooks (``site/doc_pages.py``: their links rewritten for the site).
 
 How: the notebooks are copied to a staging folder with two cells added — a hidden first one
 (``site/setup_cell.py``: plotly figures as HTML for a page that loads plotly.js once, from the
@@ -45,6 +46,9 @@ SITE = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
 from d2l_async.config import REPO_SLUG  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from doc_pages import stage_doc_pages  # noqa: E402
 
 BRANCH = "main"
 
@@ -91,9 +95,10 @@ def config_yml(*, hub_url: str | None, title: str) -> str:
     return json.dumps(cfg, indent=2)  # YAML is a superset of JSON
 
 
-def toc_yml(stems: list[str]) -> str:
+def toc_yml(stems: list[str], pages: list[dict[str, str]] = ()) -> str:
+    """The table of contents: the notebooks in chapter order, then the pages of ``docs/``."""
     return json.dumps({"format": "jb-book", "root": "index",
-                       "chapters": [{"file": s} for s in stems]}, indent=2)
+                       "chapters": [{"file": s} for s in stems] + list(pages)}, indent=2)
 
 
 def index_md(rows: list[tuple[str, str, str]], *, quick: bool) -> str:
@@ -227,9 +232,10 @@ def build(out: Path, *, quick: bool, hub_url: str | None, work: Path, only: list
     src = work / "src"
     src.mkdir(parents=True)
     (src / "_config.yml").write_text(config_yml(hub_url=hub_url, title="D2L: asynchronous computation, made visible"))
-    (src / "_toc.yml").write_text(toc_yml(stems))
     (src / "index.md").write_text(index_md([r for r in rows if r[0] in stems], quick=quick))
     stage(src, stems)
+    pages = stage_doc_pages(src, stems)
+    (src / "_toc.yml").write_text(toc_yml(stems, pages))
     env = {**os.environ, "D2L_ASYNC_QUICK": "1" if quick else "0", "PYTHONPATH": str(ROOT)}
     start = time.perf_counter()
     jb = Path(sys.executable).with_name("jupyter-book")
@@ -251,9 +257,10 @@ def build(out: Path, *, quick: bool, hub_url: str | None, work: Path, only: list
     if out.exists():
         shutil.rmtree(out)
     shutil.copytree(html, out)
-    for page in out.glob("*.html"):
+    for page in [*out.glob("*.html"), *out.glob("docs/*.html")]:
         tidy_page(page)
-    facts = {"pages": len(stems) + 1, "notebooks": stems, "quick": quick, "seconds": round(seconds, 1),
+    facts = {"pages": len(stems) + 1 + len(pages), "notebooks": stems, "doc_pages": [p["file"] for p in pages],
+             "quick": quick, "seconds": round(seconds, 1),
              "megabytes": round(folder_mb(out), 1), "repo": REPO_SLUG, "hub_url": hub_url,
              "load": {"cpus": load.cpus, "busy_before": round(load.busy_before, 2), "peak_load": round(load.peak_load, 2),
                       "warning": load.warning()}}

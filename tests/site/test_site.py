@@ -45,7 +45,8 @@ def _links(page: Path) -> list[tuple[str, str]]:
 
 
 def _pages(site: Path) -> list[Path]:
-    return sorted(site.glob("*.html"))
+    """Every page: the index, one per notebook, one per page of ``docs/``."""
+    return sorted([*site.glob("*.html"), *site.glob("docs/*.html")])
 
 
 # -- the build ------------------------------------------------------------------------------------------
@@ -57,6 +58,15 @@ def test_every_notebook_has_a_page_and_the_index_lists_them(site, facts):
     for stem in NOTEBOOKS:
         assert (site / f"{stem}.html").is_file(), stem
         assert f'href="{stem}.html"' in index, f"the index does not link {stem}"
+
+
+def test_every_docs_page_has_a_page_in_the_table_of_contents(site, facts):
+    pages = sorted(p.stem for p in (ROOT / "docs").glob("*.md"))
+    assert sorted(f.split("/")[1] for f in facts["doc_pages"]) == pages
+    index = (site / "index.html").read_text(encoding="utf-8")
+    for stem in pages:
+        assert (site / "docs" / f"{stem}.html").is_file(), stem
+        assert f'href="docs/{stem}.html"' in index, f"the table of contents does not link docs/{stem}"
 
 
 def test_size_goal(facts):
@@ -179,7 +189,7 @@ def _open(browser, url: str):
 def test_every_page_loads_without_error_and_draws_its_figures(browser, site, served):
     drawn_total = 0
     for path in _pages(site):
-        page, errors = _open(browser, f"{served}/{path.name}")
+        page, errors = _open(browser, f"{served}/{path.relative_to(site).as_posix()}")
         try:
             n = page.evaluate("() => document.querySelectorAll('.plotly-graph-div').length")
             if n:
@@ -246,7 +256,7 @@ def test_code_output_and_figures_fit_the_page_column(browser, site, served):
     """Code and output wrap within the column (127 blocks did not; the machine line ran 833 px past it)."""
     wide = {}
     for path in _pages(site):
-        page, errors = _open(browser, f"{served}/{path.name}")
+        page, errors = _open(browser, f"{served}/{path.relative_to(site).as_posix()}")
         try:
             found = page.evaluate(_TOO_WIDE)
             if found:
@@ -259,7 +269,7 @@ def test_code_output_and_figures_fit_the_page_column(browser, site, served):
 @pytest.mark.browser
 def test_every_drawn_figure_is_named_for_a_screen_reader(browser, site, served):
     for path in _pages(site):
-        page, errors = _open(browser, f"{served}/{path.name}")
+        page, errors = _open(browser, f"{served}/{path.relative_to(site).as_posix()}")
         try:
             names = page.evaluate("() => Array.from(document.querySelectorAll('.plotly-graph-div')).map(gd => "
                                   "(gd.closest('[role=figure][aria-label]') || {getAttribute: () => ''})"
