@@ -5,13 +5,21 @@ every notebook executed here (default mode unless ``--quick``) by Jupyter Book 1
 page per notebook with its interactive plotly figures and animations, its lesson checks, the
 machine it ran on, a note where a dashboard needs a kernel, and launch buttons (Binder, Colab and,
 with ``--hub-url``, a JupyterHub through nbgitpuller) pointing at ``d2l_async.config.REPO_SLUG``.
-The index page is the chapter's table of contents (read from the README's notebook table).
+The index page is the chapter's table of contents (read from the README's notebook table); the pages
+of ``docs/`` follow the notebooks (``site/doc_pages.py``: their links rewritten for the site).
 
 How: the notebooks are copied to a staging folder with two cells added — a hidden first one
 (``site/setup_cell.py``: plotly figures as HTML for a page that loads plotly.js once, from the
-site's own ``_static/``, and dashboards replaced by a note) and a last one whose output names the
-machine (``site/machine_cell.py``) — then ``jupyter-book build`` executes and renders them. The
-build needs no network (plotly.js comes from the installed plotly package).
+site's own ``_static/``, each named by its text alternative, ``d2l_async.viz.alt_text``; dashboards
+replaced by a note) and a last one whose output names the machine (``site/machine_cell.py``) — and
+the notebooks' Colab-only install cell hidden; then ``jupyter-book build`` executes and renders them.
+The build needs no network (plotly.js comes from the installed plotly package). Code and output wrap
+within the page column (``site/d2l_site.css``).
+
+The load: the pages' lesson checks decide timing claims against each run's spread, so a site built
+on a busy machine says "can't tell" where a quiet one decides. The build measures the machine before
+and during (:class:`LoadWatch`, ``site.json``'s ``"load"``) and warns when it was busy: build the
+published site on a quiet machine.
 
 Usage::
 
@@ -27,6 +35,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -37,6 +46,9 @@ SITE = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
 from d2l_async.config import REPO_SLUG  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from doc_pages import stage_doc_pages  # noqa: E402
 
 BRANCH = "main"
 
@@ -83,9 +95,10 @@ def config_yml(*, hub_url: str | None, title: str) -> str:
     return json.dumps(cfg, indent=2)  # YAML is a superset of JSON
 
 
-def toc_yml(stems: list[str]) -> str:
+def toc_yml(stems: list[str], pages: list[dict[str, str]] = ()) -> str:
+    """The table of contents: the notebooks in chapter order, then the pages of ``docs/``."""
     return json.dumps({"format": "jb-book", "root": "index",
-                       "chapters": [{"file": s} for s in stems]}, indent=2)
+                       "chapters": [{"file": s} for s in stems] + list(pages)}, indent=2)
 
 
 def index_md(rows: list[tuple[str, str, str]], *, quick: bool) -> str:
@@ -109,11 +122,20 @@ def index_md(rows: list[tuple[str, str, str]], *, quick: bool) -> str:
     return "\n".join(lines)
 
 
+def is_colab_cell(cell: dict) -> bool:
+    """The notebooks' Colab-only install cell (``if "google.colab" in sys.modules: %pip install ...``):
+    it does nothing off Colab, so the site does not show it (it was the first code of every page)."""
+    return cell.get("cell_type") == "code" and "google.colab" in "".join(cell.get("source", ""))
+
+
 def stage(src: Path, stems: list[str]) -> None:
     setup = (SITE / "setup_cell.py").read_text()
     footer = (SITE / "machine_cell.py").read_text()
     for stem in stems:
         nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
+        for cell in nb.cells:
+            if is_colab_cell(cell):
+                cell.metadata["tags"] = sorted({*cell.metadata.get("tags", []), "remove-cell"})
         head = nbformat.v4.new_code_cell(setup, metadata={"tags": ["remove-cell"]})
         tail = nbformat.v4.new_code_cell(footer, metadata={"tags": ["remove-input"]})
         nb.cells = [head, *nb.cells, tail]
@@ -153,6 +175,49 @@ def tidy_page(page: Path) -> None:
         page.write_text(lean, encoding="utf-8")
 
 
+class LoadWatch:
+    """The machine's load while the site builds: other work measured before the build starts (the
+    CPUs' worth busy outside this process, ``d2l_async.devices.machine``) and the highest 1-minute
+    load average seen during it.  A page's lesson checks decide timing claims against the run's
+    spread; on a busy machine they say "can't tell" where a quiet one decides, and the published
+    chapter would teach that.  :meth:`warning` says so."""
+
+    def __init__(self, every_s: float = 5.0) -> None:
+        from d2l_async.devices import machine
+
+        here = machine(sample_s=1.0)
+        self.cpus = float(here.usable_cpus)
+        self.busy_before = float(here.usable_cpus - here.spare_cpus)
+        self.peak_load = float(os.getloadavg()[0])
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, args=(every_s,), name="site-load-watch", daemon=True)
+
+    def _watch(self, every_s: float) -> None:
+        while not self._stop.wait(every_s):
+            self.peak_load = max(self.peak_load, float(os.getloadavg()[0]))
+
+    def __enter__(self) -> "LoadWatch":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def warning(self) -> str:
+        """A sentence when the machine was busy (other work on a quarter of its CPUs before the build,
+        or a load above one per CPU plus the build's own during it), else ``""``."""
+        why = []
+        if self.busy_before > 0.25 * self.cpus:
+            why.append(f"{self.busy_before:.1f} of {self.cpus:g} CPUs were busy with other work when it started")
+        if self.peak_load > self.cpus + 1.5:
+            why.append(f"the load average reached {self.peak_load:.1f} on {self.cpus:g} CPUs")
+        if not why:
+            return ""
+        return ("WARNING: the site was built on a busy machine (" + "; ".join(why) + "): its timing checks may "
+                "say \"can't tell\" where a quiet machine decides them. Build the published site on a quiet machine.")
+
+
 def folder_mb(path: Path) -> float:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
 
@@ -167,15 +232,17 @@ def build(out: Path, *, quick: bool, hub_url: str | None, work: Path, only: list
     src = work / "src"
     src.mkdir(parents=True)
     (src / "_config.yml").write_text(config_yml(hub_url=hub_url, title="D2L: asynchronous computation, made visible"))
-    (src / "_toc.yml").write_text(toc_yml(stems))
     (src / "index.md").write_text(index_md([r for r in rows if r[0] in stems], quick=quick))
     stage(src, stems)
+    pages = stage_doc_pages(src, stems)
+    (src / "_toc.yml").write_text(toc_yml(stems, pages))
     env = {**os.environ, "D2L_ASYNC_QUICK": "1" if quick else "0", "PYTHONPATH": str(ROOT)}
     start = time.perf_counter()
     jb = Path(sys.executable).with_name("jupyter-book")
     cmd = [str(jb) if jb.exists() else "jupyter-book", "build", str(src), "--path-output", str(work), "--all",
            "--keep-going"]
-    proc = subprocess.run(cmd, env=env, cwd=str(src), capture_output=True, text=True)
+    with LoadWatch() as load:
+        proc = subprocess.run(cmd, env=env, cwd=str(src), capture_output=True, text=True)
     seconds = time.perf_counter() - start
     log = proc.stdout + proc.stderr
     (work / "build.log").write_text(log)
@@ -190,10 +257,13 @@ def build(out: Path, *, quick: bool, hub_url: str | None, work: Path, only: list
     if out.exists():
         shutil.rmtree(out)
     shutil.copytree(html, out)
-    for page in out.glob("*.html"):
+    for page in [*out.glob("*.html"), *out.glob("docs/*.html")]:
         tidy_page(page)
-    facts = {"pages": len(stems) + 1, "notebooks": stems, "quick": quick, "seconds": round(seconds, 1),
-             "megabytes": round(folder_mb(out), 1), "repo": REPO_SLUG, "hub_url": hub_url}
+    facts = {"pages": len(stems) + 1 + len(pages), "notebooks": stems, "doc_pages": [p["file"] for p in pages],
+             "quick": quick, "seconds": round(seconds, 1),
+             "megabytes": round(folder_mb(out), 1), "repo": REPO_SLUG, "hub_url": hub_url,
+             "load": {"cpus": load.cpus, "busy_before": round(load.busy_before, 2), "peak_load": round(load.peak_load, 2),
+                      "warning": load.warning()}}
     (out / "site.json").write_text(json.dumps(facts, indent=2))
     return facts
 
@@ -212,6 +282,8 @@ def main(argv: list[str] | None = None) -> int:
     facts = build(out, quick=args.quick, hub_url=args.hub_url, work=work, only=args.only)
     print(f"wrote {out}: {facts['pages']} pages, {facts['megabytes']} MB, built in {facts['seconds']} s "
           f"({'quick' if facts['quick'] else 'default'} mode)")
+    if facts["load"]["warning"]:
+        print(facts["load"]["warning"], file=sys.stderr)
     return 0
 
 

@@ -7,6 +7,10 @@ its own (:func:`timeline_data`, :func:`queue_data`, :func:`dependency_graph`,
 :func:`sweep_table`) and a
 drawing step; colours, fonts and units come from :mod:`d2l_async.viz.style`.
 
+Every figure also carries a short text alternative computed from its data — its title and the one
+fact it shows — for a screen reader or a page whose plots do not draw: ``viz.alt_text(fig)``
+returns it (the static site writes it as each figure's ``aria-label``).
+
 =========================  ==============================================================
 figure                     what it shows
 =========================  ==============================================================
@@ -28,8 +32,9 @@ from __future__ import annotations
 from . import style
 from ._animate import animate_timeline, queue_at
 from ._blocked import plot_blocked_time
-from ._comm import comm_table, plot_comm_overlap
+from ._comm import comm_table, join_wait, plot_comm_overlap
 from ._common import fit_title, wrap_title
+from ._describe import alt_text
 from ._graph import DependencyGraph, dependency_graph, expression_graph, frontend_status, node_states
 from ._graph_figure import plot_dependency_graph
 from ._measurements import measurement_table, plot_measurements, plot_scheduling_overhead
@@ -38,8 +43,8 @@ from ._sweep import plot_sweep, sweep_table
 from ._timeline import TimelineData, plot_timeline, timeline_data
 
 __all__ = [
-    "CUDA_QUEUE_CAP", "DependencyGraph", "QueueData", "TimelineData", "animate_timeline", "comm_table",
-    "dependency_graph",
+    "CUDA_QUEUE_CAP", "DependencyGraph", "QueueData", "TimelineData", "alt_text", "animate_timeline", "comm_table",
+    "dependency_graph", "join_wait",
     "expression_graph", "fit_title", "frontend_status", "measurement_table", "node_states", "plot_blocked_time",
     "plot_comm_overlap", "plot_dependency_graph", "plot_measurements", "plot_queue_length", "plot_scheduling_overhead", "plot_sweep",
     "plot_timeline", "plot_trace", "queue_at", "queue_data", "style", "sweep_table", "timeline_data", "wrap_title",

@@ -20,7 +20,8 @@ from ._common import check_positive_int, check_trace, empty_figure, fit_title, m
 from ._controls import animation_controls
 from ._queue import draw_queue, queue_data
 from ._series import queue_length_series
-from ._timeline import _notes, default_title, draw_timeline, timeline_data
+from ._describe import describe
+from ._timeline import _notes, default_title, draw_timeline, timeline_data, timeline_fact
 
 __all__ = ["animate_timeline", "queue_at"]
 
@@ -70,8 +71,9 @@ def animate_timeline(trace: Trace, *, max_frames: int = 150, max_events: int = 2
     total = np.sum(list(counts.values()), axis=0) if counts else np.zeros(len(times))
 
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.05, row_heights=[0.65, 0.35])
-    # no block labels: annotations sit above the curtain and would give the future away
-    draw_timeline(fig, tl, row=1, col=1, max_labels=0)
+    # the waits are named by a text trace under the curtain (annotations would sit above it and give
+    # the future away)
+    draw_timeline(fig, tl, row=1, col=1, labels_as_text=True)
     for tr in fig.data:  # pushes are a few µs apart: their names would print over each other (hover keeps them)
         if tr.type == "bar" and tr.name == "launch":
             tr.text = None
@@ -122,4 +124,5 @@ def animate_timeline(trace: Trace, *, max_frames: int = 150, max_events: int = 2
     fig.update_layout(margin={"t": 90, "b": 120})
     fit_title(fig)
     fig.update_xaxes(title_text=style.time_axis_title(unit), row=2, col=1)
-    return fig
+    peak = f"; at most {int(total.max())} ops queued" if len(total) else ""
+    return describe(fig, f"{timeline_fact(tl)}{peak}; animated in {len(times)} frames")

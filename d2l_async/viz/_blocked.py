@@ -13,6 +13,7 @@ from .. import analysis
 from ..trace import Trace
 from . import style
 from ._common import check_positive_int, check_trace, empty_figure, fit_title
+from ._describe import describe, format_time
 from ._series import blocked_table
 from ._timeline import default_title
 
@@ -57,4 +58,7 @@ def plot_blocked_time(trace: Trace, *, by: str = "cause", top: int = 15, title: 
     fit_title(fig)
     fig.update_xaxes(title_text=f"time blocked ({unit})")
     fig.update_yaxes(automargin=True)
-    return fig
+    first = table.iloc[-1]  # longest (the table is reversed: longest on top)
+    n = int(table["count"].sum())
+    return describe(fig, f"the frontend waited {format_time(float(table['total'].sum()))} in {n:,} wait{'s' if n != 1 else ''}; "
+                         f"the longest cause, {first['label']}, {format_time(float(first['total']))} in {int(first['count']):,}")

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 
 from ..trace import Trace
 from . import style
+from ._describe import describe
 
 
 def check_trace(trace: Any, func: str) -> Trace:
@@ -111,6 +112,15 @@ def fit_title(fig: go.Figure, top: int = 90, *, width: int | None = None) -> go.
     return fig
 
 
+def wrap_categories(labels: list[str], *, share: float = 1.0, size: float | None = None) -> list[str]:
+    """Category labels broken at spaces onto lines that fit their slot of a :data:`FIGURE_WIDTH`
+    figure (``share``: the part of the plot width the axis spans): plotly turns a label wider than
+    its slot, and turned labels run into the axis title and the legend."""
+    size = float(size or style.FONT["size"])
+    slot = (FIGURE_WIDTH - 120) * share / max(len(labels), 1) - 8
+    return ["<br>".join(_wrap_line(str(label), size, slot)) for label in labels]
+
+
 def empty_figure(title: str | None, message: str = "no events in this trace") -> go.Figure:
     """A figure that says plainly that there is nothing to draw."""
     fig = go.Figure()
@@ -120,7 +130,7 @@ def empty_figure(title: str | None, message: str = "no events in this trace") ->
     fig.update_yaxes(visible=False)
     fig.add_annotation(text=message, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
                        font={"size": 16, "color": style.OKABE_ITO["grey"]})
-    return fig
+    return describe(fig, message)
 
 
 def time_span(trace: Trace) -> tuple[float, float]:

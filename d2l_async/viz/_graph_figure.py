@@ -9,13 +9,17 @@ light and plays without a kernel.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 
 from ..trace import Trace
 from . import style
 from ._common import check_positive_int, empty_figure, fit_title, modelled_note, two_line_title
 from ._controls import animation_controls
+from ._describe import describe, format_time
 from ._graph import OP_STATES, DependencyGraph, dependency_graph, expression_graph, frame_times, frontend_status, node_states
 
 __all__ = ["plot_dependency_graph"]
@@ -23,23 +27,38 @@ __all__ = ["plot_dependency_graph"]
 _SYMBOL = {"op": "circle", "array": "square", "const": "diamond"}
 
 
-def _short(label: str, n: int) -> str:
-    label = str(label)
-    return label if len(label) <= n else label[: n - 1] + "…"
+_BREAK = re.compile(r"(?=[ (@])")  # between words, or before "(" and "@": "gW20" / "(cpu:2)"
 
 
-def _wrap(label: str, n: int, lines: int = 2) -> str:
-    """``label`` on at most ``lines`` lines of about ``n`` characters, broken at spaces (an op's name
-    such as "backward W2" or "make minibatch" reads whole instead of "backwa…")."""
-    out: list[str] = []
-    for word in str(label).split():
-        if out and len(out[-1]) + 1 + len(word) <= n:
-            out[-1] += " " + word
+def _wrap(label: str, n: int) -> str:
+    """``label`` on lines of about ``n`` characters, broken between words or before ``(`` and
+    ``@``: a name always reads whole ("backward W2", "gW20(cpu:2)"), never cut to "gW20(cp…"."""
+    lines: list[str] = []
+    for piece in (p for p in _BREAK.split(str(label)) if p):
+        if lines and len(lines[-1]) + len(piece.rstrip()) <= n:
+            lines[-1] += piece
         else:
-            out.append(word)
-    if len(out) > lines:
-        out = out[: lines - 1] + [_short(" ".join(out[lines - 1:]), n)]
-    return "<br>".join(_short(line, max(n, 10)) for line in out)
+            lines.append(piece.lstrip())
+    return "<br>".join(line.strip() for line in lines if line.strip())
+
+
+def _in_lane(label: str, device: str) -> str:
+    """An array's name as its device's lane shows it: ``"X0.0@cpu:1"`` in lane cpu:1 is ``"X0.0"``
+    (the lane says where it lives; the hover keeps the full name)."""
+    if not device:
+        return label
+    short = re.sub(rf"(?<=.)@{re.escape(device)}(?=$| \(v\d+\)$)", "", label)  # "W1@cpu:1 (v2)" -> "W1 (v2)"
+    return short or label
+
+
+def _lane_boxes(nodes: pd.DataFrame) -> list[tuple[str, float, float]]:
+    """(device, top y, bottom y) of each device's lane, top to bottom; none when the graph has one lane."""
+    if "band" not in nodes.columns or not (nodes["band"] != "").any():
+        return []
+    out = []
+    for device, grp in nodes.groupby("band", sort=False):
+        out.append((str(device), float(grp["y"].max()), float(grp["y"].min())))
+    return sorted(out, key=lambda b: -b[1])
 
 
 def _node_colors(states: np.ndarray) -> list[str]:
@@ -94,8 +113,9 @@ def plot_dependency_graph(source: Trace | str | DependencyGraph, *, max_ops: int
         unit, factor = "steps", 1.0
     else:
         unit, factor = style.time_unit(times[-1] - times[0])
-    # display times from the first event (the frame names keep the trace's own seconds)
-    o = 0.0 if graph.schematic else float(times[1] if len(times) > 1 else times[0])
+    # display times from the first frame, so the slider starts at 0 (the frame names keep the trace's
+    # own seconds)
+    o = 0.0 if graph.schematic else float(times[0])
     pos = {k: (d, y) for k, d, y in zip(nodes["key"], nodes["depth"], nodes["y"])}
 
     fig = go.Figure()
@@ -123,7 +143,9 @@ def plot_dependency_graph(source: Trace | str | DependencyGraph, *, max_ops: int
     op_size = float(np.clip(col_px * 0.55, 10, 40))
     arr_size = float(np.clip(col_px * 0.3, 7, 22))
     width = int(max(6, min(16, 2 * col_px / (11 * 0.62) - 3)))  # characters that fit in two columns
-    labels = [_wrap(lbl, width) if t == "op" else _short(lbl, width) for lbl, t in zip(nodes["label"], typ)]
+    bands = nodes["band"] if "band" in nodes.columns else pd.Series([""] * len(nodes), index=nodes.index)
+    labels = [_wrap(lbl if t == "op" else _in_lane(str(lbl), str(dev)), width)
+              for lbl, t, dev in zip(nodes["label"], typ, bands)]
     text = [lbl if col_px >= 30 else "" for lbl in labels]
     above = (nodes["depth"].to_numpy() % 2) == 0
     hover = []
@@ -173,6 +195,20 @@ def plot_dependency_graph(source: Trace | str | DependencyGraph, *, max_ops: int
             go.Scatter(text=[cap], textfont={"color": col}),
         ]))
     fig.frames = frames
+    # each device's lane, shaded and named at its left end (07's three lanes were unnamed)
+    lanes = _lane_boxes(nodes)
+    x_right = float(nodes["depth"].max())
+    for device, y_top, y_bottom in lanes:
+        # the name sits on the lane's top edge, above the names of its first row of nodes
+        fig.add_shape(type="rect", x0=x_left - 0.45, x1=x_right + 0.45, y0=y_bottom - 0.5, y1=y_top + 0.62,
+                      fillcolor="rgba(153,153,153,0.08)", line={"width": 0}, layer="below")
+        fig.add_annotation(x=x_left - 0.42, y=y_top + 0.62, xanchor="left", yanchor="bottom", showarrow=False,
+                           text=f"<b>{device}</b>", font={"size": 11, "color": "#555555"})
+    if not lanes:  # one device: say where the ops ran
+        where = sorted({str(l) for l, t in zip(nodes["lane"], typ) if t == "op" and l})
+        if where:
+            fig.add_annotation(text="ops ran on " + ", ".join(where), xref="paper", yref="paper", x=0, y=0,
+                               xanchor="left", showarrow=False, font={"color": style.OKABE_ITO["grey"], "size": 11})
     fig.update_layout(**animation_controls(times, factor, unit, origin=o))
     fig.update_layout(**style.base_layout(title=title, height=max(380, 120 + 90 * (nodes["y"].max() - nodes["y"].min() + 2))))
     fig.update_layout(margin={"t": 90, "b": 90})
@@ -184,4 +220,13 @@ def plot_dependency_graph(source: Trace | str | DependencyGraph, *, max_ops: int
     if graph.n_ops_total > graph.n_ops:
         fig.add_annotation(text=f"first {graph.n_ops} of {graph.n_ops_total:,} ops", xref="paper", yref="paper",
                            x=1, y=0, showarrow=False, xanchor="right", font={"color": style.OKABE_ITO["grey"]})
-    return fig
+    if lanes:  # the band's name sits in its top row: room above the first lane
+        fig.update_yaxes(range=[float(nodes["y"].min()) - 0.7, max(top, lanes[0][1] + 0.8) + 0.5])
+    n_arrays = int((typ != "op").sum())
+    ran_on = ", ".join(d for d, _, _ in lanes) if lanes else ", ".join(
+        sorted({str(l) for l, t in zip(nodes["lane"], typ) if t == "op" and l}))
+    span = float(times[-1] - o)
+    when = f"{span:g} schematic steps" if graph.schematic else format_time(span)
+    fact = (f"{graph.n_ops} ops and {n_arrays} arrays in {int(nodes['depth'].max()) + 1} columns"
+            + (f" on {ran_on}" if ran_on else "") + f"; all done after {when}")
+    return describe(fig, fact)

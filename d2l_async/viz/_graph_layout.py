@@ -44,17 +44,19 @@ def _layout(nodes: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:
             depth[i] = max(0, min(depth[j] for j in succs[i]) - 1)
     nodes = nodes.assign(depth=depth)
     nodes["y"] = 0.0
+    nodes["band"] = ""  # the device whose lane a node is drawn in ("" when the graph has no lanes)
     band = _device_bands(nodes, preds, succs)
     if band is not None:  # one horizontal lane per device, data flowing left to right (the book's figure)
-        nodes["band"] = band
+        devices = sorted({lane_device(l) for l, t in zip(nodes["lane"], nodes["type"]) if t == "op"})
+        nodes["band"] = [devices[b] for b in band]
         offset = 0.0
         for b in sorted(set(band)):
-            in_band = nodes[nodes["band"] == b]
+            in_band = nodes[nodes["band"] == devices[b]]
             height = int(in_band.groupby("depth").size().max())
             for _, grp in in_band.groupby("depth"):
                 nodes.loc[grp.index, "y"] = -(offset + np.arange(len(grp)))
             offset += height + 1.0  # a blank row between two devices' lanes
-        return nodes.drop(columns="band")
+        return nodes
     for _, grp in nodes.groupby("depth"):
         m = len(grp)
         nodes.loc[grp.index, "y"] = -(np.arange(m) - (m - 1) / 2)

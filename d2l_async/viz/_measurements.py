@@ -17,7 +17,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from . import style
-from ._common import empty_figure, fit_title
+from ._common import empty_figure, fit_title, wrap_categories
+from ._describe import describe, format_time
 
 __all__ = ["plot_measurements", "plot_scheduling_overhead", "measurement_table", "book_column"]
 
@@ -106,18 +107,23 @@ def plot_measurements(measurements: Any, *, book: Mapping[str, float] | None = N
     unit, factor = style.time_unit(float(np.median(positive)) if len(positive) else 0.0)
     log = len(positive) > 1 and positive.max() / positive.min() > 30
     fig = go.Figure()
+    n_columns = table["label"].nunique() + len(book)
     for i, (label, grp) in enumerate(table.groupby("label", sort=False)):
         synced = grp["synchronized"].iloc[0]
         runs = grp["seconds"].to_numpy(float) * factor
         med = float(np.median(runs))
+        top = float(runs.max())
         fig.add_trace(go.Box(
             x=[label] * len(runs), y=runs, name=label, boxpoints="all", jitter=0.35, pointpos=0,
             marker={"color": _colour(label, synced, i), "size": 5, "opacity": 0.7},
             line={"color": _colour(label, synced, i)}, fillcolor="rgba(0,0,0,0)",
             hovertemplate=f"{label}<br>%{{y:.4g}} {unit}<extra></extra>", showlegend=False,
         ))
-        fig.add_annotation(x=label, y=np.log10(max(med, 1e-300)) if log else med, text=f"median {med:.3g} {unit}",
-                           showarrow=False, xshift=95, xanchor="left", font={"size": 11, "color": _colour(label, synced, i)})
+        # the median above its own box, centred on it (beside it, it read as the next box's)
+        fig.add_annotation(x=label, y=np.log10(max(top, 1e-300)) if log else top,
+                           text=f"median{'<br>' if n_columns > 4 else ' '}{med:.3g} {unit}", showarrow=False,
+                           xanchor="center", yanchor="bottom", yshift=4,
+                           font={"size": 11, "color": _colour(label, synced, i)})
     order = list(dict.fromkeys(table["label"]))
     if book:
         labels = list(book)
@@ -134,10 +140,19 @@ def plot_measurements(measurements: Any, *, book: Mapping[str, float] | None = N
         ))
     fig.update_layout(**style.base_layout(title=title, height=420, boxgap=0.7))
     fit_title(fig)
+    # room above the highest box for its median label
+    hi = float(values.max()) * factor if len(values) else 1.0
+    lo = float(positive.min()) * factor if len(positive) else 1.0
+    yrange = [np.log10(lo) - 0.1, np.log10(hi) + 0.35] if log else [0.0, hi * 1.22 or 1.0]
     fig.update_yaxes(title_text=f"time per run ({unit}{', log scale' if log else ''})",
-                     type="log" if log else "linear", rangemode="tozero")
-    fig.update_xaxes(title_text="", categoryorder="array", categoryarray=order)
-    return fig
+                     type="log" if log else "linear", range=yrange)
+    fig.update_xaxes(title_text="", categoryorder="array", categoryarray=order, tickmode="array", tickvals=order,
+                     ticktext=wrap_categories(order))
+    medians = table.groupby("label", sort=False)["seconds"].median()
+    fact = "median per run: " + ", ".join(f"{k} {format_time(float(v))}" for k, v in medians.items())
+    if book:
+        fact += "; the book: " + ", ".join(f"{k} {format_time(float(v))}" for k, v in book.items())
+    return describe(fig, fact)
 
 
 def book_column(label: str) -> str:
@@ -216,4 +231,9 @@ def plot_scheduling_overhead(rows: Any, *, title: str | None = None) -> go.Figur
     fig.update_xaxes(title_text="engine workers (threads)", type="log" if df["workers"].max() >= 8 else "linear",
                      tickvals=sorted(df["workers"].unique()))
     fig.update_yaxes(title_text="time per op (µs)", rangemode="tozero")
-    return fig
+    parts = []
+    for label, grp in df.groupby("label", sort=False):
+        grp = grp.sort_values("workers")
+        per = ", ".join(f"{int(w)} worker{'s' if w != 1 else ''} {v:.3g} µs" for w, v in zip(grp["workers"], grp["per_op_us"]))
+        parts.append(per if label == "median per op" else f"{label}: {per}")
+    return describe(fig, "median per op: " + "; ".join(parts))

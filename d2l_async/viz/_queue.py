@@ -24,8 +24,9 @@ from plotly.subplots import make_subplots
 from ..trace import Trace, last_step_starts
 from . import style
 from ._common import check_positive_int, check_trace, decimate_steps, empty_figure, fit_title, time_span
+from ._describe import describe
 from ._series import pending_memory_series, queue_length_series
-from ._timeline import default_title, draw_timeline, timeline_data, _notes
+from ._timeline import _notes, default_title, draw_timeline, timeline_data, timeline_fact
 
 __all__ = ["QueueData", "queue_data", "plot_queue_length", "plot_trace", "CUDA_QUEUE_CAP"]
 
@@ -102,6 +103,17 @@ def queue_data(trace: Trace, *, in_flight: bool = False, memory: bool = False,
     note = ("work launched in the last ProfilerStep is not counted (HTA's default)"
             if last_step_starts(trace) else "")
     return QueueData(queued, flight, mem, peak, cap, span, unit, factor, note)
+
+
+def queue_fact(data: QueueData) -> str:
+    """The queue figure's one fact: the longest queue, where, and whether it reached the cap."""
+    if not data.peak:
+        return "nothing was queued"
+    lane = max(data.peak, key=lambda k: data.peak[k])
+    fact = f"the queue peaked at {data.peak[lane]:,} on {lane}"
+    if data.cap is not None and data.peak[lane] >= 0.98 * data.cap:
+        fact += f", at the cap of about {data.cap:g}"
+    return fact
 
 
 def rank_parts(trace: Trace, data: QueueData) -> list[tuple[str, QueueData]]:
@@ -209,7 +221,7 @@ def plot_queue_length(trace: Trace, *, in_flight: bool = False, cap: float | Non
                                           height=380 + 220 * (len(parts) - 1)))
     fit_title(fig)
     fig.update_xaxes(title_text=style.time_axis_title(data.unit), **({"row": len(parts), "col": 1} if len(parts) > 1 else {}))
-    return fig
+    return describe(fig, queue_fact(data))
 
 
 def plot_trace(trace: Trace, *, in_flight: bool = False, cap: float | None | Literal["auto"] = "auto",
@@ -238,4 +250,4 @@ def plot_trace(trace: Trace, *, in_flight: bool = False, cap: float | None | Lit
     fig.update_layout(margin={"t": 90})
     fit_title(fig)
     fig.update_xaxes(title_text=style.time_axis_title(tl.unit), row=1 + nq, col=1)
-    return fig
+    return describe(fig, f"{timeline_fact(tl)}; {queue_fact(q)}")

@@ -37,6 +37,7 @@ import plotly.graph_objects as go
 from ..trace import BACKEND_KINDS, Lane, Trace, is_python_lane
 from . import style
 from ._common import check_positive_int, check_trace, empty_figure, fit_title, modelled_note, time_span, two_line_title
+from ._describe import describe, format_time
 from ._roles import ROLE_COLOURS, bar_labels, bar_roles, role_color
 
 __all__ = ["TimelineData", "timeline_data", "plot_timeline"]
@@ -46,8 +47,6 @@ BAR_WIDTH = 0.7
 LAUNCH_WIDTH = 0.35
 #: Bars with at most this many events get their name written inside.
 _TEXT_LIMIT = 40
-#: Plot width in pixels that the drawing assumes (minimum bar width, label spacing).
-_PIXELS = 1500
 #: Width of the plotting area of a 900 px figure (lane labels and the legend take the rest): names are
 #: written inside a bar only where they fit at this width.
 _PLOT_PX = 620
@@ -56,26 +55,71 @@ _CHAR_PX = 7  # width of one label character at font size 11
 PYTHON_STACK_AUTO = 20_000
 
 
+#: Heights, in rows, at which a wait's label may sit on its lane: the middle, then just above and below
+#: it (three labels side by side where one row of them would overprint).
+_LABEL_LEVELS = (0.0, -0.33, 0.33)
+
+
+def _label_texts(label: str, statement: str, reason: str) -> tuple[str, ...]:
+    """A wait's names, longest first: ``"print(b.sum()) — In[3] line 7"``, ``"print(b.sum())"``,
+    ``"print"`` (a call such as ``"cudaMemcpyAsync (Device -> Pageable)"``: its first word): the
+    first that fits is written.  Only the label may be cut (in its code, never its line)."""
+    texts = [t for t in (label, statement, reason) if t]
+    shortest = min(texts, key=len, default="")
+    word = shortest.replace("(", " ").split()[0] if shortest.strip() else ""
+    return tuple(dict.fromkeys(t for t in (*texts, word) if t and (t is label or not t.endswith("…"))))
+
+
 def _label_positions(blocks: pd.DataFrame, origin: float, right: float):
-    """``(block, x, xanchor)`` for the wait labels that fit, longest block first: a label is centred on
-    its block, or anchored to the block's edge where it would cross a plot edge, and kept only if its
-    box (after that shift) overlaps no label already placed on the same row (issue 20: two wait labels
-    overprinted in notebook 01)."""
+    """``(block, text, x, y, xanchor)`` for the wait labels that fit, longest block first.
+
+    Every block first gets its shortest name (:func:`_label_texts`) at one of the heights of
+    :data:`_LABEL_LEVELS` where it overlaps no label already placed; then each takes the longest of
+    its names that still fits there or at another height.  A label is centred on its block, or
+    anchored to the block's edge where it would cross a plot edge: its anchor always lies in its own
+    block (04's five blockers, about 80 px apart, are all named, the roomy ones in full).
+    """
     per_px = (right or 1.0) / _PLOT_PX  # seconds per pixel of a 900 px figure's plotting area
-    placed: dict[int, list[tuple[float, float]]] = {}
-    for lb in blocks.itertuples(index=False):
-        width = len(lb.label) * _CHAR_PX * per_px
+
+    def box(lb, text):
+        width = len(text) * _CHAR_PX * per_px
         centre = (lb.start + lb.end) / 2 - origin
         if centre + width / 2 > right:
-            x, anchor, box = lb.end - origin, "right", (lb.end - origin - width, lb.end - origin)
-        elif centre - width / 2 < 0:
-            x, anchor, box = lb.start - origin, "left", (lb.start - origin, lb.start - origin + width)
-        else:
-            x, anchor, box = centre, "center", (centre - width / 2, centre + width / 2)
-        row = placed.setdefault(int(lb.row), [])
-        if all(box[1] <= a or box[0] >= b for a, b in row):
-            row.append(box)
-            yield lb, x, anchor
+            return lb.end - origin, "right", (lb.end - origin - width, lb.end - origin)
+        if centre - width / 2 < 0:
+            return lb.start - origin, "left", (lb.start - origin, lb.start - origin + width)
+        return centre, "center", (centre - width / 2, centre + width / 2)
+
+    placed: dict[tuple[int, float], dict[int, tuple[float, float]]] = {}
+
+    gap = 8 * per_px  # the labels' white boxes: never touching
+
+    def free(row: int, level: float, span: tuple[float, float], me: int) -> bool:
+        return all(span[1] + gap <= a or span[0] - gap >= b
+                   for k, (a, b) in placed.get((row, level), {}).items() if k != me)
+
+    rows = list(blocks.itertuples(index=False))
+    names = [_label_texts(lb.label, lb.statement, lb.reason) for lb in rows]
+    spot: dict[int, tuple[str, float, float, str]] = {}
+    for upgrade in (False, True):
+        for i, lb in enumerate(rows):
+            if upgrade and i not in spot:
+                continue
+            texts = names[i][:-1] if upgrade else names[i][-1:]  # longer names, or the shortest one
+            for text in texts:
+                x, anchor, span = box(lb, text)
+                level = next((lv for lv in _LABEL_LEVELS if free(int(lb.row), lv, span, i)), None)
+                if level is None:
+                    continue
+                if i in spot:
+                    placed[(int(lb.row), spot[i][2])].pop(i)
+                placed.setdefault((int(lb.row), level), {})[i] = span
+                spot[i] = (text, x, level, anchor)
+                break
+    for i, lb in enumerate(rows):
+        if i in spot:
+            text, x, level, anchor = spot[i]
+            yield lb, text, x, lb.row + level, anchor
 
 
 @dataclass(frozen=True)
@@ -89,7 +133,7 @@ class TimelineData:
             source``; ``count > 1`` marks bars merged from events closer than a pixel.
         connectors: ``issue, start, from_row, to_row, name`` for the issue→start connectors drawn.
         n_connectors: how many events had an issue time (connectors before the cap).
-        blocks: frontend waits: ``row, start, end, reason, source, label``.
+        blocks: frontend waits: ``row, start, end, reason, source, label, statement``.
         span: (first, last) time of the trace in seconds; the figure draws ``span[0]`` as 0.
         unit, factor: display unit and the factor from seconds to it.
         n_events: bars before merging.
@@ -255,6 +299,7 @@ def timeline_data(
         "reason": trace["reason"][blk].astype(str), "source": trace["source"][blk].astype(str),
     })
     blocks["label"] = [style.block_label(r, s) for r, s in zip(blocks["reason"], blocks["source"])]
+    blocks["statement"] = [style.block_statement(r, s) for r, s in zip(blocks["reason"], blocks["source"])]
     return TimelineData(lanes, labels, bars, connectors, n_conn, blocks, span, unit, factor, n_events, hidden)
 
 
@@ -284,14 +329,21 @@ def _hover(bars: pd.DataFrame, unit: str, factor: float, origin: float) -> list[
 
 
 def draw_timeline(fig: go.Figure, data: TimelineData, *, row: int | None = None, col: int | None = None,
-                  connectors: bool = True, max_labels: int = 12) -> None:
-    """Add the timeline's traces to ``fig`` (optionally to one subplot) and style its axes."""
+                  connectors: bool = True, max_labels: int = 12, labels_as_text: bool = False) -> None:
+    """Add the timeline's traces to ``fig`` (optionally to one subplot) and style its axes.
+
+    Args:
+        max_labels: most waits named on the figure (the longest).
+        labels_as_text: name the waits with a text trace instead of annotations (annotations sit
+            above every trace, so an animation's curtain could not hide them).
+    """
     where = {"row": row, "col": col} if row is not None else {}
     f, unit, o = data.factor, data.unit, data.origin
     frontend_rows = {i for i, l in enumerate(data.lanes) if l.is_frontend}
     nrows = len(data.lanes)
-    # a bar narrower than a pixel would vanish: draw it one pixel wide (hover keeps the real times)
-    min_width = (data.span[1] - o) / _PIXELS
+    # a bar narrower than a pixel would vanish (10's modelled all-reduces beside a 1 s backward pass):
+    # draw it 1.5 px wide on a 900 px figure (hover keeps the real times)
+    min_width = (data.span[1] - o) * 1.5 / _PLOT_PX
 
     # blocked intervals under everything: a faint band over all lanes, a strong one on the frontend
     if len(data.blocks):
@@ -314,9 +366,17 @@ def draw_timeline(fig: go.Figure, data: TimelineData, *, row: int | None = None,
             hovertemplate="%{hovertext}<extra></extra>"), **where)
         longest = b.assign(d=b["end"] - b["start"]).nlargest(max_labels, "d")
         right = data.span[1] - o
-        for lb, x, anchor in _label_positions(longest, o, right):
-            fig.add_annotation(x=x * f, y=lb.row, xanchor=anchor,
-                               text=lb.label, showarrow=False, bgcolor="rgba(255,255,255,0.75)",
+        spots = list(_label_positions(longest, o, right))
+        if labels_as_text and spots:  # a trace, drawn under whatever is added after it (an animation's curtain)
+            fig.add_trace(go.Scatter(
+                x=[x * f for _, _, x, _, _ in spots], y=[y for _, _, _, y, _ in spots], mode="text",
+                text=[t for _, t, _, _, _ in spots], hoverinfo="skip", showlegend=False,
+                textposition=[{"left": "middle right", "right": "middle left"}.get(a, "middle center")
+                              for *_, a in spots],
+                textfont={"size": 11, "color": style.KIND_COLORS["block"]}), **where)
+        for lb, text, x, y, anchor in ([] if labels_as_text else spots):
+            fig.add_annotation(x=x * f, y=y, xanchor=anchor,
+                               text=text, showarrow=False, bgcolor="rgba(255,255,255,0.75)",
                                font={"size": 11, "color": style.KIND_COLORS["block"]}, **where)
 
     # bars, one trace per role (or per kind) so the legend explains the colours
@@ -384,6 +444,26 @@ def _notes(data: TimelineData) -> str:
     return "; ".join(notes)
 
 
+def timeline_fact(data: TimelineData) -> str:
+    """The timeline's one fact, from its data: how long the frontend waited, and for what; else how
+    busy the busiest backend lane was."""
+    span = data.span[1] - data.span[0]
+    head = f"{len(data.lanes)} lanes over {format_time(span)}"
+    b = data.blocks
+    if len(b):
+        d = (b["end"] - b["start"]).to_numpy(float)
+        i = int(np.argmax(d))
+        waits = f"{len(b)} wait{'s' if len(b) != 1 else ''}"
+        return (f"{head}; the frontend waited {format_time(float(d.sum()))} in {waits}, the longest "
+                f"{format_time(float(d[i]))} at {b['label'].iloc[i]}")
+    backend = data.bars[~data.bars["row"].isin([i for i, l in enumerate(data.lanes) if l.is_frontend])]
+    if len(backend):
+        busy = (backend["end"] - backend["start"]).groupby(backend["lane"]).sum()
+        lane = str(busy.idxmax())
+        return f"{head}; the frontend never waited; {lane} ran work for {format_time(float(busy.max()))}"
+    return f"{head}; the frontend never waited"
+
+
 def default_title(trace: Trace, what: str) -> str:
     """``what`` and the event count on the first line; where the trace came from, said once, below."""
     device = str(trace.meta.get("device", "") or "")
@@ -426,4 +506,4 @@ def plot_timeline(trace: Trace, *, max_events: int = 4000, max_connectors: int =
     fig.update_layout(margin={"t": 90})
     fit_title(fig)
     fig.update_xaxes(title_text=style.time_axis_title(data.unit))
-    return fig
+    return describe(fig, timeline_fact(data))

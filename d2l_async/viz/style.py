@@ -16,7 +16,8 @@ from typing import Any
 
 __all__ = [
     "OKABE_ITO", "KIND_COLORS", "STATE_COLORS", "FONT", "time_unit", "time_axis_title",
-    "KIND_ORDER", "lane_label", "kind_color", "block_label", "series_color", "base_layout", "bytes_unit",
+    "KIND_ORDER", "lane_label", "kind_color", "block_label", "block_statement", "series_color", "base_layout",
+    "bytes_unit",
 ]
 
 #: Okabe–Ito palette, by name.
@@ -37,7 +38,7 @@ KIND_COLORS: dict[str, str] = {
     "op": OKABE_ITO["blue"],
     "kernel": OKABE_ITO["bluish_green"],
     "copy": OKABE_ITO["orange"],
-    "memset": OKABE_ITO["reddish_purple"],
+    "memset": OKABE_ITO["yellow"],  # not reddish purple: that is the backward pass (one colour per role)
     "launch": OKABE_ITO["sky_blue"],
     "runtime": OKABE_ITO["grey"],
     "block": OKABE_ITO["vermillion"],
@@ -118,29 +119,52 @@ def _clip(text: str, n: int = _MAX_LABEL) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def _last_statement(code: str) -> str:
+    """The statement of a line that blocked: the last one (``b = a @ a; print(b.sum())`` blocks in
+    ``print``, after the product was queued)."""
+    parts = [p.strip() for p in code.split(";")]
+    return parts[-1] if parts[-1] else code.strip()
+
+
+def _block_parts(reason: str, source: str) -> tuple[str, str, str]:
+    """(reason prefix, the blocking statement, where) of a frontend wait."""
+    reason, source = str(reason or "").strip(), str(source or "").strip()
+    if not source:
+        return "", reason or "blocked", ""
+    match = _LINE.search(source)
+    file_match = _FILE_LINE.match(source)
+    if match:
+        code, where = _last_statement(_COMMENT.sub("", match.group(2))), f"line {match.group(1)}"
+    elif file_match:
+        code, line = _last_statement(_COMMENT.sub("", file_match.group("code") or "")), file_match.group("line")
+        where = f"{file_match.group('file')} line {line}" if file_match.group("file").startswith("In[") else f"line {line}"
+        if not code:
+            code, where = "", f"{file_match.group('file')}, line {line}"
+    else:
+        code, where = source, ""
+    head = f"{reason}: " if reason and reason not in code else ""
+    return head, code, where
+
+
 def block_label(reason: str, source: str) -> str:
     """The cause of a frontend wait, e.g. ``"print(z) — line 12"`` or ``"waitall"``.
 
     ``source`` is the trace's source column (``"cell 3, line 12: print(z)"``); ``reason`` says why
     the frontend waited (``"print"``, ``"waitall"``, ``"full queue"``).
     """
-    reason, source = str(reason or "").strip(), str(source or "").strip()
-    if not source:
-        return reason or "blocked"
-    match = _LINE.search(source)
-    file_match = _FILE_LINE.match(source)
-    if match:
-        code, line = _COMMENT.sub("", match.group(2)).strip(), match.group(1)
-        label = f"{code} — line {line}" if code else f"line {line}"
-    elif file_match:
-        code, line = _COMMENT.sub("", file_match.group("code") or "").strip(), file_match.group("line")
-        where = f"{file_match.group('file')} line {line}" if file_match.group("file").startswith("In[") else f"line {line}"
-        label = f"{code} — {where}" if code else f"{file_match.group('file')}, line {line}"
-    else:
-        code, label = source, source
-    if reason and reason not in code:
-        label = f"{reason}: {label}"
-    return _clip(label)
+    head, code, where = _block_parts(reason, source)
+    if not head and not where:
+        return _clip(code)
+    tail = f" — {where}" if code and where else where
+    # cut the code, never the line that names it (a label "— In[12] line …" names nothing)
+    return head + _clip(code, max(_MAX_LABEL - len(head) - len(tail), 12)) + tail
+
+
+def block_statement(reason: str, source: str) -> str:
+    """The statement a frontend wait happened in, whole: ``"print(b.sum())"`` (or the reason when the
+    source names no statement) — the short name of a wait where its label does not fit."""
+    _, code, _ = _block_parts(reason, source)
+    return code or str(reason or "").strip() or "blocked"
 
 
 def base_layout(**overrides: Any) -> dict[str, Any]:

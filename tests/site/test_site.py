@@ -2,8 +2,9 @@
 
 Static checks read the HTML; the browser checks open every page in the suite's headless Chromium
 (served from a loopback HTTP server, every request off the machine refused): no JavaScript error,
-every plotly figure drawn, one animation's play button advancing its frames, every internal link
-resolving, the launch buttons pointing at this repository.
+every plotly figure drawn and named by its text alternative, one animation's play button advancing
+its frames, every internal link resolving, the launch buttons pointing at this repository, code and
+output wrapped within the page column, the Colab-only install cell left out.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ def _links(page: Path) -> list[tuple[str, str]]:
 
 
 def _pages(site: Path) -> list[Path]:
-    return sorted(site.glob("*.html"))
+    """Every page: the index, one per notebook, one per page of ``docs/``."""
+    return sorted([*site.glob("*.html"), *site.glob("docs/*.html")])
 
 
 # -- the build ------------------------------------------------------------------------------------------
@@ -56,6 +58,15 @@ def test_every_notebook_has_a_page_and_the_index_lists_them(site, facts):
     for stem in NOTEBOOKS:
         assert (site / f"{stem}.html").is_file(), stem
         assert f'href="{stem}.html"' in index, f"the index does not link {stem}"
+
+
+def test_every_docs_page_has_a_page_in_the_table_of_contents(site, facts):
+    pages = sorted(p.stem for p in (ROOT / "docs").glob("*.md"))
+    assert sorted(f.split("/")[1] for f in facts["doc_pages"]) == pages
+    index = (site / "index.html").read_text(encoding="utf-8")
+    for stem in pages:
+        assert (site / "docs" / f"{stem}.html").is_file(), stem
+        assert f'href="docs/{stem}.html"' in index, f"the table of contents does not link docs/{stem}"
 
 
 def test_size_goal(facts):
@@ -94,6 +105,38 @@ def test_launch_buttons_point_at_this_repository(site, facts, stem):
     assert "git-pull" in hub[0] and query["repo"][0].rstrip("/") in (f"https://github.com/{REPO_SLUG}",
                                                                      f"https://github.com/{REPO_SLUG}.git"), hub[0]
     assert f"{stem}.ipynb" in query["urlpath"][0]
+
+
+@pytest.mark.parametrize("stem", NOTEBOOKS)
+def test_the_colab_install_cell_is_not_on_the_page(site, stem):
+    """Every notebook opens with ``if "google.colab" in sys.modules: %pip install ...``: it does nothing
+    off Colab, and on the site it was the first code of every page."""
+    nb = (ROOT / "notebooks" / f"{stem}.ipynb").read_text()
+    assert "google.colab" in nb  # the notebook has one
+    html = (site / f"{stem}.html").read_text(encoding="utf-8")
+    assert "google.colab" not in html, f"{stem}: the Colab cell is on the page"
+    assert "d2l-async @ git+" not in html, f"{stem}: the Colab install line is on the page"
+
+
+_FIGURE = re.compile(r'<div class="d2l-figure" role="figure" aria-label="([^"]*)">')
+
+
+@pytest.mark.parametrize("stem", NOTEBOOKS)
+def test_every_figure_has_its_text_alternative(site, stem):
+    html = (site / f"{stem}.html").read_text(encoding="utf-8")
+    parts = html.split('class="plotly-graph-div"')
+    assert len(parts) > 1 or "plot_" not in (ROOT / "notebooks" / f"{stem}.ipynb").read_text()
+    for before in parts[:-1]:  # each figure sits in the figure element opened just before it
+        opened = _FIGURE.findall(before)
+        assert opened, f"{stem}: a figure without a text alternative"
+        alt = opened[-1]
+        assert len(alt) > 20 and re.search(r"\d", alt), f"{stem}: {alt!r} names no measured fact"
+
+
+def test_the_build_records_the_machines_load(facts):
+    load = facts["load"]
+    assert load["cpus"] > 0 and load["busy_before"] >= 0 and load["peak_load"] >= 0
+    assert isinstance(load["warning"], str)
 
 
 def test_internal_links_resolve(site):
@@ -146,7 +189,7 @@ def _open(browser, url: str):
 def test_every_page_loads_without_error_and_draws_its_figures(browser, site, served):
     drawn_total = 0
     for path in _pages(site):
-        page, errors = _open(browser, f"{served}/{path.name}")
+        page, errors = _open(browser, f"{served}/{path.relative_to(site).as_posix()}")
         try:
             n = page.evaluate("() => document.querySelectorAll('.plotly-graph-div').length")
             if n:
@@ -181,3 +224,87 @@ def test_an_animation_plays(browser, site, served):
         assert errors == []
     finally:
         page.close()
+
+
+#: Elements wider than the page column (or code and output that need a horizontal scrollbar), per page.
+_TOO_WIDE = """() => {
+  const col = document.querySelector('#main-content article') || document.querySelector('main');
+  const right = col.getBoundingClientRect().right + 1;
+  const out = [];
+  const scrolls = el => {  // inside a box of the column that scrolls sideways (a wide table): allowed
+    for (let p = el.parentElement; p && p !== col; p = p.parentElement) {
+      const o = getComputedStyle(p).overflowX;
+      if ((o === 'auto' || o === 'scroll' || o === 'hidden') && p.getBoundingClientRect().right <= right) return true;
+    }
+    return false;
+  };
+  for (const el of col.querySelectorAll('*')) {
+    if (el instanceof SVGElement && el.tagName.toLowerCase() !== 'svg') continue;
+    const r = el.getBoundingClientRect();
+    if (r.width > 0 && r.right > right && !scrolls(el))
+      out.push(`${el.tagName.toLowerCase()}.${el.className} ${Math.round(r.right - right)} px past the column`);
+  }
+  for (const pre of col.querySelectorAll('.cell_input pre, .cell_output pre'))
+    if (pre.scrollWidth > pre.clientWidth + 1)
+      out.push(`pre ${pre.scrollWidth - pre.clientWidth} px wider than its box: ${pre.textContent.slice(0, 60)}`);
+  return out;
+}"""
+
+
+@pytest.mark.browser
+def test_code_output_and_figures_fit_the_page_column(browser, site, served):
+    """Code and output wrap within the column (127 blocks did not; the machine line ran 833 px past it)."""
+    wide = {}
+    for path in _pages(site):
+        page, errors = _open(browser, f"{served}/{path.relative_to(site).as_posix()}")
+        try:
+            found = page.evaluate(_TOO_WIDE)
+            if found:
+                wide[path.name] = found
+        finally:
+            page.close()
+    assert not wide, {k: v[:3] for k, v in wide.items()}
+
+
+@pytest.mark.browser
+def test_every_drawn_figure_is_named_for_a_screen_reader(browser, site, served):
+    for path in _pages(site):
+        page, errors = _open(browser, f"{served}/{path.relative_to(site).as_posix()}")
+        try:
+            names = page.evaluate("() => Array.from(document.querySelectorAll('.plotly-graph-div')).map(gd => "
+                                  "(gd.closest('[role=figure][aria-label]') || {getAttribute: () => ''})"
+                                  ".getAttribute('aria-label'))")
+            assert all(n and len(n) > 20 for n in names), f"{path.name}: {names}"
+        finally:
+            page.close()
+
+
+# -- the build's own parts, without building --------------------------------------------------------------
+
+
+def _build_site():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("build_site", ROOT / "site" / "build_site.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_colab_cell_is_recognised_and_nothing_else():
+    build = _build_site()
+    first = {"cell_type": "code", "source": 'import sys\n\nif "google.colab" in sys.modules:\n    %pip install -q x'}
+    assert build.is_colab_cell(first)
+    assert not build.is_colab_cell({"cell_type": "code", "source": "import torch"})
+    assert not build.is_colab_cell({"cell_type": "markdown", "source": "Colab: `google.colab`"})
+
+
+def test_a_busy_machine_is_warned_about_and_a_quiet_one_is_not():
+    build = _build_site()
+    watch = build.LoadWatch.__new__(build.LoadWatch)  # the numbers only: no machine read, no thread
+    watch.cpus, watch.busy_before, watch.peak_load = 2.0, 0.1, 2.5
+    assert watch.warning() == ""
+    watch.busy_before = 1.0  # half the CPUs busy with other work when the build started
+    assert "1.0 of 2 CPUs were busy" in watch.warning() and "quiet machine" in watch.warning()
+    watch.busy_before, watch.peak_load = 0.1, 11.0
+    assert "load average reached 11.0 on 2 CPUs" in watch.warning()

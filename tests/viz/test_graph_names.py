@@ -47,7 +47,21 @@ def test_op_labels_wrap_instead_of_being_cut():
     assert _wrap("backward W2", 10) == "backward<br>W2"
     assert _wrap("make minibatch", 10) == "make<br>minibatch"
     assert _wrap("add", 10) == "add"
-    assert "…" in _wrap("a very long name indeed for an op", 10)
+    # a long name is wrapped whole, never cut with "…" (07's "X0.0@cp…" named nothing)
+    long = _wrap("a very long name indeed for an op", 10)
+    assert "…" not in long and long.replace("<br>", " ") == "a very long name indeed for an op"
+    assert all(len(line) <= 10 for line in long.split("<br>"))
+    assert _wrap("gW20(cpu:2)", 8) == "gW20<br>(cpu:2)"  # broken before "(", a word kept whole
+
+
+def test_an_array_in_its_devices_lane_drops_the_device_from_its_name():
+    from d2l_async.viz._graph_figure import _in_lane
+
+    assert _in_lane("X0.0@cpu:1", "cpu:1") == "X0.0"
+    assert _in_lane("X0.0@cpu:1", "cpu:2") == "X0.0@cpu:1"  # another lane: the name says where
+    assert _in_lane("gW20(cpu:2)@cpu:1", "cpu:1") == "gW20(cpu:2)"
+    assert _in_lane("x", "") == "x"
+    assert _in_lane("W1@cpu:1 (v2)", "cpu:1") == "W1 (v2)"  # a later version of the same array
 
 
 def test_the_mlp_graph_shows_whole_labels():

@@ -77,3 +77,18 @@ def test_subtitle_says_the_machine_when_the_sweep_recorded_it():
 
     rest = plot_sweep(MachineSweep(sweep().points)).layout.title.text.partition("<br>")[2]
     assert "virtual device" in rest and "1 usable CPU (pinned to 1 of 2)" in rest
+
+
+def test_by_tensor_size_one_line_per_op_count_with_the_books_ratio():
+    fig = plot_sweep(sweep(), by="numel", reference={"the book's 3.4x": 3.4})
+    lines = {tr.name: (list(tr.x), list(tr.y)) for tr in fig.data}
+    assert lines == {"100 ops": ([1, 10**6], [3.0, 1.5]), "1,000 ops": ([1, 10**6], [4.0, 1.0])}
+    assert sorted(s.y0 for s in fig.layout.shapes) == [1.0, 3.4]
+    assert fig.layout.xaxis.title.text == "elements of x"
+    from d2l_async.viz import alt_text
+
+    assert "from 1.00×" in alt_text(fig) and "to 4.00×" in alt_text(fig) and "3.4×" in alt_text(fig)
+    with pytest.raises(ValueError, match="by must be"):
+        plot_sweep(sweep(), by="size")
+    with pytest.raises(TypeError, match="positive ratio"):
+        plot_sweep(sweep(), reference={"x": -1})
