@@ -41,7 +41,8 @@ from .blockers import BLOCKER_DEMO, BLOCKERS, BlockersResult, BlockEvent, run_bl
 from .book import BOOK, BookNumber, book_number
 from .dependency import (EXPRESSIONS, DependencyResult, IndependenceResult, check_expression, run_expression,
                          run_independent_vs_dependent)
-from .parallelism import MLPResult, TwoDeviceResult, compute_comm_overlap, run_mlp_parallel, run_two_devices
+from .mlp_parallel import MLPResult, compute_comm_overlap, run_mlp_parallel
+from .parallelism import TwoDeviceResult, run_two_devices
 from .profiling import PROFILE_SAMPLES, ProfilingResult, export_perfetto, run_profiling, sample_summaries
 from .queue_memory import (OPS_PER_BATCH, QueueMemoryResult, SampleQueueSummary, compare_sync_every,
                            run_queue_memory, sample_queue_summary)

@@ -24,6 +24,7 @@ from typing import Any, Callable
 from d2l_async import config
 
 from ._common import engine_label, positive_int, positive_ints, stable_matrix
+from .parallelism import device_setup
 
 __all__ = ["EXPRESSIONS", "NAMES", "FUNCTIONS", "DependencyResult", "IndependenceResult", "check_expression",
            "run_expression", "run_independent_vs_dependent"]
@@ -307,7 +308,6 @@ def run_independent_vs_dependent(
         raise ValueError(f"ops={ops} must be at least chains={chains}")
     if backend not in ("engine", "modelled"):
         raise ValueError(f"backend={backend!r}: use 'engine' (threads) or 'modelled' (modelled-time device)")
-    from .parallelism import device_setup
 
     _, model = device_setup(backend, model, n_devices=1)
     default_size = config.scale(320, 256) if model is not None else config.scale(600, 500)

@@ -20,6 +20,7 @@ from d2l_async import config
 
 from ._common import Setup, backend_work, positive_int
 from .parallel_lessons import RunFacts, run_facts
+from .parallelism import device_setup
 
 __all__ = ["MLPResult", "run_mlp_parallel", "compute_comm_overlap", "timed_after_warmup"]
 
@@ -112,7 +113,6 @@ def run_mlp_parallel(
     features = positive_int("features", features, maximum=1 << 14)
     if not isinstance(lr, (int, float)) or isinstance(lr, bool) or not 0 < lr < 10:
         raise ValueError(f"lr must be a number in (0, 10), got {lr!r}")
-    from .parallelism import device_setup
 
     setup, model = device_setup(backend, model, n_devices=2)
     if setup.backend == "cuda":

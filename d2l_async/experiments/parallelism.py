@@ -203,8 +203,3 @@ def _timed(fn: Any) -> float:
     t0 = time.perf_counter()
     fn()
     return time.perf_counter() - t0
-
-
-# the MLP lives in its own module; these names stay importable from here
-from .mlp_parallel import (MLPResult, _forward_backward, _init, compute_comm_overlap,  # noqa: E402
-                           run_mlp_parallel)

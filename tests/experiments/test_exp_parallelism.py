@@ -7,7 +7,7 @@ import pytest
 
 from d2l_async.analysis import overlap
 from d2l_async.experiments import run_mlp_parallel, run_two_devices
-from d2l_async.experiments.parallelism import _forward_backward, _init
+from d2l_async.experiments.mlp_parallel import _forward_backward, _init
 
 from .conftest import cuda_available
 
