@@ -15,7 +15,7 @@ TORCH  ?= torch==2.13.0
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 PYTEST_FLAGS ?=
 
-.PHONY: lab test test-unit test-notebooks test-browser report figures benchmarks gpu-check clean site
+.PHONY: lab test test-unit test-notebooks test-browser report figures benchmarks docs gpu-check clean site
 
 CONSTRAINTS := binder/constraints.txt
 
@@ -66,6 +66,12 @@ figures: $(STAMP)
 
 benchmarks: $(STAMP)
 	$(PY) benchmarks/run_all.py
+
+# The generated pages: docs/numbers.md from benchmarks/results/*.json, docs/api.md from the docstrings
+# (tests/test_docs_generated.py fails when either is stale).
+docs: $(STAMP)
+	$(PY) scripts/numbers_page.py
+	$(PY) scripts/api_page.py
 
 # On a CUDA machine (a lent GPU machine, Colab): the GPU tests, the GPU numbers and the report on CUDA,
 # with that machine's own Python and CUDA torch: no venv, nothing installed (see scripts/gpu_check.sh).

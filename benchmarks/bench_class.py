@@ -4,7 +4,7 @@ Each student starts a server and runs notebooks 01 and 07 in quick mode through 
 APIs (deploy/jupyterhub/local_class.py). Saved: benchmarks/results/class.json — per class size the
 wall time, each student's time to finish and peak memory (server + kernel), whether every lesson
 check stayed ✔ or explained, the load average before and after, and the capacity estimates the
-README's table and deploy/jupyterhub/config.yaml's guarantees come from.
+capacity table of docs/numbers.md and deploy/jupyterhub/config.yaml's guarantees come from.
 
     python benchmarks/bench_class.py [--sizes 1 4 8]
 """
@@ -18,6 +18,8 @@ import statistics
 import sys
 import time
 from pathlib import Path
+
+from _provenance import command  # benchmarks/, the script's own folder
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "deploy" / "jupyterhub"))
@@ -71,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
                     "students_per_core": round(max(fits) / cpus, 2) if fits else None,
                     "peak_rss_mib": peak, "students_per_gib": round(1024 / peak, 2)}
     result = {"what": "local JupyterHub class test: notebooks 01 and 07, quick mode, students at once",
+              "command": command(),
               "machine": runs[0]["machine"] if runs else "", "cpus": os.cpu_count(),
               "date": time.strftime("%Y-%m-%d %H:%M"), "classes": sums, "capacity": capacity,
               "runs": runs}

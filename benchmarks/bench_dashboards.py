@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _provenance import command  # benchmarks/, the script's own folder
+
 TARGET_S = 0.5
 OUT = Path(__file__).parent / "results" / "dashboards.json"
 DASHBOARDS = (
@@ -101,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"max {r['max_s']:.3f}) {'ok' if r['within_target'] else 'OVER TARGET'}", flush=True)
     doc = {
         "benchmark": "dashboard response: set first control .value -> rerun -> FigureWidget updated (kernel side)",
-        "repeat": args.repeat, "target_s": TARGET_S,
+        "command": command(), "repeat": args.repeat, "target_s": TARGET_S,
         "machine": {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(),
                     "device": "CPU only: the engine's virtual devices are threads"},
         "quick_mode": os.environ.get("D2L_ASYNC_QUICK", ""),

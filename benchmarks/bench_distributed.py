@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _provenance import command  # benchmarks/, the script's own folder
+
 OUT = Path(__file__).parent / "results" / "distributed.json"
 
 
@@ -86,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         "busy_threads": 2 * args.ranks if r.where.backend == "gloo" else None,
         "load_avg_before": before.load_avg, "load_avg_after": after.load_avg,
         "machine": describe_machine(before), "python": platform.python_version(), "argv": sys.argv[1:],
+        "command": command(),
         "raw_ms": {label: [1e3 * x for x in xs] for label, xs in steps.items()},
         "note": "CPU numbers (gloo), not GPU numbers" if r.where.backend == "gloo" else "NCCL on GPUs",
     }

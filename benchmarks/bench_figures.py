@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -21,6 +22,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from _provenance import command  # benchmarks/, the script's own folder
 
 OUT = Path(__file__).parent / "results" / "figures.json"
 TARGET_BUILD_S = 2.0
@@ -71,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
 
     inputs = {"a100_training_step": load_sample("a100_training_step"), "synthetic_engine_10k": synthetic_engine_trace()}
     results: dict = {"benchmark": "build time and fig.to_json() size of plot_timeline / plot_queue_length",
+                     "command": command(), "load_average_1min_before": os.getloadavg()[0],
                      "repeat": args.repeat, "targets": {"build_s": TARGET_BUILD_S, "json_mb": TARGET_JSON_MB},
                      "machine": f"{platform.processor() or platform.machine()}, python {platform.python_version()}",
                      "inputs": {}}

@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+from _provenance import command  # benchmarks/, the script's own folder
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -67,7 +69,7 @@ def main() -> int:
     out = {
         "what": "each notebook executed with nbclient, pinned to one CPU"
                 + ("" if args.no_busy else " beside a busy process on the same CPU"),
-        "mode": "quick" if args.quick else "default",
+        "command": command(), "mode": "quick" if args.quick else "default",
         "goal": {"seconds": GOAL_S, "peak_rss_bytes": GOAL_RSS},
         "machine": before.describe(), "python": platform.python_version(),
         "when": time.strftime("%Y-%m-%d %H:%M:%S"), "notebooks": rows,

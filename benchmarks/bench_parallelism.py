@@ -38,6 +38,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _provenance import command  # benchmarks/, the script's own folder
+
 OUT = Path(__file__).parent / "results" / "parallelism.json"
 EXPECT = {"two_devices": (">=", 1.8), "with_barrier": ("<=", 1.1), "independent_chains": (">=", 1.8),
           "dependent_chain": ("<=", 1.1)}
@@ -147,7 +149,8 @@ def main() -> int:
         print(f"  MLP: {r['mlp_copy_time_hidden']:.0%} of the copy time ran beside compute; run {r['wall_s']:.1f} s")
         for line in r["lesson_checks_last_repeat"]:
             print("   ", line)
-    doc = {"benchmark": "parallelism", "python": platform.python_version(), "machine": m.describe(),
+    doc = {"benchmark": "parallelism", "command": command(), "python": platform.python_version(),
+           "machine": m.describe(),
            "usable_cpus": m.usable_cpus, "busy_cpus": m.busy_cpus, "load_avg": m.load_avg,
            "pinned_to": sorted(os.sched_getaffinity(0)), "busy_competitor": bool(busy), "repeat": args.repeat,
            "expected_modelled": EXPECT, "results": results, "missed": failed}

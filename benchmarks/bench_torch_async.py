@@ -22,9 +22,11 @@
    the worker held, the worker running them with the frontend waiting, and the lowest return /
    finish ratio those two allow (perfect overlap).
 6. **The worker's parallel kernels**: 2,000 ``relu`` of 256 x 256 (a parallel kernel on 2 torch
-   threads) queued and finished, per op, with the frontend's OpenMP threads freed for the block
-   (the default, ``free_frontend_team``) and kept; eager's per op.  The MLP of 4 is run both
-   ways too.
+   threads) queued and finished, per op, with the frontend's OpenMP threads freed for the block,
+   kept, and as the default ``free_frontend_team="auto"`` decides; eager's per op.  Then the same
+   beside ``--busy`` (default 1) busy processes pinned to CPU 0 (``taskset -c 0 python -c 'while 1:
+   pass'``), where a freed team is the slow one (see ``d2l_async.torch_async._openmp``).  The MLP
+   of 4 is run freed and kept too.
 7. **Recording memory**: bytes the process keeps per queued ``y = x + 1`` (tracemalloc, 50,000
    ops), recording on and off.
 8. **Cold start** (issue 19): in a fresh interpreter, the first block's 10 x 1000^2 matmul loop --
@@ -104,9 +106,9 @@ def decomposed_us(n: int = N) -> tuple[float, float]:
     return (t1 - t0) / n * 1e6, (t2 - t1) / n * 1e6
 
 
-def kernels_us(free: bool, n: int = 2000) -> tuple[float, float]:
+def kernels_us(free: bool | str, n: int = 2000) -> tuple[float, float]:
     """Microseconds per queued 256 x 256 ``relu``, push to finish, with the frontend's OpenMP
-    threads freed (``free``) or kept; and eager's per op, just before."""
+    threads freed (``free``), kept, or ``"auto"``; and eager's per op, just before."""
     x = torch.randn(256, 256)
     for _ in range(50):
         torch.relu(x)  # the frontend's OpenMP team exists, as after any eager code
@@ -124,6 +126,42 @@ def kernels_us(free: bool, n: int = 2000) -> tuple[float, float]:
         synchronize()
         queued = time.perf_counter() - t0
     return queued / n * 1e6, eager / n * 1e6
+
+
+class BusyNeighbours:
+    """``count`` processes spinning on CPU 0 (``taskset -c 0``, where it exists) while the block runs."""
+
+    def __init__(self, count: int) -> None:
+        import shutil
+        self.cmd = ([shutil.which("taskset"), "-c", "0"] if shutil.which("taskset") else []) + \
+            [sys.executable, "-c", "while 1: pass"]
+        self.count = count
+        self.procs: list = []
+
+    def __enter__(self) -> "BusyNeighbours":
+        import subprocess
+        self.procs = [subprocess.Popen(self.cmd) for _ in range(self.count)]
+        time.sleep(0.5)  # running, and in the run queue
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for p in self.procs:
+            p.kill()
+        for p in self.procs:
+            p.wait(timeout=30)
+
+
+def loaded_kernels(busy: int, n: int = 500) -> dict:
+    """The 256 x 256 ``relu`` beside ``busy`` pinned busy processes: freed, kept, auto; eager's."""
+    with BusyNeighbours(busy):
+        out = {}
+        for free, name in ((True, "freed"), (False, "kept"), ("auto", "auto")):
+            out[name], out[f"eager_{name}"] = kernels_us(free, n)
+        with asynchronous(record=False) as rt:
+            pass
+        out["auto_freed"] = rt.frontend_team_freed
+    out["eager"] = statistics.median(out.pop(f"eager_{k}") for k in ("freed", "kept", "auto"))
+    return out
 
 
 def recording_bytes(record: bool, n: int = 50_000) -> float:
@@ -249,10 +287,10 @@ def _gate(rt) -> Any:
     return gate
 
 
-def mlp(steps: int = 20, worker_nice: int = WORKER_NICE, free_frontend_team: bool = True) -> dict:
+def mlp(steps: int = 20, worker_nice: int = WORKER_NICE, free_frontend_team: bool | str = "auto") -> dict:
     """The book's MLP, ``steps`` steps on one worker: seconds until the loop returned and until the
     barrier returned; eager's seconds; losses bitwise eager's?
-    ``worker_nice``, ``free_frontend_team``: the block's (0 / False: see ``asynchronous``)."""
+    ``worker_nice``, ``free_frontend_team``: the block's (0 / True / False: see ``asynchronous``)."""
     from d2l_async.torch_async import make_async
     model, loop = _mlp_parts()
     net = model()
@@ -341,6 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument("--busy", type=int, default=1, help="busy processes pinned to CPU 0 for the loaded kernels")
     args = p.parse_args(argv)
     if args.repeat < 1:
         p.error("--repeat must be >= 1")
@@ -349,10 +388,12 @@ def main(argv: list[str] | None = None) -> int:
                                             "frontend_recording_cpu_us", "uncached_us", "eager_us", "eager_cpu_us",
                                             "book_sync_us", "book_async_us", "book_eager_us", "matmuls",
                                             "frontend_held_us", "worker_alone_us", "kernel_us",
-                                            "kernel_team_kept_us", "kernel_eager_us", "recording_bytes_per_op",
-                                            "no_recording_bytes_per_op",
-                                            "mlp", "mlp_nice0", "mlp_team_kept", "mlp_alone", "cold")}
-    structured = ("matmuls", "mlp", "mlp_nice0", "mlp_team_kept", "mlp_alone", "cold")
+                                            "kernel_team_kept_us", "kernel_team_freed_us", "kernel_eager_us",
+                                            "recording_bytes_per_op", "no_recording_bytes_per_op", "kernels_loaded",
+                                            "mlp", "mlp_nice0", "mlp_team_kept", "mlp_team_freed", "mlp_alone",
+                                            "cold")}
+    structured = ("matmuls", "mlp", "mlp_nice0", "mlp_team_kept", "mlp_team_freed", "mlp_alone", "cold",
+                  "kernels_loaded")
     for _ in range(args.repeat):
         for record, name in ((False, "frontend"), (True, "frontend_recording")):
             wall, cpu = frontend_us(record)
@@ -366,29 +407,34 @@ def main(argv: list[str] | None = None) -> int:
         held, alone = decomposed_us()
         raw["frontend_held_us"].append(held)
         raw["worker_alone_us"].append(alone)
-        for free, name in ((True, "kernel_us"), (False, "kernel_team_kept_us")):
+        for free, name in (("auto", "kernel_us"), (False, "kernel_team_kept_us"), (True, "kernel_team_freed_us")):
             queued, eager = kernels_us(free)
             raw[name].append(queued)
             raw["kernel_eager_us"].append(eager)
+        if args.busy:
+            raw["kernels_loaded"].append(loaded_kernels(args.busy))
         raw["recording_bytes_per_op"].append(recording_bytes(True))
         raw["no_recording_bytes_per_op"].append(recording_bytes(False))
         raw["matmuls"].append(matmuls())
         raw["mlp"].append(mlp())
         raw["mlp_nice0"].append(mlp(worker_nice=0))
         raw["mlp_team_kept"].append(mlp(free_frontend_team=False))
+        raw["mlp_team_freed"].append(mlp(free_frontend_team=True))
         raw["mlp_alone"].append(mlp_alone())
         raw["cold"].append(cold())
     med = {k: statistics.median(v) for k, v in raw.items() if k not in structured}
     mm = {k: statistics.median(r[k] for r in raw["matmuls"]) for k in raw["matmuls"][0]}
-    ml, ml0, mlk = ({k: statistics.median(r[k] for r in raw[name]) for k in raw[name][0] if k != "bitwise_eager"}
-                    for name in ("mlp", "mlp_nice0", "mlp_team_kept"))
-    for m, name in ((ml, "mlp"), (ml0, "mlp_nice0"), (mlk, "mlp_team_kept")):
+    ml, ml0, mlk, mlf = ({k: statistics.median(r[k] for r in raw[name]) for k in raw[name][0] if k != "bitwise_eager"}
+                         for name in ("mlp", "mlp_nice0", "mlp_team_kept", "mlp_team_freed"))
+    for m, name in ((ml, "mlp"), (ml0, "mlp_nice0"), (mlk, "mlp_team_kept"), (mlf, "mlp_team_freed")):
         m["bitwise_eager"] = all(r["bitwise_eager"] for r in raw[name])
         m["finished_over_eager"] = statistics.median(r["finished_s"] / r["eager_s"] for r in raw[name])
     ratios = [r["ratio"] for r in raw["mlp"]]
     walls, walls_rec = raw["frontend_us"], raw["frontend_recording_us"]
     cd = {k: statistics.median(r[k] for r in raw["cold"]) for k in raw["cold"][0]}
     alone = {k: statistics.median(r[k] for r in raw["mlp_alone"]) for k in raw["mlp_alone"][0]}
+    kl = ({k: statistics.median(r[k] for r in raw["kernels_loaded"]) for k in ("freed", "kept", "auto", "eager")}
+          | {"auto_freed_runs": sum(r["auto_freed"] for r in raw["kernels_loaded"])}) if raw["kernels_loaded"] else {}
     result = {
         "what": "plain PyTorch inside d2l_async.asynchronous(): frontend cost, the book's 10,000 increments, "
                 "20 matmuls 1000x1000 (CPU numbers; virtual device = a worker thread)",
@@ -397,8 +443,8 @@ def main(argv: list[str] | None = None) -> int:
         "load_avg_1min_after": os.getloadavg()[0], "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(), "python": platform.python_version(),
         "repeat": args.repeat, "worker_nice": WORKER_NICE,
-        "median": {**med, "matmuls": mm, "mlp": ml, "mlp_nice0": ml0, "mlp_team_kept": mlk, "mlp_alone": alone,
-                   "cold": cd}, "raw": raw,
+        "median": {**med, "matmuls": mm, "mlp": ml, "mlp_nice0": ml0, "mlp_team_kept": mlk, "mlp_team_freed": mlf,
+                   "mlp_alone": alone, "cold": cd, "kernels_loaded": kl}, "raw": raw, "busy_neighbours": args.busy,
         "verdicts": "each goal against every repeat: met (all repeats), missed (none), can't tell (some)",
         "goal_frontend_us": GOAL_FRONTEND_US,
         "frontend_goal_met": med["frontend_cpu_us"] <= GOAL_FRONTEND_US,
@@ -438,7 +484,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{max(r['ratio'] for r in raw['mlp_nice0']):.2f})")
     print(f"  the same with the frontend's OpenMP threads kept: returned after {mlk['returned_s'] * 1e3:.0f} ms, "
           f"finished after {mlk['finished_s'] * 1e3:.0f} ms (return/finish {mlk['ratio']:.2f}); finished / eager "
-          f"{ml['finished_over_eager']:.2f} freed (default) vs {mlk['finished_over_eager']:.2f} kept")
+          f"{ml['finished_over_eager']:.2f} auto (default) vs {mlk['finished_over_eager']:.2f} kept vs "
+          f"{mlf['finished_over_eager']:.2f} freed")
     print(f"  its two sides apart: the frontend queues the 20 steps in {alone['frontend_s'] * 1e3:.0f} ms with the worker "
           f"held, the worker runs them in {alone['worker_s'] * 1e3:.0f} ms with the frontend waiting: perfectly "
           f"overlapped, return/finish could be no lower than {alone['floor_ratio']:.2f} "
@@ -446,8 +493,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"where the frontend's wall goes, y = x + 1, recording off: frontend alone (worker held) "
           f"{med['frontend_held_us']:.1f} us/op, worker alone (draining them) {med['worker_alone_us']:.1f} us/op: "
           f"sum {med['frontend_held_us'] + med['worker_alone_us']:.1f} against {med['frontend_us']:.1f} together")
-    print(f"worker's parallel kernels, relu 256x256 queued to finish: {med['kernel_us']:.1f} us/op with the frontend's "
-          f"OpenMP threads freed (default), {med['kernel_team_kept_us']:.1f} kept; eager {med['kernel_eager_us']:.1f}")
+    print(f"worker's parallel kernels, relu 256x256 queued to finish: {med['kernel_us']:.1f} us/op auto (default), "
+          f"{med['kernel_team_freed_us']:.1f} with the frontend's OpenMP threads freed, {med['kernel_team_kept_us']:.1f} "
+          f"kept; eager {med['kernel_eager_us']:.1f}")
+    if kl:
+        print(f"  beside {args.busy} busy process(es) on CPU 0: {kl['freed']:.0f} us/op freed, {kl['kept']:.0f} kept, "
+              f"{kl['auto']:.0f} auto (freed in {kl['auto_freed_runs']} of {args.repeat} runs); eager {kl['eager']:.0f}")
     print(f"recording: {med['recording_bytes_per_op']:.0f} bytes kept per queued y = x + 1 "
           f"({med['no_recording_bytes_per_op']:.0f} without recording)")
     print(f"cold first block (fresh interpreter): opening {cd['open_s']:.2f} s (warms the meta kernels); 10 matmuls "

@@ -6,6 +6,7 @@ Also installed as the ``d2l-async`` console script.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from typing import Sequence
 
@@ -38,10 +39,38 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def torch_importable() -> bool:
+    """Whether this Python can find torch (without importing it: that takes seconds)."""
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):  # a finder that refuses torch, or a half-removed install
+        return False
+
+
+def no_torch_message(python: str | None = None) -> str:
+    """What to do when this Python has no torch: most often the system's python, not the venv's.
+
+    ``make lab`` (or ``make test``) creates ``.venv`` with torch and everything else, but a new
+    shell does not use it until it is activated.
+    """
+    python = python or sys.executable or "python"
+    return (f"python -m d2l_async: this Python ({python}) cannot import torch.\n"
+            "In the repository's root, run `make lab` once (it creates .venv with torch and everything else),\n"
+            "then activate that environment in each new shell and run the command again:\n"
+            "    source .venv/bin/activate\n"
+            "    python -m d2l_async report\n"
+            "(or, without activating it: .venv/bin/python -m d2l_async report)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit status (argparse exits with 2 on bad arguments)."""
+    """Entry point; returns the exit status: 0 when the report was written, 1 when a report step failed
+    (the report is still written, with its traceback) or when this Python has no torch (with what to run
+    instead), 2 without a command (argparse exits with 2 on bad arguments)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if not torch_importable():
+        print(no_torch_message(), file=sys.stderr)
+        return 1
     if args.command != "report":
         parser.print_help(sys.stderr)
         return 2
@@ -52,11 +81,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     try:
-        run_report(device=args.device, quick=True if args.quick else None, output=args.output,
-                   progress=not args.no_progress)
+        result = run_report(device=args.device, quick=True if args.quick else None, output=args.output,
+                            progress=not args.no_progress)
     except ValueError as exc:
         parser.error(str(exc))
-    return 0
+    return 1 if result.failed else 0  # a failed step is in the report; the exit status says so too
 
 
 if __name__ == "__main__":

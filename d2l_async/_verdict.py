@@ -19,9 +19,13 @@ Two helpers, both pure functions of numbers (standard library only, deterministi
   rank correlation over *every* point, with its exact one-sided p-value (all permutations up to
   8 points, the normal approximation above).  "Shrinks" needs a significant negative correlation;
   a series that goes up and down is "can't tell", not "shrinks" because its last point is lower
-  than its first.
+  than its first.  It is the one rule for "grows" and "shrinks" in every notebook (05's sizes, 08's
+  worker threads, where ``x`` repeats once per run: ties share their rank).
 
 Each returns a frozen record with ``holds``, the numbers, and ``method`` (which helper decided it);
+a comparison also keeps the ``names`` of its two sides, the kind of ``interval`` and the ``rule`` the
+claim needs, so its words (:mod:`d2l_async._words`, :attr:`Verdict.spread`) state the ratio in the
+direction it was decided, each bound once;
 :func:`d2l_async.lesson.check` accepts one for ``holds`` and stores ``method`` in the check's
 ``decided_by`` field, so a test can tell a check decided against the spread from one that was not.
 """
@@ -34,6 +38,9 @@ import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
+
+from ._words import fmt_interval, spread_words
 
 __all__ = ["Verdict", "Trend", "compare", "compare_paired", "similar", "within", "overruled", "trend", "spearman", "UNREPEATED_FACTOR", "LEVEL"]
 
@@ -77,6 +84,11 @@ class Verdict:
         by: the ratio the claim is judged against (``a < by * b`` for ``less=True``).
         less: the claim's direction (``a`` smaller than ``by * b``, or larger).
         method: which rule decided it (stored in the check's metadata).
+        names: what ``a`` and ``b`` are (``("every step", "once at the end")``): the ratio is always
+            written ``a / b`` with these names (:func:`d2l_async._words.ratio_words`).
+        interval: how ``low``-``high`` was found (``"bootstrap 90% interval"``, ``"range"``; empty for
+            one run each).
+        rule: what the claim needs of the interval, in words (``"below 1"``, ``"inside 0.80–1.25"``).
     """
 
     holds: bool | None
@@ -88,27 +100,36 @@ class Verdict:
     by: float
     less: bool
     method: str
+    names: tuple[str, str] = ("a", "b")
+    interval: str = ""
+    rule: str = ""
 
     @property
     def spread(self) -> str:
-        """The interval in words, e.g. ``"ratio 0.94 (90% interval 0.81-1.07, 5 vs 5 runs)"``."""
-        if self.n_a == 1 and self.n_b == 1:
-            return f"ratio {self.ratio:.2f} from one run each (no spread measured)"
-        return (f"ratio {self.ratio:.2f} ({self.method.split(':', 1)[-1].strip()} "
-                f"{self.low:.2f}\u2013{self.high:.2f}, {self.n_a} vs {self.n_b} runs)")
+        """The ratio, its interval and the claim's bound in words (:func:`d2l_async._words.spread_words`),
+        e.g. ``"a / b = 0.94, bootstrap 90% interval 0.81–1.07 over 5 vs 5 runs; the claim needs it below 1"``."""
+        return spread_words(self)
 
     def __bool__(self) -> bool:
         raise TypeError("a Verdict has three outcomes; read .holds (True, False or None)")
 
 
+def _check_names(names: Any) -> tuple[str, str]:
+    if (not isinstance(names, (tuple, list)) or len(names) != 2
+            or not all(isinstance(n, str) and n.strip() for n in names)):
+        raise ValueError(f"names must be two non-empty strings (what a and b are), got {names!r}")
+    return str(names[0]).strip(), str(names[1]).strip()
+
+
 def compare(a: Sequence[float] | float, b: Sequence[float] | float, *, less: bool = True,
-            by: float = 1.0) -> Verdict:
+            by: float = 1.0, names: tuple[str, str] = ("a", "b")) -> Verdict:
     """Decide the claim ``a < by * b`` (``less=True``) or ``a > by * b`` from repeated samples.
 
     Args:
         a, b: repeated measurements (seconds, or any positive quantity) of the two sides.
         less: the claimed direction.
         by: the factor in the claim (1: plain comparison; 0.5: "at least twice as fast").
+        names: what ``a`` and ``b`` are, for the words (the ratio is written ``a / b``).
 
     Returns:
         A :class:`Verdict`: ``holds`` True when the whole interval of ``median(a)/median(b)`` lies on
@@ -117,7 +138,9 @@ def compare(a: Sequence[float] | float, b: Sequence[float] | float, *, less: boo
     xa, xb = _samples("a", a), _samples("b", b)
     if isinstance(by, bool) or not isinstance(by, (int, float)) or not by > 0:
         raise ValueError(f"by must be a positive number, got {by!r}")
+    names = _check_names(names)
     ratio = _ratio(statistics.median(xa), statistics.median(xb))
+    side = "below" if less else "above"
     if len(xa) == 1 and len(xb) == 1:
         low = high = ratio
         method = f"compare: one run each, decided only beyond {UNREPEATED_FACTOR:g}x"
@@ -128,10 +151,12 @@ def compare(a: Sequence[float] | float, b: Sequence[float] | float, *, less: boo
             holds = False
         else:
             holds = None
-        return Verdict(holds, ratio, low, high, 1, 1, float(by), less, method)
+        rule = f"{side} {lo_bound if less else hi_bound:.2f} (a factor {UNREPEATED_FACTOR:g} beyond {by:g})"
+        return Verdict(holds, ratio, low, high, 1, 1, float(by), less, method, names, "", rule)
     if min(len(xa), len(xb)) < 3:
         low, high = _ratio(min(xa), max(xb)), _ratio(max(xa), min(xb))
         method = "compare: range of the ratio"
+        interval = "range of the ratio"
     else:
         rng = random.Random(20)  # deterministic: the same samples give the same verdict
         boots = sorted(_ratio(statistics.median(rng.choices(xa, k=len(xa))),
@@ -139,16 +164,19 @@ def compare(a: Sequence[float] | float, b: Sequence[float] | float, *, less: boo
         tail = (1 - LEVEL) / 2
         low, high = boots[int(tail * _RESAMPLES)], boots[int((1 - tail) * _RESAMPLES) - 1]
         method = f"compare: bootstrap {LEVEL:.0%} interval of the median ratio"
+        interval = f"bootstrap {LEVEL:.0%} interval"
     if (high < by) if less else (low > by):
         holds = True
     elif (low > by) if less else (high < by):
         holds = False
     else:
         holds = None
-    return Verdict(holds, ratio, low, high, len(xa), len(xb), float(by), less, method)
+    return Verdict(holds, ratio, low, high, len(xa), len(xb), float(by), less, method, names, interval,
+                   f"wholly {side} {by:g}")
 
 
-def compare_paired(a: Sequence[float], b: Sequence[float], *, less: bool = True, by: float = 1.0) -> Verdict:
+def compare_paired(a: Sequence[float], b: Sequence[float], *, less: bool = True, by: float = 1.0,
+                   names: tuple[str, str] = ("a", "b")) -> Verdict:
     """As :func:`compare`, for paired samples (``a[i]`` and ``b[i]`` measured together, e.g. two
     schedules of the same measured pass): the interval is that of the median of the ratios ``a[i]/b[i]``,
     so a load that slows both members of a pair alike does not widen it."""
@@ -159,26 +187,33 @@ def compare_paired(a: Sequence[float], b: Sequence[float], *, less: bool = True,
     v = compare(ratios, [1.0] * len(ratios), less=less, by=by)
     method = v.method.replace("median ratio", "median of the paired ratios").replace("range of the ratio",
                                                                                   "range of the paired ratios")
-    return Verdict(v.holds, v.ratio, v.low, v.high, len(xa), len(xb), v.by, less, method)
+    interval = v.interval.replace("interval", "interval of the paired ratios").replace(
+        "range of the ratio", "range of the paired ratios")
+    return Verdict(v.holds, v.ratio, v.low, v.high, len(xa), len(xb), v.by, less, method, _check_names(names),
+                   interval, v.rule)
 
 
-def similar(a: Sequence[float] | float, b: Sequence[float] | float, *, tolerance: float = 0.25) -> Verdict:
+def similar(a: Sequence[float] | float, b: Sequence[float] | float, *, tolerance: float = 0.25,
+            names: tuple[str, str] = ("a", "b"), paired: bool = False) -> Verdict:
     """Decide "``a`` and ``b`` cost about the same" (``median(a)/median(b)`` within ``1/(1+tol)..1+tol``).
 
-    True when the ratio's interval (as in :func:`compare`) lies inside that band, False when it lies
-    wholly outside, None when it straddles an edge.
+    True when the ratio's interval (as in :func:`compare`, or :func:`compare_paired` with ``paired``)
+    lies inside that band, False when it lies wholly outside, None when it straddles an edge.
     """
     if not 0 < tolerance < 1:
         raise ValueError(f"tolerance must be in (0, 1), got {tolerance!r}")
-    v = compare(a, b)
+    v = compare_paired(a, b, names=names) if paired else compare(a, b, names=names)
     lo, hi = 1 / (1 + tolerance), 1 + tolerance
     if v.n_a == 1 and v.n_b == 1:
         holds: bool | None = lo <= v.ratio <= hi if (v.ratio < lo / UNREPEATED_FACTOR or v.ratio > hi * UNREPEATED_FACTOR
                                                     or lo <= v.ratio <= hi) else None
+        rule = (f"inside {fmt_interval(lo, hi)} to hold, outside "
+                f"{fmt_interval(lo / UNREPEATED_FACTOR, hi * UNREPEATED_FACTOR)} to fail")
     else:
         holds = _inside(v, lo, hi)
+        rule = f"wholly inside {fmt_interval(lo, hi)}"
     method = "similar: " + v.method.split(":", 1)[1].strip() + f" inside {lo:.2f}-{hi:.2f}"
-    return Verdict(holds, v.ratio, v.low, v.high, v.n_a, v.n_b, 1.0, True, method)
+    return Verdict(holds, v.ratio, v.low, v.high, v.n_a, v.n_b, 1.0, True, method, v.names, v.interval, rule)
 
 
 def overruled(v: Verdict, holds: bool | None, by: str) -> Verdict:
@@ -196,7 +231,8 @@ def _inside(v: Verdict, lo: float, hi: float) -> bool | None:
     return None
 
 
-def within(samples: Sequence[float] | float, target: float, *, tolerance: float) -> Verdict:
+def within(samples: Sequence[float] | float, target: float, *, tolerance: float,
+           names: tuple[str, str] = ("measured", "target")) -> Verdict:
     """Decide "the samples' median is within ``tolerance`` (relative) of ``target``" against their spread.
 
     True when the interval of ``median(samples) / target`` (as in :func:`compare`) lies inside
@@ -207,14 +243,16 @@ def within(samples: Sequence[float] | float, target: float, *, tolerance: float)
     if not 0 < tolerance < 1:
         raise ValueError(f"tolerance must be in (0, 1), got {tolerance!r}")
     xs = _samples("samples", samples)
-    v = compare(xs, [float(target)] * 3 if len(xs) >= 3 else [float(target)] * len(xs))
+    v = compare(xs, [float(target)] * 3 if len(xs) >= 3 else [float(target)] * len(xs), names=names)
     lo, hi = 1 - tolerance, 1 + tolerance
     if len(xs) == 1:  # no spread: the point itself decides, as there is nothing to weigh it against
         holds: bool | None = lo <= v.ratio <= hi
     else:
         holds = _inside(v, lo, hi)
     method = "within: " + v.method.split(":", 1)[1].strip() + f" inside 1 \u00b1 {tolerance:g}"
-    return Verdict(holds, v.ratio, v.low, v.high, len(xs), 1, 1.0, True, method)
+    interval = v.interval if len(xs) > 1 else ""
+    rule = f"wholly inside {fmt_interval(lo, hi)}" if len(xs) > 1 else f"inside {fmt_interval(lo, hi)}"
+    return Verdict(holds, v.ratio, v.low, v.high, len(xs), 1, 1.0, True, method, v.names, interval, rule)
 
 
 def _ranks(values: Sequence[float]) -> list[float]:
@@ -258,6 +296,7 @@ class Trend:
         n: points.
         falling: the claimed direction (``y`` falls as ``x`` grows).
         method: which rule decided it.
+        alpha: the one-sided significance the claim needs (``p < alpha``).
     """
 
     holds: bool | None
@@ -268,9 +307,12 @@ class Trend:
     falling: bool
     method: str
 
+    alpha: float = _ALPHA
+
     @property
     def spread(self) -> str:
-        return f"Spearman's rho {self.rho:+.2f} over {self.n} points (p = {self.p:.2f})"
+        """Spearman's rho, its points and p-value in words (:func:`d2l_async._words.spread_words`)."""
+        return spread_words(self)
 
     def __bool__(self) -> bool:
         raise TypeError("a Trend has three outcomes; read .holds (True, False or None)")
@@ -288,7 +330,7 @@ def trend(x: Sequence[float], y: Sequence[float], *, falling: bool = True, alpha
     n = len(xs)
     method = f"trend: Spearman's rank correlation over every point, one-sided p < {alpha:g}"
     if n < 3:
-        return Trend(None, 0.0, 1.0, 1.0, n, falling, method)
+        return Trend(None, 0.0, 1.0, 1.0, n, falling, method, alpha)
     rx, ry = _ranks(xs), _ranks(ys)
     rho = _pearson(rx, ry)
     if n <= 8:
@@ -301,4 +343,4 @@ def trend(x: Sequence[float], y: Sequence[float], *, falling: bool = True, alpha
         p_high = 0.5 * math.erfc(z / math.sqrt(2))
     p, p_other = (p_low, p_high) if falling else (p_high, p_low)
     holds = True if p < alpha else False if p_other < alpha else None
-    return Trend(holds, rho, p, p_other, n, falling, method)
+    return Trend(holds, rho, p, p_other, n, falling, method, alpha)

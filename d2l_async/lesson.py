@@ -19,20 +19,31 @@ A ✘ always carries its *Why*: the measured reason (usable CPUs, load, sizes, w
 bottleneck) and what to change.  A ✘ without one is a bug in the notebook, and ``make test``'s
 one-core run fails on it (:attr:`Check.explained`).
 
-**Three outcomes** (issue 20).  A claim that compares timings is decided against the run's own
+**Three outcomes.**  A claim that compares timings is decided against the run's own
 spread by :mod:`d2l_async._verdict` (:func:`~d2l_async._verdict.compare` for two sets of repeated
 samples, :func:`~d2l_async._verdict.trend` for a series): pass its record as ``holds`` and the check
 is ✔ (the effect is larger than the spread, as claimed), ✘ (larger, the other way) or **can't tell**
 (inside the spread), rendered with its own mark::
 
-    ? the narrow wait lets the frontend go on sooner: waited 300 ms vs 310 ms — Can't tell: ratio 0.97
-      (bootstrap 90% interval 0.88–1.09, 5 vs 5 runs); more repeats, a larger size or a spare core ...
+    ? the narrow wait lets the frontend go on sooner: waited 300 ms vs 310 ms — Can't tell: narrow / wide
+      = 0.97, bootstrap 90% interval 0.88–1.09 over 5 vs 5 runs; the claim needs it wholly below 1; ...
 
 The check then records which helper decided it (:attr:`Check.decided_by`), so the one-core test can
 fail a timing comparison that was decided from one number.  ``holds=None`` may also be given directly
-(with ``otherwise=`` saying what would make the effect visible).  A check about the machine
+(with ``unclear=``, or ``otherwise=``, saying what would make the effect visible).  A check about the machine
 (``role="machine"``: can this machine show a speed-up?) gates the checks that credit one
 (``role="speed-up"``): :func:`contradictions` lists the pairs that disagree.
+
+**Words from this run's numbers.**  Every text a check shows is built from its own numbers by
+:mod:`d2l_async._words` (one time format, ratios in the verdict's own direction ``a / b`` with the
+sides named, one spread format): a verdict's ✘ gets its spread after the reason, a verdict's can't
+tell gets its spread and ``unclear`` -- never ``otherwise``, which was written for the other outcome.
+A check keeps the deciding verdict's numbers (:attr:`Check.numbers`), stored with it, so the one-core
+test can hold the words against them (``tests/one_core/rules.py``).
+
+**Modelled results** (``role="modelled"``: a modelled link, modelled devices) render with their own
+mark, ◇, whatever their outcome: an illustration of what the model gives, never a ✔ or ✘ of this
+machine (:attr:`Check.evidence` is False); the name or numbers must say "modelled".
 
 The three calls:
 
@@ -41,6 +52,20 @@ The three calls:
   results);
 * :func:`show` displays one check or several;
 * :func:`expect` = :func:`check` + :func:`show`.
+
+**Where a topic's checks live (the one convention).**  Each experiment topic has one home for its
+checks: pure functions of its frozen result, named ``checks(result)`` or after the claim
+(``time_check(runs)``, ``straggler_checks(result)``), built with :func:`check` (never displayed),
+decided with :mod:`d2l_async._verdict` and worded with :mod:`d2l_async._words`.  The home is the
+experiment module itself (``blockers``, ``scheduling``, ``distributed.collective``,
+``distributed.training``), or, where that module would pass about 400 lines, its private
+``_<topic>_lessons`` module, imported at the top of the experiment module and re-exported by it
+(``queue_memory`` and ``_queue_lessons``; ``sync_async`` still reaches ``_sync_async_lessons`` from its
+methods);
+``parallel_lessons`` is the public home of notebooks 02 and 07's device checks, since its
+:func:`~d2l_async.experiments.parallel_lessons.plan_devices` is public.  The one exception is a notebook
+whose own cells are the experiment (plain PyTorch inside ``asynchronous()``): it passes what it
+measured to :mod:`d2l_async.torch_async.lessons`, whose functions are pure functions of those numbers.
 
 In a notebook each check is displayed with IPython's ``display`` as text and HTML, and its fields
 are also stored in the output's metadata under :data:`METADATA_KEY`, so a test reading the executed
@@ -58,14 +83,16 @@ from dataclasses import asdict, dataclass
 from typing import Any, Union
 
 __all__ = ["Check", "CheckList", "check", "expect", "show", "checks_in_outputs", "parse_line",
-           "contradictions", "METADATA_KEY", "HOLDS", "FAILS", "UNSURE", "ROLES"]
+           "contradictions", "METADATA_KEY", "HOLDS", "FAILS", "UNSURE", "MODELLED", "ROLES"]
 
 #: The marks; a rendered check line starts with one of them.
 HOLDS = "\u2714"  # ✔
 FAILS = "\u2718"  # ✘
 UNSURE = "?"  # can't tell: the difference is inside the run's spread
-#: What a check is about, for the rules between checks (:func:`contradictions`).
-ROLES = ("", "machine", "speed-up")
+MODELLED = "\u25c7"  # ◇ a modelled result: an illustration of what a model gives, never evidence of this machine
+#: What a check is about, for the rules between checks (:func:`contradictions`); ``"modelled"`` marks a
+#: result computed from a model (a modelled link or device), shown with its own mark whatever its outcome.
+ROLES = ("", "machine", "speed-up", "modelled")
 #: The key under which a displayed check's fields are stored in the notebook output's metadata.
 METADATA_KEY = "d2l_async_lesson"
 #: Separates the numbers from the explanation in the text line.
@@ -89,6 +116,10 @@ class Check:
             ``"trend: ..."``, from :mod:`d2l_async._verdict`); ``""`` for a fact read off the run.
         role: ``"machine"`` (whether this machine can show a speed-up), ``"speed-up"`` (a claim that
             credits one) or ``""``; see :func:`contradictions`.
+        numbers: the deciding verdict's numbers as ``(key, value)`` pairs -- ``ratio``, ``low``,
+            ``high``, ``n_a``, ``n_b``, ``a``, ``b`` (the sides' names) for a comparison; ``rho``,
+            ``p``, ``n`` for a trend; empty for a fact.  Stored with the check, so a test can hold
+            the words against the numbers that decided them.
     """
 
     name: str
@@ -97,10 +128,22 @@ class Check:
     otherwise: str = ""
     decided_by: str = ""
     role: str = ""
+    numbers: tuple[tuple[str, Any], ...] = ()
+
+    def number(self, key: str, default: Any = None) -> Any:
+        """One of :attr:`numbers` by its key (``default`` when the check has none)."""
+        return dict(self.numbers).get(key, default)
 
     @property
     def mark(self) -> str:
+        if self.role == "modelled":
+            return MODELLED
         return UNSURE if self.holds is None else HOLDS if self.holds else FAILS
+
+    @property
+    def evidence(self) -> bool:
+        """False for a modelled result: it illustrates a model and never counts as this machine's ✔ or ✘."""
+        return self.role != "modelled"
 
     @property
     def explained(self) -> bool:
@@ -120,7 +163,8 @@ class Check:
         return asdict(self)
 
     def _repr_html_(self) -> str:
-        colour = "#8c6d00" if self.holds is None else "#1b7837" if self.holds else "#b2182b"
+        colour = ("#4b5d8a" if self.role == "modelled" else "#8c6d00" if self.holds is None
+                  else "#1b7837" if self.holds else "#b2182b")
         body = (f'<span style="color:{colour};font-weight:bold">{self.mark}</span> '
                 f"<b>{html.escape(self.name)}</b>: {html.escape(self.shown)}")
         if self.holds is not True:
@@ -186,9 +230,9 @@ def check(name: str, holds: Any, *, shown: str, otherwise: str = "", unclear: st
     """
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"lesson check: name must be a non-empty string (the claim), got {name!r}")
-    decided_by, spread = "", ""
-    if _is_verdict(holds):
-        decided_by, spread, holds = holds.method, str(holds.spread), holds.holds
+    decided_by, spread, numbers, from_verdict = "", "", (), _is_verdict(holds)
+    if from_verdict:
+        decided_by, spread, numbers, holds = holds.method, str(holds.spread), _numbers_of(holds), holds.holds
     if holds is not None and not _is_bool(holds):
         raise TypeError(f"lesson check {name!r}: holds must be a bool computed from the run, None (can't tell) "
                         f"or a verdict of d2l_async._verdict, got {type(holds).__name__} {holds!r}")
@@ -198,16 +242,34 @@ def check(name: str, holds: Any, *, shown: str, otherwise: str = "", unclear: st
         raise TypeError(f"lesson check {name!r}: otherwise and unclear must be strings")
     if role not in ROLES:
         raise ValueError(f"lesson check {name!r}: role must be one of {ROLES}, got {role!r}")
+    if role == "modelled" and "modelled" not in f"{name} {shown}".lower():
+        raise ValueError(f"lesson check {name!r}: a modelled result must say so in its name or numbers "
+                         "(the word 'modelled'), so the line cannot be read as a measurement")
     if holds is None:
-        otherwise = "; ".join(p for p in (spread, unclear.strip() or otherwise.strip() or _DEFAULT_UNCLEAR) if p)
+        # A verdict's "can't tell" is explained by its spread and ``unclear`` only, never by ``otherwise``:
+        # that text was written for the other outcome (a ✘'s reason shown beside numbers that say "maybe").
+        hint = unclear.strip() or ("" if from_verdict else otherwise.strip()) or _DEFAULT_UNCLEAR
+        otherwise = "; ".join(p for p in (spread, hint) if p)
     elif not holds and spread and spread not in otherwise:
         otherwise = f"{otherwise.strip()} ({spread})" if otherwise.strip() else ""
     return Check(name.strip(), None if holds is None else bool(holds), shown.strip(), otherwise.strip(),
-                 decided_by, role)
+                 decided_by, role, numbers)
+
+
+def _numbers_of(v: Any) -> tuple[tuple[str, Any], ...]:
+    """The numbers of a verdict record that a check keeps (see :attr:`Check.numbers`)."""
+    if hasattr(v, "rho"):
+        return (("rho", float(v.rho)), ("p", float(v.p)), ("n", int(v.n)))
+    names = tuple(getattr(v, "names", ("a", "b")))
+    out: list[tuple[str, Any]] = [("ratio", float(v.ratio)), ("low", float(v.low)), ("high", float(v.high)),
+                                  ("n_a", int(v.n_a)), ("n_b", int(v.n_b))]
+    if len(names) == 2:
+        out += [("a", str(names[0])), ("b", str(names[1]))]
+    return tuple(out)
 
 
 def contradictions(checks: Iterable[Check]) -> list[tuple[Check, Check]]:
-    """Pairs of checks that contradict each other by the rules of issue 20.
+    """Pairs of checks that contradict each other: a speed-up credited against the machine verdict.
 
     A check about the machine that says it *cannot* show a speed-up (``role="machine"``, ✘) forbids a
     ✔ on any check that credits a speed-up (``role="speed-up"``) among the same checks (one notebook).
@@ -273,8 +335,12 @@ def parse_line(line: str) -> Check | None:
     (:func:`checks_in_outputs`), which this falls back to only for printed checks.
     """
     line = line.strip()
-    if not line or line[0] not in (HOLDS, FAILS, UNSURE) or ": " not in line:
+    if not line or line[0] not in (HOLDS, FAILS, UNSURE, MODELLED) or ": " not in line:
         return None
+    if line[0] == MODELLED:  # the outcome of a modelled result is in the metadata only
+        name, _, rest = line[1:].strip().partition(": ")
+        rest, _, otherwise = rest.partition(WHY) if WHY in rest else rest.partition(UNSURE_WHY)
+        return Check(name, None, rest, otherwise, role="modelled")
     holds = None if line[0] == UNSURE else line[0] == HOLDS
     name, _, rest = line[1:].strip().partition(": ")
     otherwise = ""
@@ -303,9 +369,10 @@ def checks_in_outputs(outputs: Iterable[Mapping[str, Any]]) -> list[Check]:
             if isinstance(fields, str):
                 fields = json.loads(fields)
             holds = fields["holds"]
+            numbers = tuple((str(k), v) for k, v in (fields.get("numbers") or ()))
             found.append(Check(str(fields["name"]), None if holds is None else bool(holds), str(fields["shown"]),
                                str(fields.get("otherwise", "")), str(fields.get("decided_by", "")),
-                               str(fields.get("role", ""))))
+                               str(fields.get("role", "")), numbers))
         elif out.get("output_type") == "stream" and out.get("name") == "stdout":
             for line in _text_of(out.get("text")).splitlines():
                 parsed = parse_line(line)

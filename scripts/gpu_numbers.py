@@ -12,7 +12,11 @@ run.  Writes one JSON file (``--out``) and prints one line per measurement:
 * ``kineto_tables``: the categories and launch calls this torch's profiler writes, against the reader's
   tables (a call missing from ``LAUNCH_CALLS`` would leave its kernels out of the queue length).
 * ``nccl_all_reduce``: ``all_reduce`` of 4M floats, blocking vs ``async_op=True`` (two ranks on two
-  GPUs; one rank on one GPU otherwise, where the collective has nobody to wait for).
+  GPUs; one rank on one GPU otherwise, where the collective has nobody to wait for).  Last, and its ranks
+  given :data:`NCCL_LAUNCH_S`: a slow NCCL start must not cost the numbers before it.
+
+The JSON file is written after every measurement (to a temporary file, then renamed), so a run that is
+stopped -- its time limit, a hang -- still leaves every number measured until then.
 
 Exit status 1 when a measurement raised, else 0.  Needs CUDA; run it from the repository root.
 """
@@ -28,6 +32,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+#: Seconds the NCCL measurement's ranks get to start and finish (the whole step has a budget to share).
+NCCL_LAUNCH_S = 60
 
 
 def _checks(cs: Any) -> list[dict[str, Any]]:
@@ -119,13 +126,13 @@ def nccl_all_reduce() -> dict[str, Any]:
     from d2l_async.distributed import collective_checks, run_collective
 
     if torch.cuda.device_count() >= 2:
-        r = run_collective(ranks=2, backend="nccl", numel=1 << 22, repeats=5, timeout=120)
+        r = run_collective(ranks=2, backend="nccl", numel=1 << 22, repeats=5, timeout=NCCL_LAUNCH_S)
         return {"ranks": 2, "blocking_s": list(r.blocking_s), "return_s": list(r.return_s), "done_s": list(r.done_s),
                 "compute_s": list(r.compute_s), "correct": r.correct, "checks": _checks(collective_checks(r))}
     from d2l_async.distributed._common import run_and_load
     from d2l_async.distributed.ranks import collective_rank
 
-    out, _ = run_and_load(collective_rank, 1, backend="nccl", labels=("collective",), timeout=120,
+    out, _ = run_and_load(collective_rank, 1, backend="nccl", labels=("collective",), timeout=NCCL_LAUNCH_S,
                           options={"numel": 1 << 22, "size": 512, "repeats": 5})
     v = out.values[0]
     return {"ranks": 1, **{k: v[k] for k in ("blocking_s", "return_s", "done_s", "compute_s", "correct")},
@@ -176,10 +183,19 @@ def kineto_tables() -> dict[str, Any]:
             "copies": sorted({n for n in device.values() if str(n).startswith("Memcpy")})}
 
 
+#: In the order they run: NCCL last (its ranks' start-up is the slowest and least predictable part).
 MEASUREMENTS: dict[str, Callable[[], dict[str, Any]]] = {
-    "kineto_tables": kineto_tables, "increments": increments, "launch_queue_cap": launch_queue_cap, "capture_queue": capture_queue,
-    "nccl_all_reduce": nccl_all_reduce,
+    "kineto_tables": kineto_tables, "increments": increments, "launch_queue_cap": launch_queue_cap,
+    "capture_queue": capture_queue, "nccl_all_reduce": nccl_all_reduce,
 }
+
+
+def write(path: Path, result: dict[str, Any]) -> None:
+    """Write ``result`` to ``path`` whole or not at all (a temporary file beside it, then renamed)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(result, indent=1, default=str))
+    tmp.replace(path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -196,8 +212,12 @@ def main(argv: list[str] | None = None) -> int:
 
     result: dict[str, Any] = {"machine": describe_machine(), "torch": torch.__version__, "cuda": torch.version.cuda,
                               "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]}
+    out = Path(args.out)
+    order = [name for name in MEASUREMENTS if name in args.only]
+    result["pending"] = list(order)
+    write(out, result)  # the machine, before anything can hang
     failed = False
-    for name in args.only:
+    for name in order:
         t0 = time.perf_counter()
         try:
             result[name] = MEASUREMENTS[name]()
@@ -205,10 +225,10 @@ def main(argv: list[str] | None = None) -> int:
             failed = True
             result[name] = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
         result[name]["seconds"] = time.perf_counter() - t0
+        result["pending"].remove(name)
+        write(out, result)  # after every measurement: a later hang or time limit keeps this one
         shown = {k: v for k, v in result[name].items() if k not in ("checks", "traceback")}
         print(f"{name}: {json.dumps(shown, default=str)[:600]}", flush=True)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=1, default=str))
     return 1 if failed else 0
 
 

@@ -1,4 +1,4 @@
-"""Synthetic Kineto traces of CUDA runs, written as torch 2.13's profiler writes them (issue 18).
+"""Synthetic Kineto traces of CUDA runs, written as torch 2.11+'s profiler writes them.
 
 No CUDA line of the package can run without a GPU, but every lesson check and analysis reads a
 :class:`~d2l_async.trace.Trace`, and a CUDA capture is a Chrome-trace file read back with
@@ -10,14 +10,19 @@ traces):
   (``cudaLaunchKernel``, ``cudaLaunchKernelExC``, ``cudaMemcpyAsync``, ``cudaStreamSynchronize``, ...)
   and ``cuda_driver`` calls (``cuLaunchKernel``, ``cuLaunchKernelEx``: Triton, cuBLASLt on CUDA 12);
 * per device (pid = the device index, labelled ``GPU n``) one thread per stream with ``kernel``,
-  ``gpu_memcpy`` (``Memcpy DtoH (Device -> Pageable)``, with ``bytes``) and ``gpu_memset`` slices;
+  ``gpu_memcpy`` (``Memcpy DtoH (Device -> Pinned)`` for ``.item()``, which copies into pinned memory and
+  then calls ``cudaStreamSynchronize``; ``Memcpy DtoH (Device -> Pageable)`` for ``.cpu()``, with ``bytes``)
+  and ``gpu_memset`` slices (Kineto's ``memcpyName``: ``Memcpy {kind} ({src} -> {dst})``);
 * ``args.correlation`` joining a call and its device work, ``ac2g`` flow events (``s`` on the call,
   ``f`` on the device slice), ``External id`` linking both to the ``cpu_op``;
 * ``cuda_sync`` markers on the device for synchronizing calls;
 * times in fractional µs relative to ``baseTimeNanoseconds`` (as torch 2.13's CPU profiler writes them
-  here), thread ``thread N (python)`` in process ``python``, ``deviceProperties`` naming the GPUs.
+  here), thread ``thread N (python)`` in process ``python``, ``deviceProperties`` naming the GPUs;
+* the launch latency of a real GPU: the run generators start a kernel :data:`LAUNCH_LATENCY_US` after its
+  launch call begins when nothing is in its way (a kernel never starts the moment its call returns).
 
-Times given to the methods are µs from the start of the recording.
+Times given to the methods are µs from the start of the recording.  ``tests/capture/test_capture_real_file.py``
+compares this generator with a real CUDA capture once one is committed under ``tests/data/``.
 """
 
 from __future__ import annotations
@@ -35,6 +40,9 @@ TS0 = 5_285_495_519_366.633
 MATMUL = "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_16x5_nn_align4>(Params)"
 ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>(int, ...)"
 FILL = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int, ...)"
+#: µs from a launch call's start to its kernel's start on an idle GPU: the median issue-to-start time of
+#: the shipped ``a100_simple_add`` trace is 25.5 µs (a real H200 capture will calibrate it)
+LAUNCH_LATENCY_US = 25.0
 
 
 class KinetoFile:
@@ -68,9 +76,12 @@ class KinetoFile:
         ``cudaEventSynchronize``) and Kineto's ``cuda_sync`` marker on the device."""
         corr = self.runtime(name, ts, dur)
         kind = {"cudaDeviceSynchronize": "Context Sync", "cudaEventSynchronize": "Event Sync"}.get(name, "Stream Sync")
+        # Kineto's CudaSyncActivity::metadataJson: an event sync also names the stream the event was recorded on
+        waited = {"wait_on_stream": stream, "wait_on_cuda_event_id": 1} if kind == "Event Sync" else {}
         self.events.append({"ph": "X", "cat": "cuda_sync", "name": kind, "pid": device, "tid": stream,
-                            "ts": ts + dur - 1, "dur": 1, "args": {"cuda_sync_kind": kind, "stream": stream,
-                                                                    "correlation": corr, "device": device}})
+                            "ts": ts + dur - 1, "dur": 1, "args": {"cuda_sync_kind": kind, **waited, "stream": stream,
+                                                                    "correlation": corr, "device": device,
+                                                                    "context": 1}})
         return corr
 
     # -- calls that put work on a device ---------------------------------------------------------------
@@ -90,8 +101,9 @@ class KinetoFile:
                stream: int = 7, call: str = "cudaLaunchKernel") -> int:
         """A launch call at ``ts`` (``dur`` µs on the CPU) and its kernel at ``start`` on the device."""
         return self._device_work(call, ts, dur, "kernel", name, start, length, device, stream,
-                                 {"queued": 0, "registers per thread": 32, "shared memory": 0, "grid": [1, 1, 1],
-                                  "block": [128, 1, 1]})
+                                 {"queued": 0, "registers per thread": 32, "shared memory": 0, "blocks per SM": 0.01,
+                                  "warps per SM": 0.03, "grid": [1, 1, 1], "block": [128, 1, 1],
+                                  "est. achieved occupancy %": 0})
 
     def memcpy(self, ts: float, dur: float, start: float, length: float, *, what: str = "DtoH (Device -> Pageable)",
                nbytes: int = 4, device: int = 0, stream: int = 7, call: str = "cudaMemcpyAsync") -> int:
@@ -200,78 +212,175 @@ def mlp_two_gpus(tmp_path: Path, *, batches: int = 3) -> Trace:
     return as_capture(f.trace(tmp_path, "mlp_two_gpus.json"))
 
 
-def barrier_run(tmp_path: Path, *, chain: int = 8, follow: int = 8) -> Trace:
+def barrier_run(tmp_path: Path, *, chain: int = 8, follow: int = 8, product_us: float = 200.0,
+                z_after_chain: bool = False, z_behind: bool = False) -> Trace:
     """barriers' CUDA ``wait_to_read`` run as captured: the run's own first ``torch.cuda.synchronize``
-    (nothing queued yet), a long chain on stream 13, ``z`` on stream 14 and its event, the event wait,
-    ``float(z.mean())`` (a copy to pageable memory, then a stream sync), the follow-up on stream 14 while
-    the chain still runs, the run's last synchronize and the capture's own."""
+    (nothing queued yet), a chain of ``product_us`` products on stream 13, ``z`` on stream 14 and its
+    event, the event wait, ``float(z.mean())`` (a copy into pinned memory, then a stream sync), the
+    follow-up on stream 14, the run's last synchronize and the capture's own.
+
+    By default ``z`` runs beside the chain and the wait returns at once.  ``z_after_chain``: the CPU
+    launches ``z`` only after the chain has ended (a short chain), so neither wait had a chain to skip.
+    ``z_behind``: ``z``'s kernel starts only when a running product ends (the products hold every SM).
+    """
     f = KinetoFile()
     f.sync("cudaDeviceSynchronize", 5, 3)  # the run's first line: nothing is queued yet
     t = 20.0
-    for i in range(chain):  # 200 µs products on the long stream
+    free = 0.0
+    ends = []
+    for _ in range(chain):  # products on the long stream
         f.cpu_op("aten::mm", t, 6)
-        f.kernel(t + 1, 4, 30 + 200 * i, 200, stream=13)
+        start = max(t + 1 + LAUNCH_LATENCY_US, free)
+        f.kernel(t + 1, 4, start, product_us, stream=13)
+        free = start + product_us
+        ends.append(free)
         t += 8
+    chain_end = free
+    if z_after_chain:
+        t = max(t, chain_end + 20)
     f.cpu_op("aten::mul", t, 5)
-    f.kernel(t + 1, 3, t + 6, 2, name=ADD, stream=14)
+    z_start = t + 1 + LAUNCH_LATENCY_US
+    if z_behind:
+        z_start = min((e for e in ends if e >= z_start), default=z_start) + 1
+    f.kernel(t + 1, 3, z_start, 2, name=ADD, stream=14)
+    z_end = z_start + 2
     t += 8
     f.runtime("cudaEventRecord", t, 2)
     t += 3
-    f.sync("cudaEventSynchronize", t, 12, stream=14)  # z is ready 12 µs later: the chain still runs
-    t += 14
+    f.sync("cudaEventSynchronize", t, max(z_end - t, 0) + 2, stream=14)  # returns when z is done
+    t = max(t, z_end) + 4
     f.cpu_op("aten::item", t, 30)
-    f.memcpy(t + 2, 20, t + 15, 3, stream=0)
-    f.sync("cudaStreamSynchronize", t + 23, 3, stream=0)
-    t += 35
-    for i in range(follow):  # the follow-up on z's stream, beside the chain
+    copy_at = t + 2 + LAUNCH_LATENCY_US
+    f.memcpy(t + 2, 4, copy_at, 3, what="DtoH (Device -> Pinned)", stream=0)
+    f.sync("cudaStreamSynchronize", t + 7, copy_at + 3 - (t + 7) + 1, stream=0)
+    t = copy_at + 6
+    free = t
+    for _ in range(follow):  # the follow-up on z's stream, beside the chain
         f.cpu_op("aten::mm", t, 6)
-        f.kernel(t + 1, 4, t + 10 + 200 * i, 200, stream=14)
+        start = max(t + 1 + LAUNCH_LATENCY_US, free)
+        f.kernel(t + 1, 4, start, product_us, stream=14)
+        free = start + product_us
         t += 8
-    end = 30 + 200 * chain + 10 + 200 * follow
-    f.sync("cudaDeviceSynchronize", t, end - t)  # the run's own last synchronize
+    end = max(chain_end, free)
+    f.sync("cudaDeviceSynchronize", t, end - t + 1)  # the run's own last synchronize
     f.sync("cudaDeviceSynchronize", end + 5, 2)  # the capture's
-    return as_capture(f.trace(tmp_path, "barrier_run.json"))
+    return as_capture(f.trace(tmp_path, f"barrier_run_{chain}_{product_us}_{z_after_chain}_{z_behind}.json"))
 
 
 def increments(tmp_path: Path, *, ops: int = 50, launch_us: float = 5.0, kernel_us: float = 2.0,
-               queue_cap: int | None = None) -> Trace:
+               queue_cap: int | None = None, call_us: float | None = None,
+               latency_us: float = LAUNCH_LATENCY_US) -> Trace:
     """``ops`` ``x += 1`` launches (notebook 05's asynchronous run) and the final synchronize.
 
-    Kernels of ``kernel_us`` start as soon as the launch lands; with ``kernel_us > launch_us`` the queue
-    grows.  With ``queue_cap``, launch number ``queue_cap + 1`` and later wait inside ``cudaLaunchKernel``
-    until a slot frees (the launch queue's cap)."""
+    The CPU spends ``launch_us`` per op: Python and the dispatcher inside ``aten::add_``, then the
+    ``cudaLaunchKernel`` call of ``call_us`` (default: the last 3 µs of it, all of it below 4 µs).  A
+    kernel of ``kernel_us`` starts ``latency_us`` after its call began, or when the previous kernel ends
+    if that is later; with ``kernel_us > launch_us`` the queue grows.  With ``queue_cap``, launch number
+    ``queue_cap + 1`` and later wait inside ``cudaLaunchKernel`` until a slot frees (an earlier kernel
+    starts: the launch queue's cap)."""
+    call_us = min(3.0, launch_us - 1) if call_us is None else call_us
     f = KinetoFile()
     t, free = 10.0, 10.0
     starts: list[float] = []
     for i in range(ops):
-        dur = launch_us - 1
+        call_at = t + launch_us - 0.5 - call_us  # the dispatcher's work comes first
+        call = call_us
         if queue_cap is not None and i >= queue_cap:
             slot = starts[i - queue_cap]  # a slot frees when an earlier kernel starts
-            dur = max(dur, slot - t + 1)
-        f.cpu_op("aten::add_", t, dur + 1)
-        start = max(t + dur + 1, free)
-        f.kernel(t + 0.5, dur, start, kernel_us, name=ADD)
+            call = max(call, slot - call_at + 1)
+        f.cpu_op("aten::add_", t, call_at + call + 0.25 - t)
+        start = max(call_at + latency_us, free)
+        f.kernel(call_at, call, start, kernel_us, name=ADD)
         starts.append(start)
         free = start + kernel_us
-        t += dur + 1
+        t = call_at + call + 0.5
     f.sync("cudaDeviceSynchronize", t, max(free - t, 1) + 1)
     f.sync("cudaDeviceSynchronize", max(free, t) + 5, 2)
-    return as_capture(f.trace(tmp_path, f"increments_{ops}_{kernel_us}_{queue_cap}.json"))
+    return as_capture(f.trace(tmp_path, f"increments_{ops}_{launch_us}_{kernel_us}_{queue_cap}_{call_us}.json"))
+
+
+#: the demo's lines (blockers.BLOCKER_DEMO on CUDA), the ATen op that copies, and where the copy lands:
+#: ``.item()``, ``float()`` and ``if`` copy into pinned memory (``_local_scalar_dense_cuda``) and then
+#: synchronize the stream; ``.cpu()`` copies into pageable memory (the call itself waits), then synchronizes
+#: too; ``print`` of a CUDA tensor reads values with such scalar copies (one here)
+DEMO_COPIES = (("print", "aten::_local_scalar_dense", "Pinned"), ("item", "aten::item", "Pinned"),
+               ("asnumpy", "aten::_to_copy", "Pageable"), ("numpy", "aten::_to_copy", "Pageable"),
+               ("float", "aten::item", "Pinned"), ("bool", "aten::is_nonzero", "Pinned"))
 
 
 def blocker_demo(tmp_path: Path) -> Trace:
-    """blockers' CUDA demo as captured: ``print(b)``, ``b.sum().item()``, ``b.cpu().numpy()`` ..., each a
-    copy to pageable memory inside its ATen op, then a stream sync; the capture's own sync last."""
+    """blockers' CUDA demo as captured: ``b = b + 1`` then a blocker, six times (:data:`DEMO_COPIES`).
+
+    A copy into pinned memory is a launch that returns at once and a ``cudaStreamSynchronize`` that
+    waits for it; a copy into pageable memory holds the CPU inside ``cudaMemcpyAsync`` until it is done,
+    and the stream synchronize after it returns at once.  The capture's own synchronize comes last."""
     f = KinetoFile()
     t = 10.0
-    for op in ("aten::_local_scalar_dense", "aten::item", "aten::_to_copy", "aten::_to_copy", "aten::item",
-               "aten::is_nonzero"):
+    for _, op, where in DEMO_COPIES:
         f.cpu_op("aten::add", t, 6)
-        f.kernel(t + 1, 4, t + 8, 3, name=ADD)
+        f.kernel(t + 1, 4, t + 1 + LAUNCH_LATENCY_US, 3, name=ADD)
+        done = t + 1 + LAUNCH_LATENCY_US + 3  # the add's end: the copy waits for it on the stream
         t += 8
-        f.cpu_op(op, t, 40)
-        f.memcpy(t + 2, 30, t + 20, 2, stream=7)
-        f.sync("cudaStreamSynchronize", t + 33, 4)
-        t += 45
+        copy_at = max(t + 2 + LAUNCH_LATENCY_US, done)
+        if where == "Pinned":
+            f.cpu_op(op, t, copy_at + 2 - t + 4)
+            f.memcpy(t + 2, 4, copy_at, 2, what="DtoH (Device -> Pinned)", stream=7)
+            f.sync("cudaStreamSynchronize", t + 7, copy_at + 2 - (t + 7) + 1)
+            t = copy_at + 5
+        else:
+            f.cpu_op(op, t, copy_at + 2 - t + 6)
+            f.memcpy(t + 2, copy_at + 2 - (t + 2) + 1, copy_at, 2, what="DtoH (Device -> Pageable)", nbytes=8,
+                     stream=7)
+            f.sync("cudaStreamSynchronize", copy_at + 4, 2)
+            t = copy_at + 8
+        t += 2
     f.sync("cudaDeviceSynchronize", t + 5, 2)
     return as_capture(f.trace(tmp_path, "blocker_demo.json"))
+
+
+def probe_capture(tmp_path: Path) -> Path:
+    """The program ``../shared/gpu/probe.py`` captures on a GPU, written as this module writes traces (the
+    file, not a Trace): 300 one-element adds, a synchronize, five 1000x1000 products, ``b.sum().item()``
+    (a copy into pinned memory and a stream synchronize), ``big.cpu()`` (4 MiB into pageable memory), a
+    product on a side stream, an event recorded there and waited for, the last synchronize.  The test of
+    this generator against a real capture compares the two files."""
+    f = KinetoFile()
+    t, free = 10.0, 0.0
+    for _ in range(300):
+        f.cpu_op("aten::add", t, 6)
+        start = max(t + 3 + LAUNCH_LATENCY_US, free)
+        f.kernel(t + 3, 3, start, 1.5, name=ADD)
+        free, t = start + 1.5, t + 8
+    f.sync("cudaDeviceSynchronize", t, max(free - t, 0) + 2)
+    t = max(t, free) + 5
+    for _ in range(5):
+        f.cpu_op("aten::mm", t, 12)
+        start = max(t + 6 + LAUNCH_LATENCY_US, free)
+        f.kernel(t + 6, 4, start, 60, name=MATMUL)
+        free, t = start + 60, t + 15
+    f.cpu_op("aten::sum", t, 8)
+    start = max(t + 3 + LAUNCH_LATENCY_US, free)
+    f.kernel(t + 3, 3, start, 4, name="void at::native::reduce_kernel<512, 1, ...>(...)")
+    free, t = start + 4, t + 10
+    f.cpu_op("aten::item", t, free + 10 - t)
+    f.cpu_op("aten::_local_scalar_dense", t + 1, free + 8 - t)
+    f.memcpy(t + 2, 4, max(t + 2 + LAUNCH_LATENCY_US, free), 2, what="DtoH (Device -> Pinned)", nbytes=4)
+    free = max(t + 2 + LAUNCH_LATENCY_US, free) + 2
+    f.sync("cudaStreamSynchronize", t + 7, free - (t + 7) + 1)
+    t = free + 12
+    f.cpu_op("aten::_to_copy", t, 360)
+    f.memcpy(t + 4, 340, t + 4 + LAUNCH_LATENCY_US, 300, what="DtoH (Device -> Pageable)", nbytes=4 << 20)
+    f.sync("cudaStreamSynchronize", t + 346, 2)
+    t += 365
+    f.cpu_op("aten::mul", t, 6)
+    f.kernel(t + 2, 3, t + 2 + LAUNCH_LATENCY_US, 5, name=ADD, stream=13)
+    f.cpu_op("aten::sum", t + 8, 6)
+    f.kernel(t + 10, 3, t + 10 + LAUNCH_LATENCY_US + 5, 4, name="void at::native::reduce_kernel<512, 1, ...>(...)",
+             stream=13)
+    side_end = t + 10 + LAUNCH_LATENCY_US + 9
+    t += 16
+    f.runtime("cudaEventRecord", t, 2)
+    f.sync("cudaEventSynchronize", t + 3, max(side_end - (t + 3), 0) + 1, stream=13)
+    t = max(t + 4, side_end + 2)
+    f.sync("cudaDeviceSynchronize", t, 2)
+    return f.write(Path(tmp_path) / "probe_capture.json")

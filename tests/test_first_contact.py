@@ -5,7 +5,7 @@
 - the console script's usage line names the command that was typed (``d2l-async``), and
   ``python -m d2l_async`` names itself;
 - every option of ``python -m d2l_async.distributed`` has help;
-- the README and the torchrun module's docstring give one GPU count per machine;
+- the docs and the torchrun module's docstring give one GPU count per machine;
 - a dashboard control set to an invalid value answers with the allowed values.
 (The report's console width: tests/report/test_report_console.py.)
 """
@@ -82,13 +82,18 @@ def test_one_gpu_count_per_machine_in_the_docs():
 
     words = {"two": "2", "four": "4", "eight": "8"}
     notebook = (ROOT / "notebooks" / "10_async_communication.ipynb").read_text()
-    for where, text in (("README.md", (ROOT / "README.md").read_text()), ("module docstring", entry.__doc__),
-                        ("notebook 10", notebook)):
+    page = ROOT / "docs" / "how-it-works.md"  # the page with the two-machine torchrun example
+    sources = [("docs/how-it-works.md", page.read_text()), ("module docstring", entry.__doc__),
+               ("notebook 10", notebook)]
+    for other in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        if other != page and any(counts(other.read_text())):  # any other page that shows it agrees too
+            sources.append((other.relative_to(ROOT).as_posix(), other.read_text()))
+    for where, text in sources:
         gpus, procs = counts(text)
         assert len(gpus) == 1 and len(procs) == 1, (where, gpus, procs)
         g = next(iter(gpus))
         assert words.get(g, g) == next(iter(procs)), f"{where}: {g} GPUs each but --nproc-per-node {procs}"
-    assert counts((ROOT / "README.md").read_text())[1] == counts(entry.__doc__)[1] == counts(notebook)[1]
+    assert len({frozenset(counts(text)[1]) for _, text in sources}) == 1, [(w, counts(t)) for w, t in sources]
 
 
 def test_invalid_control_value_names_the_allowed_values():

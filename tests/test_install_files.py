@@ -1,4 +1,4 @@
-"""The install files agree: pyproject.toml, environment.yml, binder/, the Makefile and the README.
+"""The install files agree: pyproject.toml, environment.yml, binder/, the Makefile, the README and docs/.
 
 Binder and conda install the package with its dependencies listed by hand (Binder's postBuild uses
 ``--no-deps`` to keep the CPU torch): every runtime dependency of pyproject.toml must be listed there
@@ -22,6 +22,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 ROOT = Path(__file__).parents[1]
+#: what a reader reads about installing: the README and the pages under docs/
+DOC_PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # The same package under another name in each file.
 ALIASES = {"torch": {"torch", "pytorch", "pytorch-cpu"}}
 
@@ -128,17 +130,22 @@ def test_one_torch_floor_everywhere():
         assert len(specs) == 1, f"{where}: expected one torch requirement, found {specs}"
         assert _torch_floor(specs[0], where) == floor, \
             f"{where}: {specs[0]!r}, but the package's MIN_VERSION is {floor[0]}.{floor[1]}"
-    readme = (ROOT / "README.md").read_text()
-    floors = set(re.findall(r"torch>=(\d+\.\d+)", readme))
-    assert floors == {f"{floor[0]}.{floor[1]}"}, f"README names torch floors {floors}, package: {floor}"
+    for page in (ROOT / "README.md", ROOT / "docs" / "testing.md"):
+        floors = set(re.findall(r"torch>=(\d+\.\d+)", page.read_text()))
+        assert floors == {f"{floor[0]}.{floor[1]}"}, f"{page.name} names torch floors {floors}, package: {floor}"
+    for page in DOC_PAGES:  # any other page that names a floor names the same one
+        floors = set(re.findall(r"torch>=(\d+\.\d+)", page.read_text()))
+        assert floors <= {f"{floor[0]}.{floor[1]}"}, f"{page.name} names torch floors {floors}, package: {floor}"
 
 
-def test_readme_names_the_tested_torch_versions():
-    readme = (ROOT / "README.md").read_text()
-    m = re.search(r"Tested torch versions: ([^.\n]+(?:\.\d+)*[^\n]*)", readme)
-    assert m, "README lacks its 'Tested torch versions: ...' line"
-    named = {(int(a), int(b)) for a, b in re.findall(r"\b(\d+)\.(\d+)(?:\.\d+)?\b", m.group(1))}
-    assert named == _tested(), f"README's tested list {sorted(named)} != TESTED_VERSIONS {sorted(_tested())}"
+def test_the_docs_name_the_tested_torch_versions():
+    m = re.search(r"Tested torch versions: ([^.\n]+(?:\.\d+)*[^\n]*)", (ROOT / "docs" / "testing.md").read_text())
+    assert m, "docs/testing.md lacks its 'Tested torch versions: ...' line"
+    for page in DOC_PAGES:
+        for line in re.findall(r"Tested torch versions: ([^.\n]+(?:\.\d+)*[^\n]*)", page.read_text()):
+            named = {(int(a), int(b)) for a, b in re.findall(r"\b(\d+)\.(\d+)(?:\.\d+)?\b", line)}
+            assert named == _tested(), \
+                f"{page.name}'s tested list {sorted(named)} != TESTED_VERSIONS {sorted(_tested())}"
 
 
 def test_environment_yml_is_conda_forge_only():

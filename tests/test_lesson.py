@@ -119,7 +119,7 @@ def test_display_in_ipython_stores_fields_in_metadata():
         "assert data['text/plain'].startswith('\\u2718 claim: 1 vs 2'), data\n"
         "assert '<i>Why:</i> why' in data['text/html']\n"
         f"assert meta['{METADATA_KEY}'] == dict(name='claim', holds=False, shown='1 vs 2', otherwise='why', "
-        "decided_by='', role=''), meta\n"
+        "decided_by='', role='', numbers=()), meta\n"
         "print('ok')\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -207,3 +207,154 @@ def test_role_is_checked_and_contradictions_found():
     assert lesson.contradictions([machine_no, unsure]) == []
     machine_yes = lesson.check("a spare core per rank", True, shown="8 CPUs", role="machine")
     assert lesson.contradictions([machine_yes, credited]) == []
+
+
+# --- words built from this verdict's numbers ------------------------------------------------------
+def test_a_verdicts_cant_tell_never_shows_the_reason_written_for_a_fail():
+    v = _verdict.compare([1.0, 1.3, 0.8, 1.1, 0.9], [1.05, 0.85, 1.25, 1.0, 0.95], names=("every step", "once"))
+    c = lesson.check("every step is slower", v, shown="x", otherwise="a wait per step costs almost nothing extra")
+    assert c.holds is None and "costs almost nothing" not in c.otherwise
+    assert c.otherwise.startswith("every step / once = ")  # the spread, in the verdict's own direction
+    # a can't tell given directly keeps its one explanation (there is no other outcome to confuse it with)
+    assert lesson.check("x", None, shown="1", otherwise="more repeats").otherwise == "more repeats"
+
+
+def test_a_check_keeps_its_verdicts_numbers_through_metadata():
+    v = _verdict.compare([1.0, 1.01, 0.99], [2.0, 2.02, 1.98], names=("bucketed", "after backward"))
+    c = lesson.check("bucketed is faster", v, shown="1.00 s vs 2.00 s")
+    assert c.number("ratio") == pytest.approx(0.5, rel=0.02) and c.number("a") == "bucketed"
+    assert c.number("n_a") == 3 and c.number("missing", 7) == 7
+    import json
+
+    meta = json.loads(json.dumps(c.to_dict()))  # as a notebook stores it
+    outputs = [{"output_type": "display_data", "data": {"text/plain": c.text}, "metadata": {METADATA_KEY: meta}}]
+    assert lesson.checks_in_outputs(outputs) == [c]
+    t = lesson.check("it falls", _verdict.trend([1, 2, 3, 4, 5], [5, 4, 3, 2, 1]), shown="5, 4, 3, 2, 1")
+    assert t.number("rho") == pytest.approx(-1.0) and t.number("n") == 5
+
+
+def test_spread_states_each_number_once():
+    s = _verdict.similar([1.0, 1.02, 0.98, 1.01, 0.99], [1.0, 1.01, 0.99, 1.0, 1.02], names=("item", "asnumpy")).spread
+    assert s.startswith("item / asnumpy = ") and s.count("0.80") == 1 and s.count("1.25") == 1
+    w = _verdict.within([4.0, 4.1, 3.9], 4.0, tolerance=0.25, names=("measured", "model")).spread
+    assert "\u00b1" not in w and w.count("0.75") == 1 and "measured / model = 1.00" in w
+
+
+# --- the one-core rules: each contradiction as a notebook printed it, found by its rule ---------------
+from tests.one_core import rules  # noqa: E402
+
+_T = {
+    "canned fail reason": Check("converting the loss every step is slower than converting once at the end", None,
+                "every step 18.67 ms vs once at the end 12.74 ms (1.47x, medians, 250 steps)",
+                "ratio 1.47 (bootstrap 90% interval of the median ratio 0.82–2.10, 5 vs 5 runs); the frontend and "
+                "the engine's worker had no CPU to themselves: they take turns, so there is nothing for a full queue "
+                "to overlap and a wait per step costs almost nothing extra (a step takes ~51 µs either way).",
+                "compare: bootstrap 90% interval of the median ratio"),
+    "at no cost beside 1.71x": Check("synchronizing every 1 minibatch costs time (never synchronizing finishes first)", None,
+                "never 1.63 s vs every 1 minibatch 2.78 s; the frontend waited 0.0 ms vs 1.2 s",
+                "ratio 0.59 from one run each (no spread measured); one run of each, 41% apart: identical runs "
+                "vary by up to 2×. Here syncing bought memory at no cost in time",
+                "compare: one run each, decided only beyond 2x"),
+    "one profiled step": Check("the other ranks spend that time waiting inside the all-reduce", True,
+                "in the traces, each even rank's communication grew over its own even run by 208.6 ms (rank 0), "
+                "against a 100 ms delay"),
+    "inverse ratios": Check("asynchronous beats synchronous in plain torch too", None,
+                "25.1 µs/op synchronous vs 33.5 µs/op asynchronous (0.75x)",
+                "ratio 1.34 (bootstrap 90% interval of the median ratio 0.90–1.80, 3 vs 3 runs); rerun",
+                "compare: bootstrap 90% interval of the median ratio",
+                numbers=(("ratio", 1.34), ("low", 0.9), ("high", 1.8))),
+    "bounds twice": Check("item and asnumpy cost about the same: both wait for the same product", None,
+                 "item / asnumpy = 1.02, medians of 7 runs each",
+                 "ratio 1.02 (bootstrap 90% interval of the median ratio inside 0.80-1.25 0.94–1.25, 7 vs 7 runs)",
+                 "similar: bootstrap 90% interval of the median ratio inside 0.80-1.25"),
+    "plus-minus twice": Check("the pipeline model predicts the asynchronous time (within 25%)", None, "model 4.1 ms vs measured 4.0 ms",
+                 "ratio 4.52 (bootstrap 90% interval of the median ratio inside 1 ± 0.25 3.76–5.25, 5 vs 3 runs)",
+                 "within: bootstrap 90% interval of the median ratio inside 1 ± 0.25"),
+    "double sign": Check("one slow rank slows every step by about its delay", False,
+                 "median step 238.2 ms with rank 1 sleeping 100 ms vs 247.9 ms even (+-9.7 ms)", "busy core",
+                 "compare: range of the ratio"),
+    "adds a negative": Check("in the book's experiment the product dominates: the conversion adds little", True,
+                 "product + conversion 12.50 ms (asnumpy), fastest of 7 runs each; a conversion alone adds −239 µs",
+                 "", "compare: one run each, decided only beyond 2x"),
+    "modelled": Check("modelled link: overlapping communication with backward shortens the step", True,
+                      "median step 1.160 s bucketed vs 1.165 s after backward (backward measured here, link modelled)",
+                      "", "compare: bootstrap 90% interval of the median of the paired ratios"),
+    "end points": Check("the per-op cost grows from 1 to 16 worker threads", True,
+                "CPU time per op 7.53 µs with 1 worker → 9.16 µs with 16: ×1.22; medians by count: 1: 7.53, "
+                "2: 9.28, 4: 10.2, 8: 7.97, 16: 9.16 µs", "", "compare: bootstrap 90% interval of the median ratio"),
+}
+
+
+@pytest.mark.parametrize("finding, rule", [
+    ("canned fail reason", "unsure-claims-an-outcome"), ("at no cost beside 1.71x", "unsure-claims-an-outcome"),
+    ("one profiled step", "timing-tick-undecided"),
+    ("inverse ratios", "ratio-both-ways"), ("bounds twice", "garbled-number"), ("plus-minus twice", "garbled-number"),
+    ("double sign", "garbled-number"),
+    ("adds a negative", "garbled-number"), ("end points", "trend-not-by-trend"), ("modelled", "modelled-as-evidence")])
+def test_each_contradiction_a_notebook_printed_breaks_a_rule(finding, rule):
+    found = {p.rule for p in rules.problems([rules.Cell((_T[finding],))])}
+    assert rule in found, (finding, found)
+
+
+def test_the_cell_rules_see_one_number_for_several_a_wrong_conclusion_and_an_unchecked_book_ratio():
+    t7 = rules.Cell((Check("each blocker made the frontend wait for its product", True,
+                           "print 95.1 ms, item 405.8 ms, numpy 120.3 ms (one product: 110.2 ms eagerly)"),),
+                    ("print    waited   95.10 ms   <cell>:7", "item     waited  130.07 ms   <cell>:8",
+                     "numpy    waited  120.30 ms   <cell>:9", "item     waited  405.80 ms   <cell>:10",
+                     "item     waited  101.00 ms   <cell>:11"))
+    assert [p.rule for p in rules.problems([t7])] == ["one-number-for-several"]
+    t6 = rules.Cell((), ("1 element t1 13.60 µs, t2 5.70 µs/op -> backend slower (CPU per op)",))
+    assert [p.rule for p in rules.problems([t6])] == ["conclusion-against-its-numbers"]
+    t4 = rules.Cell((), ("synchronous / asynchronous = 0.73x; the book's 3.4 ×",))
+    assert [p.rule for p in rules.problems([t4])] == ["book-ratio-unchecked"]
+
+
+def test_a_p_value_and_a_labelled_sentence_are_not_read_as_ratios_or_rows():
+    trend_line = Check("the advantage shrinks as the ops grow", None, "1 el. 1.72×, 100,000 el. 2.71×",
+                       "Spearman's rho -0.40 over 4 points (one-sided p = 0.375; the claim needs p < 0.05)",
+                       "trend: Spearman's rank correlation over every point")
+    model = rules.Cell((Check("asynchronous issue is faster", True, "synchronous 105 ms vs asynchronous 43.4 ms",
+                              decided_by="compare: x"),),
+                       ("asynchronous, pipeline n·max + min + t3 = 0.0434 s", "asynchronous, taking turns = 0.0610 s"))
+    assert rules.problems([rules.Cell((trend_line,)), model]) == []
+
+
+def test_words_that_agree_with_their_numbers_break_no_rule():
+    v = _verdict.compare([18.0, 18.5, 19.0, 18.2, 18.7], [12.0, 12.7, 13.1, 12.4, 12.9], less=False,
+                         names=("every step", "once at the end"))
+    ok = lesson.check("converting the loss every step is slower than converting once at the end", v,
+                      shown="every step 18.50 ms vs once at the end 12.70 ms (every step / once at the end = 1.46)")
+    fine = [ok, lesson.check("the queue stays within k x 4", True, shown="k=1: 4 ≤ 4"),
+            lesson.check("x", None, shown="1.0 ms vs 1.1 ms", unclear="more repeats decide it"),
+            Check("a rank's exception reaches the notebook within 10 s", True, "here 0.21 s after rank 1 raised it")]
+    cell = rules.Cell(tuple(fine), ("convert every step:       18.50 ms", "item     waited  130.07 ms   <cell>:8"))
+    found = rules.problems([cell])
+    assert [p for p in found if p.rule != "times-compared-undecided"] == [] and len(found) == 1
+
+
+def test_a_modelled_result_has_its_own_mark_and_is_never_evidence():
+    from d2l_async.lesson import MODELLED
+
+    v = _verdict.compare_paired([1.0, 1.01, 0.99], [1.1, 1.11, 1.09])
+    c = lesson.check("modelled link: bucketing shortens the step", v, shown="1.00 s vs 1.10 s", role="modelled")
+    assert c.holds is True and c.mark == MODELLED and not c.evidence and c.text.startswith(MODELLED)
+    assert lesson.parse_line(c.text).role == "modelled"
+    assert rules.check_problems(c) == []
+    with pytest.raises(ValueError, match="modelled"):
+        lesson.check("bucketing shortens the step", v, shown="1.00 s vs 1.10 s", role="modelled")
+
+
+@pytest.mark.parametrize("seconds, text", [(3.164, "3.16 s"), (0.034, "34 ms"), (4.56e-6, "4.56 µs"), (999.7e-6, "1 ms"),
+                                           (5e-7, "500 ns"), (-239e-6, "-239 µs"), (float("nan"), "n/a"), (None, "n/a")])
+def test_one_time_format_chooses_the_unit_by_magnitude(seconds, text):
+    from d2l_async._words import fmt_time
+
+    assert fmt_time(seconds) == text
+
+
+def test_a_change_carries_its_sign_once_and_a_negative_cost_is_not_added():
+    from d2l_async._words import added, fmt_change
+
+    assert fmt_change(0.0032) == "+3.2 ms" and fmt_change(-0.0097) == "-9.7 ms"
+    assert added(239e-6) == "adds 239 µs" and "nothing measurable" in added(-239e-6)
+    assert not rules.check_problems(Check("x", True, f"a conversion alone {added(-239e-6)}"))

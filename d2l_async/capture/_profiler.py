@@ -9,14 +9,17 @@ live capture and a trace file a reader recorded themselves go through the same p
 Without a GPU (Binder, a laptop) ``device="cpu"`` records CPU activity only: the ops appear on the
 frontend lane and there are no backend lanes, and the trace says so in ``meta``.
 
-Three facts of a CUDA run are added to what the file says (issue 18):
+Three facts of a CUDA run are added to what the file says:
 
 * the capture waits for **every** GPU the process has used, before and after (``Capture("cuda:1")`` and
   multi-GPU code would otherwise lose the kernels still queued on the other devices);
 * a ``cudaMemcpyAsync`` whose copy lands in pageable host memory (``Memcpy DtoH (Device -> Pageable)``:
-  ``.item()``, ``.cpu()``, ``print``) holds the CPU until the copy is done, so it is a wait (a ``block``,
-  reason ``"cudaMemcpyAsync (Device -> Pageable)"``), not a launch that returns at once (the reader files it
-  so in every profiler file; :func:`blocking_copies` does it for traces that do not yet);
+  ``.cpu()``, ``.numpy()``) holds the CPU until the copy is done, so it is a wait (a ``block``, reason
+  ``"cudaMemcpyAsync (Device -> Pageable)"``), not a launch that returns at once (the reader files it so in
+  every profiler file; :func:`blocking_copies` does it for traces that do not yet).  ``.item()`` and
+  ``float()`` copy into *pinned* memory instead (``Memcpy DtoH (Device -> Pinned)``, torch's
+  ``_local_scalar_dense_cuda``): that copy call returns at once, and the wait is the
+  ``cudaStreamSynchronize`` right after it, which the file names as a wait already;
 * each wait's ``source`` names the ATen op that made it (``"aten::item"``), so a blocker report of a
   CUDA run says which call waited instead of one "(unknown)" bar.
 

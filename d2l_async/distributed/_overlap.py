@@ -36,10 +36,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..trace import Kind, Trace, TraceError, hta_window_mask, rank_lanes
+from ..trace import Kind, Trace, TraceError, hta_window_mask, rank_lanes, rank_metas
 
-__all__ = ["RankComm", "comm_overlap", "intervals_union", "intersection_seconds", "overlap_counts",
-           "is_backward_name"]
+__all__ = ["RankComm", "comm_overlap", "comm_per_step", "step_windows", "intervals_union", "intersection_seconds",
+           "overlap_counts", "is_backward_name"]
 
 
 @dataclass(frozen=True)
@@ -180,3 +180,31 @@ def comm_overlap(trace: Trace, *, window: str = "file") -> tuple[RankComm, ...]:
     if not out:
         raise TraceError("the trace has no ranks")
     return tuple(out)
+
+
+def step_windows(trace: Trace, label: str) -> dict[int, list[tuple[float, float]]]:
+    """Per rank, the ``(start, end)`` of every ``record_function(label)`` range it recorded, on the merged
+    trace's clock, in order (the profiler keeps them in each rank's ``meta["annotations"]``)."""
+    out: dict[int, list[tuple[float, float]]] = {}
+    for rank, shift, meta in rank_metas(trace):
+        spans = [(float(a["start"]) + shift, float(a["end"]) + shift) for a in meta.get("annotations") or ()
+                 if isinstance(a, dict) and a.get("name") == label]
+        out[max(rank, 0)] = sorted(spans)
+    return out
+
+
+def comm_per_step(trace: Trace, label: str) -> dict[int, tuple[RankComm, ...]]:
+    """Per rank, :func:`comm_overlap` of each of its ``record_function(label)`` windows: one
+    :class:`RankComm` per profiled step, so a claim about the time per step has one sample per step."""
+    if not isinstance(trace, Trace):
+        raise TypeError(f"comm_per_step expects a Trace, got {type(trace).__name__}")
+    start, end = trace["start"], trace["end"]
+    out: dict[int, tuple[RankComm, ...]] = {}
+    for rank, windows in step_windows(trace, label).items():
+        per = []
+        for lo, hi in windows:
+            inside = (start >= lo) & (end <= hi)
+            found = [c for c in comm_overlap(trace.filter(inside)) if c.rank == rank] if inside.any() else []
+            per.append(found[0] if found else RankComm(rank, 0, 0, 0.0, 0.0, 0.0))
+        out[rank] = tuple(per)
+    return out

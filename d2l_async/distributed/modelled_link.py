@@ -203,7 +203,10 @@ def _trace(run: tuple[list[float], float], buckets: list[tuple[float, float, flo
 
 def checks(m: ModelledOverlap) -> list[Any]:
     """The DDP lesson on the modelled link (not displayed): bucketing hides communication behind the
-    backward pass and shortens the step, decided against the spread of the measured backward passes."""
+    backward pass and shortens the step, decided against the spread of the measured backward passes.
+
+    Both are ``role="modelled"``: shown with the modelled mark (◇), an illustration of the schedule a
+    real link would give, never a ✔ of this machine (the link's times come from :class:`LinkModel`)."""
     from d2l_async import lesson
     from d2l_async._verdict import compare_paired
 
@@ -214,14 +217,17 @@ def checks(m: ModelledOverlap) -> list[Any]:
             hid > 0,
             shown=f"{hid * 1e3:.2f} ms of {m.comm_s * 1e3:.2f} ms of modelled communication overlapped the measured "
                   f"{statistics.median(m.backward_s) * 1e3:.1f} ms backward pass ({m.link.words}; {m.model})",
-            otherwise=f"one bucket only: the {m.bucket_cap_mb:g} MB bucket holds every gradient; lower bucket_cap_mb"),
+            otherwise=f"one bucket only: the {m.bucket_cap_mb:g} MB bucket holds every gradient; lower bucket_cap_mb",
+            role="modelled"),
         lesson.check(
             "modelled link: overlapping communication with backward shortens the step",
-            compare_paired(m.step_bucketed_s, m.step_after_s),  # both schedules of the same backward pass
+            # both schedules of the same backward pass: paired
+            compare_paired(m.step_bucketed_s, m.step_after_s, names=("bucketed", "after backward")),
             shown=(f"median step {statistics.median(m.step_bucketed_s) * 1e3:.2f} ms bucketed vs "
                    f"{statistics.median(m.step_after_s) * 1e3:.2f} ms after backward (backward measured here, "
                    "link modelled)"),
             otherwise=(f"the link ({m.link.words}) is so fast beside the backward pass that the per-bucket latencies "
                        "outweigh what overlap hides: a slower link, or smaller buckets, show the gain"),
-            unclear="the measured backward passes varied as much as the modelled gain: more repeats decide it"),
+            unclear="the measured backward passes varied as much as the modelled gain: more repeats decide it",
+            role="modelled"),
     ]

@@ -33,10 +33,12 @@ from typing import Any, Iterator, Mapping
 
 from ._launch import RankContext
 
-__all__ = ["MODES", "collective_rank", "profiled", "raising_rank", "training_rank"]
+__all__ = ["MODES", "STEP_LABEL", "collective_rank", "profiled", "raising_rank", "training_rank"]
 
 #: How gradients are all-reduced in :func:`training_rank`.
 MODES = ("after_backward", "bucketed")
+#: The ``record_function`` range around each profiled training step (the trace keeps it per rank).
+STEP_LABEL = "d2l_async step"
 
 
 @contextlib.contextmanager
@@ -104,19 +106,23 @@ def _ddp_options(ctx: RankContext) -> dict[str, Any]:
 def collective_rank(ctx: RankContext) -> dict[str, Any]:
     """``all_reduce`` of ``numel`` floats: blocking, then ``async_op=True`` with independent work.
 
-    Options: ``numel`` (floats reduced), ``size`` (side of the independent matmul), ``repeats``.
+    Options: ``numel`` (floats reduced), ``size`` (side of the independent matmul), ``repeats``,
+    ``peer_delay_s`` and ``slow_rank``: that rank sleeps ``peer_delay_s`` before each of its
+    collectives (a slower peer: its data came late), so the other ranks' all-reduce waits for it --
+    time in which an asynchronous call lets them compute, with no spare core needed (the peer sleeps).
 
     Returns:
         medians in seconds: ``blocking_s`` (the blocking call), ``return_s`` (the async call's
         return), ``done_s`` (from the call to ``work.wait()`` returning), ``compute_s`` (the
-        independent matmul); ``completed_at_return`` (how many repeats had finished by the time
-        the call returned), ``correct`` (the sum is what it must be).
+        independent matmul); the same per repeat as ``*_runs``; ``completed_at_return`` (how many
+        repeats had finished by the time the call returned), ``correct`` (the sum is what it must be).
     """
     import torch
     import torch.distributed as dist
 
     o = ctx.options
     numel, size, repeats = int(o.get("numel", 1 << 20)), int(o.get("size", 256)), int(o.get("repeats", 3))
+    late = float(o.get("peer_delay_s", 0.0)) if ctx.rank == int(o.get("slow_rank", ctx.world_size - 1)) else 0.0
     dev = torch.device(ctx.device)
     x = torch.full((numel,), float(ctx.rank + 1), device=dev)
     a = torch.rand(size, size, device=dev)
@@ -126,16 +132,22 @@ def collective_rank(ctx: RankContext) -> dict[str, Any]:
     for _ in range(repeats):
         x.fill_(float(ctx.rank + 1))
         dist.barrier()
+        if late:
+            time.sleep(late)  # the slower peer: its contribution arrives late
         t0 = time.perf_counter()
         dist.all_reduce(x)
         _sync(ctx)
         blocking.append(time.perf_counter() - t0)
         x.fill_(float(ctx.rank + 1))
         dist.barrier()
+        if late:
+            time.sleep(late)
         t0 = time.perf_counter()
         work = dist.all_reduce(x, async_op=True)  # returns a Work handle at once
         ret.append(time.perf_counter() - t0)
         completed += bool(work.is_completed())
+        if late:  # the late peer waits for no one: its matmul after the reduction, not against it for the CPU
+            work.wait()
         b = a @ a  # independent of x: may run while the collective is in flight
         _sync_stream(ctx)  # the matmul's stream only: the collective may still be running
         compute.append(time.perf_counter() - t0 - ret[-1])
@@ -146,14 +158,20 @@ def collective_rank(ctx: RankContext) -> dict[str, Any]:
     correct = bool(torch.allclose(x, torch.full_like(x, expected)))
     x.fill_(float(ctx.rank + 1))
     with profiled(ctx, "collective"):
+        if late:
+            time.sleep(late)
         work = dist.all_reduce(x, async_op=True)
+        if late:
+            work.wait()
         b = a @ a
         work.wait()
         _sync(ctx)
     del b
     med = statistics.median
     return {"blocking_s": med(blocking), "return_s": med(ret), "done_s": med(done), "compute_s": med(compute),
-            "completed_at_return": completed, "repeats": repeats, "correct": correct, "numel": numel}
+            "blocking_runs": tuple(blocking), "done_runs": tuple(done), "compute_runs": tuple(compute),
+            "completed_at_return": completed, "repeats": repeats, "correct": correct, "numel": numel,
+            "late_s": late}
 
 
 def _settings(options: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -237,10 +255,13 @@ def training_rank(ctx: RankContext) -> dict[str, Any]:
             t0 = time.perf_counter()
             step(*run)
             times[run[0]["label"]].append(time.perf_counter() - t0)
+    from torch.profiler import record_function
+
     for run in runs:
         with profiled(ctx, run[0]["label"]):
             for _ in range(profile_steps):
-                step(*run)
+                with record_function(STEP_LABEL):  # each profiled step's window, read per step from the trace
+                    step(*run)
     return {s["label"]: {"step_s": tuple(times[s["label"]]),
                          "checksum": float(sum(float(p.detach().double().sum()) for p in net.parameters()))}
             for s, net, *_ in runs}

@@ -26,19 +26,27 @@ larger messages.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from .. import config
+from .. import config, lesson
+from .._verdict import compare, overruled, within
+from .._words import fmt_change, fmt_time
 from ..trace import Trace
 from ._common import OnRanks, Where, check_backend, run_and_load, where
-from ._overlap import RankComm, comm_overlap
+from ._overlap import RankComm, comm_overlap, comm_per_step
 from .collective import _int
-from .ranks import training_rank
+from .ranks import STEP_LABEL, training_rank
 
-__all__ = ["TrainingResult", "run_overlap", "run_straggler", "overlap_checks", "straggler_checks", "machine_check"]
+__all__ = ["TrainingResult", "run_overlap", "run_straggler", "overlap_checks", "straggler_checks", "machine_check",
+           "STRAGGLER_PROFILED_STEPS", "ABOUT"]
+
+#: Profiled steps per setting of :func:`run_straggler` (one sample each for the waiting check).
+STRAGGLER_PROFILED_STEPS = 3
+#: "About its delay": within this relative tolerance of the straggler's delay.
+ABOUT = 0.5
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,8 @@ class TrainingResult(OnRanks):
         model: a one-line description (``"MLP 512x4, batch 64"``).
         params_mb: megabytes of gradients all-reduced per step.
         where: the machine; seconds: wall time, process start-up included.
+        comm_steps: label -> rank -> one :class:`~d2l_async.distributed.RankComm` per profiled step
+            (the step's ``record_function`` window): one sample per step for claims about a step's time.
     """
 
     ranks: int
@@ -75,10 +85,23 @@ class TrainingResult(OnRanks):
     params_mb: float
     where: Where
     seconds: float
+    comm_steps: dict[str, dict[int, tuple[RankComm, ...]]] = field(default_factory=dict)
 
     def median_step(self, label: str) -> float:
         """Median over timed steps of the slowest rank's step time."""
         return float(statistics.median(self.step_s[label]))
+
+    def extra_wait_s(self, label: str = "straggler", base: str = "even") -> dict[int, tuple[float, ...]]:
+        """Per rank other than :attr:`slow_rank`, per profiled step of ``label``: how much longer it waited
+        in communication with no gradient compute beside it (exposed) than in its own ``base`` steps
+        (their median) -- the time the straggler cost it, read from the traces step by step."""
+        out: dict[int, tuple[float, ...]] = {}
+        for rank, steps in self.comm_steps.get(label, {}).items():
+            ref = [c.exposed_s for c in self.comm_steps.get(base, {}).get(rank, ())]
+            if rank == self.slow_rank or not ref or not steps:
+                continue
+            out[rank] = tuple(c.exposed_s - statistics.median(ref) for c in steps)
+        return out
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per (setting, rank): communication, hidden and exposed seconds; for figures."""
@@ -107,12 +130,12 @@ def _delay(delay_ms: Any) -> float:
 
 
 def _train(settings: list[dict[str, Any]], ranks: int, work: dict[str, int], backend: str, timeout: float,
-           trace_dir: Any) -> TrainingResult:
+           trace_dir: Any, profile_steps: int = 1) -> TrainingResult:
     ranks = _int("ranks", ranks, 1, 8)
     backend = check_backend(backend, ranks)
     at = where(backend, ranks)
     labels = tuple(s["label"] for s in settings)
-    options = {**work, "settings": settings, "warmup": 1, "profile_steps": 1}
+    options = {**work, "settings": settings, "warmup": 1, "profile_steps": profile_steps}
     res, traces = run_and_load(training_rank, ranks, backend=backend, labels=labels, timeout=timeout,
                                options=options, trace_dir=trace_dir)
     step_s, same = {}, {}
@@ -129,7 +152,8 @@ def _train(settings: list[dict[str, Any]], ranks: int, work: dict[str, int], bac
                           float(settings[-1].get("bucket_cap_mb", 25.0)),
                           {s["label"]: float(s.get("delay_s", 0.0)) for s in settings},
                           int(settings[-1].get("slow_rank", ranks - 1)), f"MLP {w}x{d}, batch {b} per rank",
-                          params * 4 / 2**20, at, res.seconds)
+                          params * 4 / 2**20, at, res.seconds,
+                          {label: comm_per_step(t, STEP_LABEL) for label, t in traces.items()})
 
 
 def run_overlap(*, ranks: int = 2, bucket_cap_mb: float = 1.0, delay_ms: float = 0.0, width: int | None = None,
@@ -170,7 +194,9 @@ def run_straggler(*, ranks: int = 2, delay_ms: float | None = None, bucket_cap_m
         raise ValueError("delay_ms must be > 0 for a straggler (0 would be two even runs)")
     settings = [{"label": "even", "mode": "bucketed", "bucket_cap_mb": cap, "delay_s": 0.0},
                 {"label": "straggler", "mode": "bucketed", "bucket_cap_mb": cap, "delay_s": delay}]
-    return _train(settings, ranks, _workload(width, depth, batch, steps), backend, timeout, trace_dir)
+    # three profiled steps each: the waiting the straggler causes is then decided from one sample per step
+    return _train(settings, ranks, _workload(width, depth, batch, steps), backend, timeout, trace_dir,
+                  profile_steps=STRAGGLER_PROFILED_STEPS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,8 +208,6 @@ def _per_rank(comm: tuple[RankComm, ...], attr: str) -> str:
 
 def overlap_checks(r: TrainingResult) -> list[Any]:
     """Lesson checks of :func:`run_overlap` (not displayed)."""
-    from d2l_async import lesson
-
     bucketed, after = r.comm["bucketed"], r.comm["after_backward"]
     out = [
         lesson.check(
@@ -212,8 +236,6 @@ def overlap_checks(r: TrainingResult) -> list[Any]:
 def machine_check(r: TrainingResult) -> Any:
     """Whether this machine can show a speed-up from overlap at all (``role="machine"``): a spare core
     for each busy thread of every gloo rank (its compute thread and gloo's worker), or NCCL."""
-    from d2l_async import lesson
-
     busy = 2 * r.ranks
     gloo = r.where.backend == "gloo"
     return lesson.check(
@@ -233,15 +255,12 @@ def step_check(r: TrainingResult) -> Any:
     where (1) the machine could show a speed-up (:func:`machine_check`), (2) the bucketed steps are
     shorter beyond the spread of the timed steps (:func:`d2l_async._verdict.compare`) and (3) the time
     saved is no more than the communication the traces show hidden behind backward (issue 20, C1)."""
-    from d2l_async import lesson
-    from d2l_async._verdict import compare, overruled
-
     bucketed = r.comm["bucketed"]
     t_after, t_bucket = r.median_step("after_backward"), r.median_step("bucketed")
     hidden = float(np.mean([c.hidden_fraction for c in bucketed])) if bucketed else 0.0
     hidden_s = max((c.hidden_s for c in bucketed), default=0.0)
     exposed = {label: max((c.exposed_s for c in r.comm[label]), default=0.0) for label in ("after_backward", "bucketed")}
-    name = "overlapping communication with backward shortens the step"
+    name = "with a core for each busy thread (or a GPU each), overlapping communication with backward shortens the step"
     shown = (f"median step {1e3 * t_bucket:.1f} ms bucketed vs {1e3 * t_after:.1f} ms after backward "
              f"({len(r.step_s['bucketed'])} steps each); {hidden:.0%} of the bucketed communication hidden "
              f"({1e3 * hidden_s:.1f} ms); exposed communication {1e3 * exposed['bucketed']:.1f} ms bucketed vs "
@@ -250,7 +269,7 @@ def step_check(r: TrainingResult) -> Any:
         return lesson.check(name, None, shown=shown, role="speed-up",
                             unclear="one rank has nobody to talk to: its all-reduce is a local no-op, there is "
                                     "nothing to hide. Use 2 or more ranks")
-    verdict = compare(r.step_s["bucketed"], r.step_s["after_backward"])
+    verdict = compare(r.step_s["bucketed"], r.step_s["after_backward"], names=("bucketed", "after backward"))
     if r.where.threads_per_cpu(r.ranks) > 1:
         # The machine verdict gates the credit: on time-shared cores a shorter step is not overlap.
         gated = overruled(verdict, None, "machine gate (no spare core per busy thread)")
@@ -275,45 +294,66 @@ def step_check(r: TrainingResult) -> Any:
 
 
 def straggler_checks(r: TrainingResult) -> list[Any]:
-    """Lesson checks of :func:`run_straggler` (not displayed)."""
-    from d2l_async import lesson
+    """Lesson checks of :func:`run_straggler` (not displayed), each decided against the spread of its samples.
 
-    from d2l_async._verdict import compare
-
+    * the step: every timed step of the straggler setting against the even steps' median, as a share of
+      the delay (:func:`d2l_async._verdict.within`: about the delay, within :data:`ABOUT`);
+    * the waiting: per profiled step and even rank, the communication with no gradient compute beside
+      it (exposed), over that rank's own even steps -- the time it spent waiting for the straggler after
+      its own backward was done -- again as a share of the delay.  Communication hidden behind the
+      rank's own backward is not waiting the straggler caused: a bucket launched during backward is
+      "in communication" from its launch, whoever is late.
+    """
     delay = r.delay_s["straggler"]
-    extra = r.median_step("straggler") - r.median_step("even")
-    # Each rank against its own even run (issue 20, C3): ranks differ in communication even when even.
-    comm = {c.rank: c.comm_s for c in r.comm["straggler"]}
-    comm_even = {c.rank: c.comm_s for c in r.comm["even"]}
-    others = {k: v - comm_even.get(k, 0.0) for k, v in comm.items() if k != r.slow_rank}
-    waited = bool(others) and min(others.values()) >= 0.5 * delay
-    comm_ms = ", ".join(f"rank {k} {1e3 * v:.1f} ms" for k, v in comm.items())
-    if r.ranks == 1:
-        why_wait = "a single rank has nobody to wait for: use ranks >= 2"
-    elif r.where.threads_per_cpu(r.ranks) > 1:
-        why_wait = (f"{r.where.cpu_sentence(r.ranks)}: in the one profiled step every rank's collectives also waited "
-                    f"for the core ({comm_ms}), which swamps a {1e3 * delay:.0f} ms delay. Raise delay_ms (e.g. 200) "
-                    "or run on a machine with spare cores")
+    even_med, slow_med = r.median_step("even"), r.median_step("straggler")
+    extra = slow_med - even_med
+    where = r.where.cpu_sentence(r.ranks) or r.device
+    step_extra = [t - even_med for t in r.step_s["straggler"]]
+    tol = f"{1 - ABOUT:g}-{1 + ABOUT:g}x the delay"
+    slowed_v = within(step_extra, delay, tolerance=ABOUT, names=("extra step time", "delay")) \
+        if delay > 0 and r.ranks > 1 else None
+    if slowed_v is not None and slowed_v.holds is not True:
+        side = ("less than" if slowed_v.ratio < 1 else "more than")
+        slowed_why = (f"the straggler's steps were {fmt_time(extra)} longer than the even ones, {side} its "
+                      f"{fmt_time(delay)} delay ({where}): "
+                      + ("while the slow rank slept, the other ranks had the cores to themselves and finished "
+                         "their own work sooner, so part of the sleep was not added to the step"
+                         if slowed_v.ratio < 1 else
+                         "after its sleep the slow rank still had its own step to compute, and on busy cores its "
+                         "compute took longer than the others'") + "; raise delay_ms or steps")
     else:
-        why_wait = (f"communication per rank: {comm_ms}; the slow rank's delay fell outside its collectives in the "
-                    "profiled step (a bucket reduced before the delay?): raise delay_ms or steps")
-    return [
-        lesson.check(
-            "one slow rank slows every step by about its delay",
-            # at least half the delay, beyond the spread of the timed steps
-            compare(r.step_s["straggler"], [e + 0.5 * delay for e in r.step_s["even"]], less=False),
-            shown=f"median step {1e3 * r.median_step('straggler'):.1f} ms with rank {r.slow_rank} sleeping "
-                  f"{1e3 * delay:.0f} ms vs {1e3 * r.median_step('even'):.1f} ms even (+{1e3 * extra:.1f} ms)",
-            otherwise=f"the straggler's steps were not half a delay longer than the even ones, beyond their spread "
-                      f"({r.where.cpu_sentence(r.ranks)}): the slow rank's sleep overlapped other ranks' waiting for "
-                      "the core; raise delay_ms",
-            unclear=f"the steps varied about as much as the delay on this machine ({r.where.cpu_sentence(r.ranks)}): "
-                    "raise delay_ms or steps"),
-        lesson.check(
-            "the other ranks spend that time waiting inside the all-reduce",
-            waited,
-            shown="in the traces, each even rank's communication grew over its own even run by "
-                  + ", ".join(f"{1e3 * v:.1f} ms (rank {k})" for k, v in others.items())
-                  + f", against a {1e3 * delay:.0f} ms delay",
-            otherwise=why_wait),
-    ]
+        slowed_why = ""
+    slowed = lesson.check(
+        "one slow rank slows every step by about its delay",
+        slowed_v if slowed_v is not None else None,
+        shown=f"median step {fmt_time(slow_med)} with rank {r.slow_rank} sleeping {fmt_time(delay)} vs "
+              f"{fmt_time(even_med)} even ({fmt_change(extra)}, {len(r.step_s['straggler'])} steps each)",
+        otherwise=slowed_why,
+        unclear=(f"the steps varied about as much as the delay ({where}): raise delay_ms or steps"
+                 if r.ranks > 1 else "a single rank has nobody to wait for: use ranks >= 2"))
+    waits = r.extra_wait_s()
+    samples = [w for ws in waits.values() for w in ws]
+    per_rank = ", ".join(f"rank {k} {'/'.join(fmt_time(w) for w in ws)}" for k, ws in waits.items())
+    name = "the other ranks spend about that delay waiting in the all-reduce, after their own backward"
+    if r.ranks == 1 or not samples:
+        return [slowed, lesson.check(name, None, shown=f"{len(samples)} profiled steps read",
+                                     unclear="a single rank has nobody to wait for: use ranks >= 2" if r.ranks == 1
+                                     else "the traces hold no profiled step windows: rerun run_straggler()")]
+    v = within(samples, delay, tolerance=ABOUT, names=("extra waiting", "delay")) if delay > 0 else False
+    med = statistics.median(samples)
+    if v is not False and v.holds is False and v.ratio > 1:
+        why = (f"they waited {fmt_time(med)} more per step, beyond {tol}: after its sleep the straggler still computed "
+               f"its own forward and backward before its gradients arrived, and on {where} that took longer "
+               "than the others'")
+    elif v is not False and v.holds is False:
+        why = (f"they waited only {fmt_time(med)} more per step: part of the delay fell while they still had their own "
+               f"backward to compute, or the sleep let them run faster on shared cores ({where})")
+    else:
+        why = "no delay: use run_straggler(delay_ms > 0)"
+    return [slowed, lesson.check(
+        name, v,
+        shown=(f"per profiled step, each even rank's exposed communication (waiting with no backward beside it) "
+               f"grew over its own even steps by {per_rank}, against a {fmt_time(delay)} delay"),
+        otherwise=why,
+        unclear=(f"the {len(samples)} step(s) scatter across {tol} ({where}): more profiled steps or a longer "
+                 "delay decide it"))]

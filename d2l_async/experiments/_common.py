@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from ..benchmark import no_collector_pauses
 from ..engine import wait_limit
 
-__all__ = ["BACKENDS", "Setup", "resolve_backend", "positive_int", "choice", "time_runs", "make_measurement",
+__all__ = ["BACKENDS", "Setup", "resolve_backend", "positive_int", "choice", "time_runs", "time_interleaved", "make_measurement",
            "engine_label", "RunStopped", "Deadline", "deadline", "checkpoint", "backend_work", "launches"]
 
 #: The backends an experiment accepts (``"auto"`` resolves to one of the other two).
@@ -257,6 +257,30 @@ def time_runs(fn: Callable[[], Any], *, warmup: int, repeat: int) -> tuple[float
         checkpoint(warmup + i + 1, warmup + repeat, since=since)
     return tuple(out)
 
+
+def time_interleaved(fns: Sequence[Callable[[], Any]], *, warmup: int, repeat: int) -> tuple[tuple[float, ...], ...]:
+    """:func:`time_runs` of several functions in rounds (``fns[0]``, ``fns[1]``, ..., then again): the
+    ``i``-th runs of all of them are moments apart, so a change of the machine's load hits every one
+    alike and run ``i`` of one pairs with run ``i`` of another (:func:`d2l_async._verdict.compare_paired`).
+
+    Returns:
+        One tuple of ``repeat`` wall-clock seconds per function, in the order of ``fns``.
+    """
+    fns = list(fns)
+    since = time.perf_counter()
+    for i in range(warmup):
+        for fn in fns:
+            fn()
+        checkpoint(i + 1, warmup + repeat, since=since)
+    out: list[list[float]] = [[] for _ in fns]
+    for i in range(repeat):
+        for k, fn in enumerate(fns):
+            with no_collector_pauses():
+                t0 = time.perf_counter()
+                fn()
+                out[k].append(time.perf_counter() - t0)
+        checkpoint(warmup + i + 1, warmup + repeat, since=since)
+    return tuple(tuple(x) for x in out)
 
 
 def make_measurement(label: str, raw: Sequence[float], *, device: str = "", synchronized: bool = True):

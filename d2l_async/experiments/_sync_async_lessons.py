@@ -3,17 +3,23 @@
 :func:`run_checks` reads a :class:`~d2l_async.experiments.sync_async.SyncAsyncResult`,
 :func:`sweep_checks` a :class:`~d2l_async.experiments.sync_async.SyncAsyncSweep`, :func:`queue_check` the
 queue of a run's trace against its bottleneck; all return
-:class:`d2l_async.lesson.Check` objects without displaying them.  When the cost model misses the
-measured asynchronous time, the reason is read from the run's CPU clock: if the frontend's and the
-workers' CPU times add up to the wall time, they took turns, and whether the CPUs or Python's
-interpreter lock made them take turns is read from the machine snapshot.
+:class:`d2l_async.lesson.Check` objects without displaying them.  The checks ask; the backend answers
+from its own clock (:func:`~d2l_async.experiments._cost_model.side_costs`,
+:func:`~d2l_async.experiments._cost_model.t2_share`): the CPU clock for the engine, the trace's kernels
+and launch intervals for CUDA.  When the cost model misses the measured asynchronous time on the
+engine, the reason is read from the run's CPU clock: if the frontend's and the workers' CPU times add
+up to the wall time, they took turns, and whether the CPUs or Python's interpreter lock made them take
+turns is read from the machine snapshot; on CUDA it is read from the capture
+(:mod:`d2l_async.experiments._cuda_why`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from . import _cuda_why as cuda_why
 from ._common import backend_work
+from ._cost_model import side_costs, t2_share
 from ._why import cpus_clause, few_cpus, fmt_time, overlap_clause
 
 __all__ = ["MODEL_TOLERANCE", "TAKES_TURNS", "queue_check", "run_checks", "slower_side", "sweep_checks"]
@@ -39,16 +45,20 @@ def run_checks(r: Any) -> list[Any]:
 
     m = r.model
     measured = r.async_.median
+    cuda = getattr(r, "backend", "") == "cuda"  # t1 a launch, t2 a kernel's pace, t3 a round trip
+    facts = cuda_why.cuda_facts(r.trace_async) if cuda else None
     faster = lesson.check(
         "asynchronous issue is faster than waiting after every op",
         compare(r.async_.raw, r.sync.raw),
         shown=(f"{r.ops:,} ops: synchronous {fmt_time(r.sync.median)} vs asynchronous {fmt_time(measured)} "
                f"({r.ratio:.2f}×; the book: 3.4×)"),
-        otherwise=(f"per op t1 {fmt_time(m.t1)}, t2 {fmt_time(m.t2)}, t3 {fmt_time(m.t3)}: asynchrony can save "
-                   f"at most t3 + min(t1, t2) = {fmt_time(m.t3 + min(m.t1, m.t2))} of "
-                   f"{fmt_time(m.t1 + m.t2 + m.t3)} per op; {cpus_clause(r.machine)}. Fewer elements per op "
-                   "(numel) leave t3 a larger share; rerun on a quieter machine."),
-        unclear="more repeats (repeat=) or more ops per run narrow the spread; a quieter machine too",
+        otherwise=cuda_why.why_async_not_faster(m, facts) if cuda else (
+                  f"per op t1 {fmt_time(m.t1)}, t2 {fmt_time(m.t2)}, t3 {fmt_time(m.t3)}: asynchrony can save "
+                  f"at most t3 + min(t1, t2) = {fmt_time(m.t3 + min(m.t1, m.t2))} of "
+                  f"{fmt_time(m.t1 + m.t2 + m.t3)} per op; {cpus_clause(r.machine)}. Fewer elements per op "
+                  "(numel) leave t3 a larger share; rerun on a quieter machine."),
+        unclear=cuda_why.why_async_not_faster(m, facts, unclear=True) if cuda else
+                "more repeats (repeat=) or more ops per run narrow the spread; a quieter machine too",
     )
     gap = (m.async_pipeline - measured) / measured if measured > 0 else 0.0
     predicted = lesson.check(
@@ -56,18 +66,9 @@ def run_checks(r: Any) -> list[Any]:
         f"(within {MODEL_TOLERANCE:.0%})",
         within(r.async_.raw, m.async_pipeline, tolerance=MODEL_TOLERANCE) if m.async_pipeline > 0 else False,
         shown=f"model {fmt_time(m.async_pipeline)} vs measured {fmt_time(measured)} ({gap:+.0%})",
-        otherwise=_why_model_missed(r),
+        otherwise=cuda_why.why_model_missed(m, measured, facts) if cuda else _why_model_missed(r),
         unclear="the runs scatter across the tolerance: more repeats (repeat=) tell whether the model fits",
     )
-    if getattr(r, "backend", "") == "cuda":  # t1 a launch, t2 a kernel's pace, t3 a round trip (issue 18)
-        from ._cuda_why import cuda_facts, explain
-
-        f = cuda_facts(r.trace_async)
-        return explain([faster, predicted], (
-            f"on the GPU, t1 (a launch on the CPU) {fmt_time(m.t1)}, t2 (a kernel's pace) {fmt_time(m.t2)}, t3 (a "
-            f"synchronize's round trip) {fmt_time(m.t3)}: asynchrony saves at most t3 + min(t1, t2) per op; "
-            f"{f.sentence()}. With kernels shorter than their launches the GPU waits for the CPU either way; "
-            "larger tensors (numel) make it the slower side"))
     return [faster, predicted]
 
 
@@ -114,27 +115,10 @@ def _largest_ops(sweep: Any) -> list[Any]:
     return sorted((p for p in sweep.points if p.ops == most), key=lambda p: p.numel)
 
 
-def _share(p: Any) -> float:
-    """t2's share of an op's cost: from the CPU clock of the synchronous runs when measured (the
-    workers' CPU over the CPU of both sides: work, not the waits a busy machine adds to the wall
-    clock), else from the wall-time model t2 / (t1 + t2 + t3)."""
-    c = p.cpu_sync
-    if c is not None and c.busy > 0:
-        return c.backend / c.busy
-    m = p.model
-    whole = m.t1 + m.t2 + m.t3
-    return m.t2 / whole if whole > 0 else 0.0
-
-
-def _share_clock(pts: Any) -> str:
-    return ("CPU time of the synchronous runs: workers / (frontend + workers)"
-            if all(p.cpu_sync is not None and p.cpu_sync.busy > 0 for p in pts) else "wall-time model t2 / (t1 + t2 + t3)")
-
-
 def sweep_checks(sweep: Any) -> list[Any]:
     """Two checks at the largest op count swept, each decided from the whole series (Spearman's rank
     correlation over every size, :func:`d2l_async._verdict.trend`): the ratio falls as ops grow; t2
-    takes over an op's cost (its share read from the CPU clock: a claim about work)."""
+    takes over an op's cost (its share read from the backend's own clock, :func:`t2_share`: a claim about work)."""
     from dataclasses import replace
 
     from d2l_async import lesson
@@ -154,20 +138,25 @@ def sweep_checks(sweep: Any) -> list[Any]:
         below = (f" (below 1 at {last.numel:,} elements: the asynchronous run was the slower one"
                  + _cpu_compare(last) + ")")
     falls = trend([p.numel for p in pts], [p.ratio for p in pts], falling=True)
+    cuda = getattr(sweep, "backend", "") == "cuda"  # the GPU's terms, not CPU clocks and wake-ups
     shrinks = lesson.check(
         "the advantage of asynchrony shrinks as the ops grow",
         falls,
         shown=f"sync / async at {first.ops:,} ops: {ratios}{below}; {falls.spread}",
-        otherwise=(f"the ratio rose with the size: at {last.numel:,} elements t2 was {fmt_time(last.model.t2)} per op "
-                   f"and t1 + t3 {fmt_time(last.model.t1 + last.model.t3)}{_cpu_compare(last)}; "
-                   f"{cpus_clause(sweep.machine)}. Microsecond timings are fragile on a busy machine: rerun, or sweep "
-                   "larger sizes."),
-        unclear=(f"the ratio went up and down across the sizes ({falls.spread}), not one way: microsecond timings on "
-                 f"{cpus_clause(sweep.machine)} scatter more than the trend; more repeats or more sizes decide it"),
+        otherwise=cuda_why.why_ratio_rose(last) if cuda else (
+                  f"the ratio rose with the size: at {last.numel:,} elements t2 was {fmt_time(last.model.t2)} per op "
+                  f"and t1 + t3 {fmt_time(last.model.t1 + last.model.t3)}{_cpu_compare(last)}; "
+                  f"{cpus_clause(sweep.machine)}. Microsecond timings are fragile on a busy machine: rerun, or sweep "
+                  "larger sizes."),
+        unclear=cuda_why.why_ratio_rose(last, unclear_spread=falls.spread) if cuda else (
+                f"the ratio went up and down across the sizes ({falls.spread}), not one way: microsecond timings on "
+                f"{cpus_clause(sweep.machine)} scatter more than the trend; more repeats or more sizes decide it"),
     )
-    shares = [_share(p) for p in pts]
+    read = [t2_share(p, getattr(sweep, "backend", "engine")) for p in pts]
+    shares = [sh for sh, _ in read]
     grows = trend([p.numel for p in pts], shares, falling=False)
-    clock = _share_clock(pts)
+    clocks = {how for _, how in read}
+    clock = clocks.pop() if len(clocks) == 1 else "wall-time model t2 / (t1 + t2 + t3)"
     m = last.model
     decided = grows
     if grows.holds is True and shares[-1] < 0.5:
@@ -177,20 +166,14 @@ def sweep_checks(sweep: Any) -> list[Any]:
         decided,
         shown=(f"t2's share ({clock}): " + ", ".join(f"{p.numel:,} el. {sh:.0%}" for p, sh in zip(pts, shares))
                + f"; {grows.spread}"),
-        otherwise=(f"at {last.numel:,} elements t2 was {_share(last):.0%} of the CPU an op cost (t2 {fmt_time(m.t2)}, "
-                   f"t3 {fmt_time(m.t3)} of wall time){_cpu_compare(last)}{_sync_waiting(last)}; "
-                   f"{cpus_clause(sweep.machine)}. Sweep larger sizes (10**7 elements)."),
-        unclear=(f"t2's share went up and down across the sizes ({grows.spread}); more repeats or larger sizes "
-                 "(10**7 elements) decide it"),
+        otherwise=cuda_why.why_t2_share(pts, shares) if cuda else (
+                  f"at {last.numel:,} elements t2 was {shares[-1]:.0%} of the CPU an op cost (t2 {fmt_time(m.t2)}, "
+                  f"t3 {fmt_time(m.t3)} of wall time){_cpu_compare(last)}{_sync_waiting(last)}; "
+                  f"{cpus_clause(sweep.machine)}. Sweep larger sizes (10**7 elements)."),
+        unclear=cuda_why.why_t2_share(pts, shares, unclear_spread=grows.spread) if cuda else (
+                f"t2's share went up and down across the sizes ({grows.spread}); more repeats or larger sizes "
+                "(10**7 elements) decide it"),
     )
-    if getattr(sweep, "backend", "") == "cuda":  # the GPU's terms, not CPU clocks and wake-ups (issue 18)
-        from ._cuda_why import explain
-
-        return explain([shrinks, takes_over], (
-            f"on the GPU at {last.numel:,} elements: t1 (a launch on the CPU) {fmt_time(m.t1)}, t2 (a kernel's pace) "
-            f"{fmt_time(m.t2)}, t3 (a synchronize's round trip) {fmt_time(m.t3)}: the GPU computed so fast that "
-            "the launch latency and the round trip still outweigh the kernel; they do not grow with the tensor, so "
-            "t2 takes over only at larger sizes: sweep 10**7 and 10**8 elements"))
     return [shrinks, takes_over]
 
 
@@ -221,30 +204,25 @@ def _sync_waiting(p: Any) -> str:
 
 
 def slower_side(r: Any) -> tuple[str | None, Any, float, float]:
-    """Which side did more work per op, from the CPU clock of the asynchronous runs (issue 20: a claim
-    about work is decided in CPU time, never from wall time a busy machine inflates).
+    """Which side did more work per op, from the backend's own clock (:func:`side_costs`): the CPU clock
+    of the asynchronous runs on the engine (a claim about work is decided in CPU time, never from wall
+    time a busy machine inflates), the traced run's launch intervals and kernels on CUDA (no CPU clock
+    sees the GPU's work).
 
     Returns:
-        ``(side, verdict, frontend_s, workers_s)``: ``"backend"``, ``"frontend"`` or None (within the
+        ``(side, verdict, frontend_s, backend_s)``: ``"backend"``, ``"frontend"`` or None (within the
         spread of one measurement: a factor of 2), the :func:`~d2l_async._verdict.compare` record, and
-        the CPU seconds per op of each side.  Falls back to the model's wall-time ``t1`` vs ``t2``
-        (``side`` from ``model.bottleneck``) when the CPU clock was not read.
+        each side's seconds per op.  On the engine without a CPU clock, the model's wall-time ``t1`` vs
+        ``t2``.
     """
-    from d2l_async._verdict import compare
-
-    cpu = r.cpu_async.divided(_runs(r.async_)) if r.cpu_async is not None else None
-    if cpu is None or cpu.frontend <= 0 or cpu.backend <= 0:
-        v = compare(r.model.t2, r.model.t1, less=False)
-        return (r.model.bottleneck if v.holds is not None else None), v, r.model.t1, r.model.t2
-    front, back = cpu.frontend / r.ops, cpu.backend / r.ops
-    v = compare(back, front, less=False)  # the workers did more work per op than the frontend
-    side = "backend" if v.holds is True else "frontend" if v.holds is False else None
-    return side, v, front, back
+    costs = side_costs(r)
+    return costs.slower, costs.verdict(), costs.frontend_s, costs.backend_s
 
 
 def queue_check(r: Any) -> Any:
-    """The queue of the traced asynchronous run agrees with the slower side, decided from CPU time per
-    op: it fills when the workers do more work per op, and stays short when the frontend does."""
+    """The queue of the traced asynchronous run agrees with the slower side, decided from each side's
+    cost per op on the backend's own clock (:func:`slower_side`): it fills when the backend does more work
+    per op, and stays short when the frontend does."""
     from d2l_async import lesson
     from d2l_async.analysis import queue_length_summary
 
@@ -252,36 +230,34 @@ def queue_check(r: Any) -> Any:
     n = len(backend_work(r.trace_async))
     summary = queue_length_summary(r.trace_async)
     q = int(summary["max"].max()) if len(summary) else 0
-    side, v, front, back = slower_side(r)
-    clock = "CPU per op" if r.cpu_async is not None else "wall-time model per op"
-    shown = (f"{r.numel:,} element(s): {clock} frontend {fmt_time(front)} vs workers {fmt_time(back)}; "
-             f"longest queue {q} of {n} traced ops")
+    costs = side_costs(r)
+    side, v = costs.slower, costs.verdict()
+    shown = f"{r.numel:,} element(s): {costs.sentence()}; longest queue {q} of {n} traced ops"
     cpu = r.cpu_async.divided(_runs(r.async_)) if r.cpu_async is not None else None
     ran = f"; {overlap_clause(cpu)}" if cpu is not None else ""
     if side is None:
         return lesson.check("the slower side decides whether the queue of issued ops fills", v,
                             shown=shown,
-                            unclear=("the frontend and the workers did about the same work per op (within the "
-                                     "factor 2 one measurement can decide): either side may lead. Larger ops (numel) "
-                                     "make the workers the slower side"))
+                            unclear=cuda_why.why_sides_unclear(costs) if costs.backend == "cuda" else (
+                                    "the frontend and the workers did about the same work per op (within the "
+                                    "factor 2 one measurement can decide): either side may lead. Larger ops (numel) "
+                                    "make the workers the slower side"))
     from dataclasses import replace
 
     # the queue is a fact of the trace; which side is slower was decided by compare (recorded with it)
     def fact(holds: bool) -> Any:
         return replace(v, holds=holds, method=f"queue read from the trace; slower side by {v.method}")
 
-    if getattr(r, "backend", "") == "cuda":  # the GPU's terms: launches, the queue's cap (issue 18)
-        from ._cuda_why import cuda_facts, queue_full, why_queue
-
-        facts = cuda_facts(r.trace_async)
+    if costs.backend == "cuda":  # the GPU's terms: launches, the queue's cap
+        facts = cuda_why.cuda_facts(r.trace_async)
         if side == "backend":
-            full = queue_full(n, True)
+            full = cuda_why.queue_full(n, True)
             return lesson.check("the GPU is the slower side here, so the queue of launches fills",
                                 fact(q >= full), shown=f"{shown} (full: {full:.0f}, CUDA's cap ~1024)",
-                                otherwise=why_queue(facts, backend_slower=True))
+                                otherwise=cuda_why.why_queue(facts, backend_slower=True))
         short = max(10, n // 10)
         return lesson.check("the CPU's launches are the slower side here, so the queue stays short", fact(q <= short),
-                            shown=shown, otherwise=why_queue(facts, backend_slower=False))
+                            shown=shown, otherwise=cuda_why.why_queue(facts, backend_slower=False))
     if side == "backend":
         return lesson.check("the backend is the slower side here (CPU per op), so the queue of issued ops fills",
                             fact(q >= n / 2), shown=shown,

@@ -11,17 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["cpus_clause", "few_cpus", "fmt_time", "overlap_clause"]
+from d2l_async._words import fmt_time
 
-
-def fmt_time(s: float) -> str:
-    """Seconds with a readable unit (``12.3 ms``, ``4.56 µs``, ``1.20 s``)."""
-    a = abs(s)
-    if a >= 1:
-        return f"{s:.2f} s"
-    if a >= 1e-3:
-        return f"{s * 1e3:.3g} ms"
-    return f"{s * 1e6:.3g} µs"
+__all__ = ["cpus_clause", "few_cpus", "fmt_time", "machine_words", "overlap_clause"]  # fmt_time: d2l_async._words
 
 
 def few_cpus(machine: Any, need: float = 2.0) -> bool:
@@ -29,6 +21,14 @@ def few_cpus(machine: Any, need: float = 2.0) -> bool:
     if machine is None:
         return False
     return float(machine.usable_cpus) < need or float(machine.spare_cpus) < need - 0.5
+
+
+def machine_words(m: Any) -> str:
+    """``"2 usable CPUs, 0.4 of them spare"`` -- the short form of :func:`cpus_clause`."""
+    if m is None:
+        return "the machine was not recorded"
+    return (f"{m.usable_cpus:g} usable CPU{'s' if m.usable_cpus != 1 else ''}, "
+            f"{m.spare_cpus:.1f} of them spare")
 
 
 def cpus_clause(machine: Any) -> str:

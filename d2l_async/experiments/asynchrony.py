@@ -25,6 +25,7 @@ from typing import Any, Mapping
 from d2l_async import config, lesson
 
 from ._common import Setup, backend_work, checkpoint, launches, make_measurement, positive_int, resolve_backend, time_runs
+from ._why import machine_words
 
 __all__ = ["AsynchronyResult", "Ahead", "run_asynchrony", "checks", "issue_and_finish", "ran_ahead_check",
            "timer_check", "machine_words"]
@@ -211,14 +212,6 @@ def issue_and_finish(trace: Any) -> Ahead:
     return Ahead(last_push - t0, float(work["end"].max()) - t0, busy, before)
 
 
-def machine_words(m: Any) -> str:
-    """The machine facts a ✘ explanation needs, in words."""
-    if m is None:
-        return "the machine was not recorded"
-    return (f"{m.usable_cpus:g} usable CPU{'s' if m.usable_cpus != 1 else ''}, "
-            f"{m.spare_cpus:.1f} of them spare")
-
-
 def ran_ahead_check(trace: Any, machine: Any = None, *, share: float = 0.5) -> lesson.Check:
     """Check that the frontend finished issuing before ``share`` of the backend's time had passed."""
     a = issue_and_finish(trace)
@@ -254,8 +247,9 @@ def timer_check(naive_s: Any, synced_s: Any, machine: Any = None, *, share_befor
     before = (f"in the traced run the backend did {share_before:.0%} of its work before the last push; "
               if share_before is not None else "")
     return lesson.check(
-        name, compare(naive, synced, by=0.5),
-        shown=f"naive {naive_s * 1e3:.2f} ms vs synchronized {synced_s * 1e3:.2f} ms: it missed {missed:.0%}",
+        name, compare(naive, synced, by=0.5, names=("naive", "synchronized")),
+        shown=(f"naive {naive_s * 1e3:.2f} ms vs synchronized {synced_s * 1e3:.2f} ms (naive / synchronized = "
+               f"{naive_s / synced_s:.2f}): it missed {missed:.0%}"),
         otherwise=(f"the frontend's pushes were slowed by the work itself: {before}{machine_words(machine)}. With "
                    "one CPU for the frontend and the worker, a push waits for the core; use larger matrices "
                    "(fewer, longer ops), or a machine with a spare core, or a GPU."),

@@ -21,8 +21,11 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from d2l_async import config, lesson
+from d2l_async._verdict import compare, compare_paired, similar
+from d2l_async._words import added, fmt_time, ratio_words
 
-from ._common import Setup, checkpoint, make_measurement, positive_int, resolve_backend, time_runs
+from ._common import Setup, checkpoint, make_measurement, positive_int, resolve_backend, time_interleaved, time_runs
+from ._why import machine_words
 
 __all__ = ["BLOCKERS", "BLOCKER_DEMO", "BlockEvent", "BlockersResult", "run_blockers", "checks", "report_check"]
 
@@ -47,8 +50,9 @@ if b.sum():
     pass
 """
 _DEMO_FILE = "<blocker demo>"
-#: Fewest runs of each book-style measurement (a product and one conversion: cheap).
-BOOK_REPEAT = 7
+#: Fewest runs of each book-style measurement (a product and one conversion: cheap; 15 pairs narrow the
+#: interval of item / asnumpy to about the 0.8-1.25 the claim needs on a shared machine).
+BOOK_REPEAT = 15
 
 
 @dataclass(frozen=True)
@@ -186,10 +190,11 @@ def _measure_all(make: Callable[..., Any], barrier: Callable[[], None], calls: M
         def book_run(convert: Callable[[Any], Any] = convert) -> None:
             barrier()  # the book's Benchmark starts with an idle queue
             convert(a @ a)
-        # one product each: cheap, so at least BOOK_REPEAT runs, whose fastest is compared (a busy machine
-        # adds delays to some runs, never removes work from one)
-        runs = time_runs(book_run, warmup=1, repeat=max(repeat, BOOK_REPEAT))
-        book[name] = make_measurement(f"b = a @ a; {name}", runs, device=dev)
+        book[name] = book_run
+    # one product each: cheap, so at least BOOK_REPEAT runs of each, interleaved (asnumpy, item, asnumpy,
+    # ...): run i of one pairs with run i of the other, measured moments apart under the same load
+    runs = time_interleaved(list(book.values()), warmup=1, repeat=max(repeat, BOOK_REPEAT))
+    book = {name: make_measurement(f"b = a @ a; {name}", r, device=dev) for name, r in zip(book, runs)}
 
     w = make((64, 64), 0.01)
     x = make((64, 64), 1.0)
@@ -210,8 +215,10 @@ def _measure_all(make: Callable[..., Any], barrier: Callable[[], None], calls: M
         gather(losses) if gather is not None else [float(l) for l in losses]  # one wait, then cheap reads
         barrier()
 
-    m_every = make_measurement("convert every step", time_runs(every_step, warmup=1, repeat=repeat), device=dev)
-    m_once = make_measurement("convert once at the end", time_runs(once_at_end, warmup=1, repeat=repeat), device=dev)
+    # interleaved for the same reason: the two loops' runs pair up
+    r_every, r_once = time_interleaved([every_step, once_at_end], warmup=1, repeat=repeat)
+    m_every = make_measurement("convert every step", r_every, device=dev)
+    m_once = make_measurement("convert once at the end", r_once, device=dev)
     return per_call, baseline, book, m_every, m_once
 
 
@@ -310,59 +317,73 @@ def _cuda(steps: int, size: int, repeat: int, setup: Setup) -> BlockersResult:
 
 
 # ---------------------------------------------------------------- did the lesson hold on this run?
-def _us(s: float) -> str:
-    return f"{s * 1e6:.0f} µs"
-
-
 def checks(r: BlockersResult) -> list[lesson.Check]:
-    """Whether the notebook's lessons held on this run, from its numbers only."""
-    from .asynchrony import machine_words
+    """Whether the notebook's lessons held on this run, from its numbers only.
 
-    from d2l_async._verdict import compare, similar
-
+    Each explanation is written for the outcome it explains: a ✘ states which way the numbers went
+    and the measured machine; a can't tell states the spread (from the verdict) and what would
+    decide it, never a conclusion.
+    """
     out = []
     a, i = r.book_style["asnumpy"].min, r.book_style["item"].min
     runs = min(len(r.book_style["asnumpy"].raw), len(r.book_style["item"].raw))
     conv = max(r.cost("asnumpy"), r.cost("item"))
+    product = min(a, i)
     out.append(lesson.check(
         "in the book's experiment the product dominates: the conversion adds little",
         # the conversion under a fifth of the product; one number each, so decided beyond a factor 2 of that
-        compare(max(conv, 1e-9), min(a, i), by=0.2) if min(a, i) > 0 else False,
-        shown=f"product + conversion {a * 1e3:.2f} ms (asnumpy) and {i * 1e3:.2f} ms (item), fastest of {runs} "
-              f"runs each; a conversion alone adds {_us(conv)}",
-        otherwise=(f"the {r.size}x{r.size} product took only ~{min(a, i) * 1e3:.2f} ms here, so the conversion's "
-                   f"{_us(conv)} is not small beside it ({machine_words(r.machine)}). Use a larger matrix "
-                   "(quick mode shrinks it)."),
-        unclear=(f"the conversion's {_us(conv)} is between a tenth and two fifths of the product "
-                 f"(~{min(a, i) * 1e3:.2f} ms): one estimate each cannot say whether it is under a fifth. A larger "
-                 "matrix makes the product dominate clearly")))
-    # One measurement for one named ratio (issue 20, C5): the medians, as the notebook prints them,
-    # decided against the spread of the repeats.
+        compare(max(conv, 1e-9), product, by=0.2, names=("conversion", "product + conversion"))
+        if product > 0 else False,
+        shown=f"product + conversion {fmt_time(a)} (asnumpy) and {fmt_time(i)} (item), fastest of {runs} "
+              f"runs each; a conversion alone {added(conv)}",
+        otherwise=_product_reason_cuda(r, conv, product) if r.backend == "cuda" else (
+                  f"the {r.size}x{r.size} product took only ~{fmt_time(product)} here, so the conversion's "
+                   f"{fmt_time(conv)} is not small beside it ({machine_words(r.machine)}). Use a larger matrix "
+                   "(quick mode shrinks it)." if product > 0 else "no product was timed: rerun run_blockers()"),
+        unclear=_product_reason_cuda(r, conv, product, unclear=True) if r.backend == "cuda" else (
+                f"the conversion's {fmt_time(conv)} is {conv / product:.0%} of the product's ~{fmt_time(product)}: "
+                 "one estimate each cannot say whether that is under a fifth. A larger matrix makes the product "
+                 "dominate clearly" if product > 0 else "")))
+    # One measurement for one named ratio: the medians, as the notebook prints them, decided against
+    # the spread of the repeats, in the same direction as printed (item / asnumpy).
     am, im = r.book_style["asnumpy"].median, r.book_style["item"].median
-    ratio = im / am if am > 0 else float("inf")
     spread = max(r.book_style["asnumpy"].iqr / am if am else 0, r.book_style["item"].iqr / im if im else 0)
+    paired = _paired(r.book_style["item"], r.book_style["asnumpy"])
+    same = similar(r.book_style["item"].raw, r.book_style["asnumpy"].raw, tolerance=0.25, names=("item", "asnumpy"),
+                   paired=paired)
+    how = "median of the runs' paired ratios" if paired else "ratio of the medians"
     out.append(lesson.check(
         "item and asnumpy cost about the same: both wait for the same product",
-        similar(r.book_style["item"].raw, r.book_style["asnumpy"].raw, tolerance=0.25),
-        shown=f"item / asnumpy = {ratio:.2f}, medians of {runs} runs each (the book's 0.0445 s / 0.0340 s = 1.31, "
-              "one run each)",
-        otherwise=_cuda_copy_reason(r, ratio) if r.backend == "cuda" else (
-                   f"the two differ by {abs(ratio - 1):.0%} beyond their spread (each varied by up to {spread:.0%} "
-                   f"between repeats; {machine_words(r.machine)}): other work on the CPU moved one of them. "
-                   "Rerun, or raise repeat."),
-        unclear=(f"each varied by up to {spread:.0%} between repeats ({machine_words(r.machine)}), as much as they "
-                 "differ: raise repeat, or rerun on a quieter machine")))
+        same,
+        shown=f"{ratio_words(same)} ({how}, {runs} runs each; the book's 0.0445 s / 0.0340 s = 1.31, one run each)",
+        otherwise=_cuda_copy_reason(r, same.ratio) if r.backend == "cuda" else (
+                   f"the two differ by {abs(same.ratio - 1):.0%} beyond their spread (each varied by up to "
+                   f"{spread:.0%} between repeats; {machine_words(r.machine)}): other work on the CPU moved one of "
+                   "them. Rerun, or raise repeat."),
+        unclear=(f"they differ by {abs(same.ratio - 1):.0%} and each varied by up to {spread:.0%} between repeats "
+                 f"({machine_words(r.machine)}): raise repeat, or rerun on a quieter machine")))
     n_loop = max(1, r.steps // 4)
     every, once = r.every_step.median, r.once_at_end.median
+    paired = _paired(r.every_step, r.once_at_end)
+    verdict = (compare_paired if paired else compare)(r.every_step.raw, r.once_at_end.raw, less=False,
+                                                      names=("every step", "once at the end"))
+    per_step = f"a step took {fmt_time(every / n_loop)} converting every step and {fmt_time(once / n_loop)} once"
     out.append(lesson.check(
         "converting the loss every step is slower than converting once at the end",
-        compare(r.every_step.raw, r.once_at_end.raw, less=False),
-        shown=f"every step {every * 1e3:.2f} ms vs once at the end {once * 1e3:.2f} ms "
-              f"({every / once:.2f}x, medians, {n_loop} steps)",
-        otherwise=_every_step_reason(r, once / n_loop),
-        unclear=_every_step_reason(r, once / n_loop) + " The two runs overlap within their spread.",
+        verdict,
+        shown=f"every step {fmt_time(every)} vs once at the end {fmt_time(once)} (medians; {ratio_words(verdict)}, "
+              f"{'median of the paired runs' if paired else 'ratio of the medians'}; {n_loop} steps)",
+        otherwise=f"converting every step was the faster loop here: {per_step}. " + _every_step_reason(r, once / n_loop),
+        unclear=f"{per_step}. " + _every_step_reason(r, once / n_loop, decided=False)
+        + " More repeats (repeat=) or more steps decide it.",
     ))
     return out
+
+
+def _paired(a: Any, b: Any) -> bool:
+    """Runs measured in rounds (:func:`~d2l_async.experiments._common.time_interleaved`) pair up: the same
+    number of each (a synthetic result with uneven runs is compared unpaired)."""
+    return len(a.raw) == len(b.raw) >= 2
 
 
 def _cuda_copy_reason(r: BlockersResult, ratio: float) -> str:
@@ -371,33 +392,61 @@ def _cuda_copy_reason(r: BlockersResult, ratio: float) -> str:
     slower = "asnumpy" if ratio < 1 else "item"
     return (f"on a GPU the two conversions do not copy the same thing: asnumpy (b.cpu().numpy()) copies the whole "
             f"{r.size}x{r.size} float32 matrix, {mb:.1f} MB, into pageable host memory, a synchronizing copy at the "
-            f"host link's speed, while item copies the 4 bytes of b.sum(). Both wait for the product first; {slower} "
-            "took longer by what its copy costs (the timeline shows the copy)")
+            f"host link's speed, while item copies the 4 bytes of b.sum() into pinned host memory and then "
+            f"synchronizes the stream. Both wait for the product first; {slower} took longer by what its copy costs "
+            "(the timeline shows the copy)")
 
 
-def _every_step_reason(r: BlockersResult, step_s: float) -> str:
-    from .asynchrony import machine_words
+def _round_trip(trace: Any) -> float:
+    """Median seconds the CPU waited in one stream synchronize of the blocker demo's trace (NaN: none)."""
+    import statistics
 
+    if trace is None:
+        return float("nan")
+    blocks = trace.where(kind="block")
+    waits = [float(e - s) for n, s, e in zip(blocks["name"], blocks["start"], blocks["end"])
+             if str(n) == "cudaStreamSynchronize"]
+    return statistics.median(waits) if waits else float("nan")
+
+
+def _product_reason_cuda(r: BlockersResult, conv: float, product: float, *, unclear: bool = False) -> str:
+    """Why a conversion was not small beside the book's product on a GPU: the product is a kernel, the
+    conversion a round trip between the CPU and the GPU, and neither is a CPU count."""
+    trip = _round_trip(r.trace)
+    waits = f" (each of the blocker demo's stream synchronizes held the CPU {fmt_time(trip)})" if trip == trip else ""
+    share = conv / product if product > 0 else float("inf")
+    head = (f"on the GPU the {r.size}x{r.size} product with its conversion took ~{fmt_time(product)}, and a "
+            f"conversion alone {added(conv)} ({share:.0%} of it): a copy to the host (pinned memory for item, "
+            f"pageable for asnumpy) and a cudaStreamSynchronize, a round trip between the CPU and the GPU{waits} "
+            "that does not shrink with the product")
+    if unclear:
+        return (f"{head}. Between a tenth and two fifths, one estimate each cannot say whether it is under a fifth; "
+                "a larger matrix (size=) makes the product dominate clearly")
+    return (f"{head}. The GPU computes this product in the time of {1 / share:.1f} conversions: a larger matrix "
+            "(size=; quick mode shrinks it) makes the product dominate")
+
+
+def _every_step_reason(r: BlockersResult, step_s: float, *, decided: bool = True) -> str:
+    """What limits the gain of converting once, from the machine and the step's size; a hypothesis
+    about the mechanism, stated without an outcome (``decided=False``: for a can't tell)."""
     m = r.machine
-    if r.backend == "cuda":  # CUDA's terms, not the engine's threads (issue 18)
-        return (f"a step costs ~{_us(step_s)} with one copy at the end: each step's 64x64 product and sum are "
+    if r.backend == "cuda":  # CUDA's terms, not the engine's threads
+        return (f"a step costs ~{fmt_time(step_s)} with one copy at the end: each step's 64x64 product and sum are "
                 "kernels of a few µs, shorter than their launches, so the GPU waits for the CPU's next launch "
                 "either way and the launch queue never fills; a synchronizing copy per step then adds only its own "
                 "round trip. With larger matrices the GPU becomes the slower side and the queue has work to hide.")
     if m is not None and m.spare_cpus < 1 and r.backend == "engine":
-        return (f"the frontend and the engine's worker had no CPU to themselves ({machine_words(m)}): they take "
-                "turns, so there is nothing for a full queue to overlap and a wait per step costs almost "
-                f"nothing extra (a step takes ~{_us(step_s)} either way). The queue hides work only where the "
-                "backend has its own processor: a spare core, or a GPU.")
-    return (f"each step's 64x64 product takes only ~{_us(step_s)}, so the frontend's per-step cost dominates and "
-            f"a wait per step adds little ({machine_words(m)}). On a GPU a wait is also a device round trip; "
-            "with longer steps (larger matrices) the queue has more to hide.")
+        return (f"The frontend and the engine's worker had no CPU to themselves ({machine_words(m)}): they take "
+                "turns, so a full queue has little to overlap"
+                + (", and a wait per step has little to cost" if decided else "")
+                + ". The queue hides work only where the backend has its own processor: a spare core, or a GPU.")
+    return (f"Each step's 64x64 product takes only ~{fmt_time(step_s)}, so the frontend's per-step cost dominates "
+            f"({machine_words(m)}). On a GPU a wait is also a device round trip; with longer steps (larger "
+            "matrices) the queue has more to hide.")
 
 
 def report_check(trace: Any, *, expected: int, size: int, machine: Any = None) -> lesson.Check:
     """Check that ``expected`` source lines of a trace made the frontend wait (its blocker report)."""
-    from .asynchrony import machine_words
-
     blocks = trace.where(kind="block")
     sources = {str(s) for s, r in zip(blocks["source"], blocks["reason"]) if str(r) != "waitall"}
     reasons = sorted({str(r) for r in blocks["reason"]} - {"waitall"})

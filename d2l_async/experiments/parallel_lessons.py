@@ -225,6 +225,12 @@ _THREADS_HINT = ("the virtual devices are threads, and with fewer spare cores th
 
 
 # -- the checks ------------------------------------------------------------------------------------
+def _speed_up_role(r: Any) -> str:
+    """A speed-up of thread-devices or GPUs is evidence (``"speed-up"``, gated by the machine); one of
+    modelled devices is what their model gives (``"modelled"``: its own mark, never ✔ evidence)."""
+    return "modelled" if getattr(r, "modelled", None) else "speed-up"
+
+
 #: what a speed-up check says when the runs' spread straddles the ideal
 _SCATTER = "the runs' times scatter across the ideal: more repeats decide it"
 
@@ -249,8 +255,10 @@ def two_device_checks(r: Any) -> list[lesson.Check]:
     conc = _threads_concurrency(r, cpu, r.concurrent_seconds)
     # at least SIDE_BY_SIDE faster, beyond the spread of the runs; credited only where the machine could
     # run both devices at once (issue 20: the machine gates a speed-up) and the trace shows them both busy
-    verdict = compare(getattr(r, "concurrent_runs", ()) or r.concurrent_seconds,
-                      getattr(r, "serialized_runs", ()) or r.serialized_seconds, by=1 / SIDE_BY_SIDE)
+    # decided as printed: the speedup, barrier-between / concurrent, at least SIDE_BY_SIDE
+    verdict = compare(getattr(r, "serialized_runs", ()) or r.serialized_seconds,
+                      getattr(r, "concurrent_runs", ()) or r.concurrent_seconds, less=False, by=SIDE_BY_SIDE,
+                      names=("barrier between", "concurrent"))
     gated = _one_cpu(r) or (conc is not None and conc < CONCURRENCY)
     side = _speed_up(verdict, gated, lambda: ov > 0, "never both busy")
     why = _why_slow(r.facts, r.modelled, _THREADS_HINT) if r.virtual else _GPU_WHY
@@ -274,7 +282,7 @@ def two_device_checks(r: Any) -> list[lesson.Check]:
                      shown=(f"concurrent {r.concurrent_seconds * 1e3:.1f} ms vs barrier between "
                             f"{r.serialized_seconds * 1e3:.1f} ms: {r.speedup:.2f}× ({bound}); both busy at once "
                             f"for {ov * 1e3:.1f} ms" + _cpu_clause(conc, cpu, r.concurrent_seconds)),
-                     otherwise=why, role="speed-up",
+                     otherwise=why, role=_speed_up_role(r),
                      unclear=why if gated else _SCATTER),
         lesson.check(f"a barrier between them serializes the two devices ({what})", gap >= -1e-6,
                      shown=(f"{b}'s first product began {gap * 1e3:.2f} ms after {a}'s last ended"
@@ -301,18 +309,20 @@ def independence_checks(rows: Sequence[Any]) -> list[lesson.Check]:
         why = _ONE_CPU.format(cpus=many.facts.usable_cpus)
     runs_one = getattr(one, "independent_runs", ()) or one.independent_seconds
     runs_many = getattr(many, "independent_runs", ()) or many.independent_seconds
-    verdict = compare(runs_many, runs_one, by=1 / SIDE_BY_SIDE)
+    verdict = compare(runs_one, runs_many, less=False, by=SIDE_BY_SIDE,
+                      names=("1 worker", f"{many.workers} workers"))  # the gain as printed: 1 worker / many
     gated = _one_cpu(many) or (at_once is not None and at_once < CONCURRENCY)
     side = _speed_up(verdict, gated, lambda: max_concurrency(many.trace_independent) >= 2, "never two ops at once")
     # a dependent chain: the trace says no two of its ops ran at once; its time is then the same on
     # more workers (a speed-up beyond SERIAL, beyond the spread, would contradict it)
-    dep = compare(getattr(many, "dependent_runs", ()) or many.dependent_seconds,
-                  getattr(one, "dependent_runs", ()) or one.dependent_seconds, by=1 / SERIAL)
+    dep = compare(getattr(one, "dependent_runs", ()) or one.dependent_seconds,
+                  getattr(many, "dependent_runs", ()) or many.dependent_seconds, less=False, by=SERIAL,
+                  names=("1 worker", f"{many.workers} workers"))
     no_gain = replace(dep, holds=(conc == 1 and dep.holds is not True),
                       method=f"trace: at most one op at once; no speed-up beyond {SERIAL}x by {dep.method}")
     return [
         lesson.check(f"independent chains run side by side on {many.workers} workers ({what})",
-                     side, role="speed-up",
+                     side, role=_speed_up_role(many),
                      unclear=why if gated else _SCATTER,
                      shown=(f"{one.independent_seconds * 1e3:.1f} ms on 1 worker, {many.independent_seconds * 1e3:.1f} ms "
                             f"on {many.workers}: {gain:.2f}× faster" + (
@@ -322,7 +332,7 @@ def independence_checks(rows: Sequence[Any]) -> list[lesson.Check]:
                             + _cpu_clause(at_once, cpu, many.independent_seconds)),
                      otherwise=why),
         lesson.check(f"a dependent chain cannot use a second worker ({what})",
-                     no_gain,
+                     no_gain, role="modelled" if getattr(many, "modelled", None) else "",
                      shown=(f"{one.dependent_seconds * 1e3:.1f} ms on 1 worker, {many.dependent_seconds * 1e3:.1f} ms on "
                             f"{many.workers} ({dep_gain:.2f}×); at most {conc} of its ops ran at once"),
                      otherwise=(f"its ops never ran two at once (the trace), so the {dep_gain:.2f}× is timing noise: "
@@ -354,11 +364,13 @@ def mlp_checks(r: Any) -> list[lesson.Check]:
     return [
         lesson.check(f"the two devices computed their halves side by side ({what})",
                      busy > 0 and both >= 0.5 * busy and not _one_cpu(r) and (at_once is None or at_once >= CONCURRENCY),
+                     role="modelled" if r.modelled else "",
                      shown=(f"both busy at once {both * 1e3:.1f} ms of {devs[0]}'s {busy * 1e3:.1f} ms busy"
                             + _cpu_clause(at_once, cpu, getattr(r, "seconds", 0.0))),
                      otherwise=side_why),
         lesson.check(f"communication overlaps computation ({what})",
                      hidden >= HIDDEN and not _one_cpu(r) and (at_once is None or at_once >= CONCURRENCY),
+                     role="modelled" if r.modelled else "",
                      shown=(f"copies ran {copies * 1e3:.1f} ms, {o.both * 1e3:.1f} ms of it ({hidden:.0%}) while "
                             "compute ran"),
                      otherwise=why),

@@ -23,6 +23,8 @@ removed by commit 6b4cdca ("async comp done", 14 April 2021; last present at its
 
 from __future__ import annotations
 
+import dataclasses
+import statistics
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -32,9 +34,11 @@ import numpy as np
 from d2l_async import config
 
 from ._common import checkpoint, engine_label, positive_int
+from ._queue_lessons import backpressure_check, launch_cap_check, queue_checks, time_check
 
 __all__ = ["OPS_PER_BATCH", "QueueMemoryResult", "SampleQueueSummary", "run_queue_memory",
-           "compare_sync_every", "sample_queue_summary", "queue_checks", "backpressure_check", "launch_cap_check"]
+           "compare_sync_every", "sample_queue_summary", "queue_checks", "time_check", "backpressure_check",
+           "launch_cap_check"]
 
 #: Ops one minibatch issues: load, product, loss, update.
 OPS_PER_BATCH = 4
@@ -57,6 +61,10 @@ class QueueMemoryResult:
         device, virtual: where it ran.
         backend_busy_seconds: the worker's op time summed (from the trace): the backend's work.
         machine: :func:`d2l_async.devices.machine` when the run started.
+        frontend_work_s: the frontend's own work per minibatch before it issues the minibatch's ops
+            (a wait for the next batch, as a data loader reading from disk: no CPU); 0 for none.
+        runs_s: wall seconds of every repeat of this loop (:func:`compare_sync_every` interleaves them
+            across the ``k`` compared); ``seconds`` is their median.  One run: ``(seconds,)``.
     """
 
     sync_every: int | None
@@ -72,6 +80,13 @@ class QueueMemoryResult:
     virtual: bool
     backend_busy_seconds: float = float("nan")
     machine: Any = None
+    frontend_work_s: float = 0.0
+    runs_s: tuple[float, ...] = ()
+
+    @property
+    def runs(self) -> tuple[float, ...]:
+        """Wall seconds of each repeat (``(seconds,)`` for a single run)."""
+        return self.runs_s or (self.seconds,)
 
     @property
     def queue_bound(self) -> int | None:
@@ -82,7 +97,7 @@ class QueueMemoryResult:
 
 def run_queue_memory(
     *, batches: int | None = None, sync_every: int | None = None, max_pending: int | None = None,
-    batch_size: int | None = None, features: int | None = None,
+    batch_size: int | None = None, features: int | None = None, frontend_work_s: float = 0.0,
 ) -> QueueMemoryResult:
     """Issue ``batches`` minibatches on the engine, syncing every ``sync_every`` (or never).
 
@@ -93,9 +108,14 @@ def run_queue_memory(
         max_pending: engine back-pressure: ``push`` blocks while this many ops are pending.
         batch_size: rows per minibatch; default 256 (quick mode 128).
         features: columns of the data and side of the weight matrix; default 256 (quick mode 128).
+        frontend_work_s: seconds the frontend spends on each minibatch before issuing it -- waiting for
+            the next batch, as a data loader reading from disk does (a sleep: it needs no CPU, so it can
+            overlap the backend's work even on one core).  Never synchronized, that wait overlaps the
+            backend's work on earlier minibatches; synchronized every minibatch, it cannot.
 
     Raises:
-        ValueError: non-positive sizes (``sync_every``/``max_pending`` must be None or >= 1).
+        ValueError: non-positive sizes (``sync_every``/``max_pending`` must be None or >= 1), or a
+            ``frontend_work_s`` outside [0, 1].
     """
     batches = positive_int("batches", batches if batches is not None else config.scale(200, 40), maximum=100_000)
     if sync_every is not None:
@@ -106,6 +126,9 @@ def run_queue_memory(
                               maximum=1 << 16)
     features = positive_int("features", features if features is not None else config.scale(256, 128),
                             maximum=1 << 14)
+    if isinstance(frontend_work_s, bool) or not isinstance(frontend_work_s, (int, float)) \
+            or not 0 <= frontend_work_s <= 1:
+        raise ValueError(f"frontend_work_s must be seconds in [0, 1] per minibatch, got {frontend_work_s!r}")
     import torch
 
     from d2l_async.analysis import blocked_time, pending_memory_series, queue_length_summary
@@ -130,6 +153,8 @@ def run_queue_memory(
         eng.reset_trace()
         t0 = time.perf_counter()
         for i in range(batches):
+            if frontend_work_s:
+                time.sleep(frontend_work_s)  # the frontend's own work: waiting for the next batch to arrive
             x = sources[i % len(sources)].to("cpu:0", name=f"X{i}")  # load the batch
             h = x @ w
             loss = h.mean()
@@ -151,16 +176,35 @@ def run_queue_memory(
     work = trace.where(kind=BACKEND_KINDS)
     busy = float((work["end"] - work["start"]).sum()) if len(work) else 0.0
     return QueueMemoryResult(sync_every, max_pending, batches, OPS_PER_BATCH, max_queue, peak, blocked, seconds,
-                             trace, label, True, busy, here)
+                             trace, label, True, busy, here, float(frontend_work_s), (seconds,))
 
 
 def compare_sync_every(
-    *, ks: tuple[int | None, ...] = (None, 1, 4, 16), batches: int | None = None, **kwargs: Any
+    *, ks: tuple[int | None, ...] = (None, 1, 4, 16), batches: int | None = None, repeats: int | None = None,
+    **kwargs: Any
 ) -> tuple[QueueMemoryResult, ...]:
-    """:func:`run_queue_memory` for each ``sync_every`` in ``ks`` (``None``: never sync)."""
+    """:func:`run_queue_memory` for each ``sync_every`` in ``ks`` (``None``: never sync), ``repeats`` times.
+
+    The repeats are interleaved (every ``k`` once, then every ``k`` again, ...), so a change of the
+    machine's load hits every ``k`` alike; each result is the repeat whose time is the median (its trace,
+    queue and memory), with ``runs_s`` holding every repeat's wall time and ``seconds`` their median --
+    the samples a time claim is decided from (:func:`d2l_async._verdict.compare`).
+
+    Args:
+        repeats: runs per ``k``; default 5 (quick mode 3: the bootstrap interval needs at least 3).
+    """
     if isinstance(ks, (str, bytes)) or not hasattr(ks, "__iter__") or not len(tuple(ks)):
         raise ValueError(f"ks must be a non-empty sequence of ints or None, got {ks!r}")
-    return tuple(run_queue_memory(batches=batches, sync_every=k, **kwargs) for k in ks)
+    ks = tuple(ks)
+    repeats = positive_int("repeats", repeats if repeats is not None else config.scale(5, 3), maximum=100)
+    rounds = [[run_queue_memory(batches=batches, sync_every=k, **kwargs) for k in ks] for _ in range(repeats)]
+    out = []
+    for j in range(len(ks)):
+        runs = tuple(rnd[j].seconds for rnd in rounds)
+        mid = statistics.median(runs)
+        middle = min((rnd[j] for rnd in rounds), key=lambda r: abs(r.seconds - mid))  # its trace, its queue
+        out.append(dataclasses.replace(middle, seconds=mid, runs_s=runs))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -230,24 +274,3 @@ def sample_queue_summary(name: str = "v100_training_step") -> SampleQueueSummary
         float(row["time_weighted_mean"]), float(row["fraction_at_max"]), int(len(launches)),
         float(durs.sum()), float(durs[at_cap].sum()), float(blocked_time(trace)["total"].sum()),
         float(trace.duration), trace)
-
-
-def queue_checks(runs: Any) -> list[Any]:
-    """Lesson checks of :func:`compare_sync_every`'s runs (see :mod:`._queue_lessons`)."""
-    from ._queue_lessons import queue_checks as checks
-
-    return checks(runs)
-
-
-def backpressure_check(result: QueueMemoryResult) -> Any:
-    """Lesson check of a ``max_pending`` run: the queue stayed within the bound."""
-    from ._queue_lessons import backpressure_check as check
-
-    return check(result)
-
-
-def launch_cap_check(summary: SampleQueueSummary) -> Any:
-    """Lesson check of a recorded GPU trace: the launch queue sat at its cap."""
-    from ._queue_lessons import launch_cap_check as check
-
-    return check(summary)

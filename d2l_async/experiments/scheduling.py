@@ -9,9 +9,9 @@ timed in wall time and in the process's CPU time (:mod:`d2l_async.engine._overhe
 Whether the cost *grows* with the threads is a measurement, not a promise: extra threads add lock
 traffic, wake-ups and interpreter-lock hand-offs only when they get to run, and on one usable CPU
 they mostly sleep.  :meth:`SchedulingResult.lessons` states the growth only where it is larger than the
-spread of the runs (:func:`d2l_async._verdict.compare`: a bootstrap interval of the ratio of medians),
-says "can't tell" inside it, with the reason from the machine (usable CPUs, other work on them), and
-compares the scheduler with eager PyTorch in CPU time on both sides (a claim about work, issue 20).
+scatter of the runs (:func:`d2l_async._verdict.trend`: Spearman's rank correlation over every run at
+every worker count, the same rule as notebook 5's "shrinks"), says "can't tell" inside it, with the reason from the machine (usable CPUs, other work on them), and
+compares the scheduler with eager PyTorch in CPU time on both sides (a claim about work).
 """
 
 from __future__ import annotations
@@ -21,14 +21,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from d2l_async import config
+from d2l_async import config, lesson
+from d2l_async._verdict import compare, trend
 
 from ._common import positive_int, positive_ints
 from ._why import cpus_clause, fmt_time
 
-__all__ = ["GROWTH", "SchedulingResult", "run_scheduling"]
+__all__ = ["GROWTH", "SchedulingResult", "run_scheduling", "checks", "growth_check"]
 
-#: Kept for compatibility: growth is now decided against the runs' spread (``_verdict.compare``), not
+#: Kept for compatibility: growth is now decided by the trend over every run (``_verdict.trend``), not
 #: by this factor.
 GROWTH = 1.1
 
@@ -94,8 +95,8 @@ class SchedulingResult:
         return out
 
     def lessons(self) -> list[Any]:
-        """Lesson checks (not displayed): scheduling costs more than the op; whether the cost grew."""
-        return _checks(self)
+        """Lesson checks (not displayed): :func:`checks` of this result."""
+        return checks(self)
 
 
 def run_scheduling(*, workers: tuple[int, ...] = (1, 2, 4, 8, 16), ops: int | None = None,
@@ -147,21 +148,19 @@ def _eager_runs(fn: Any, *, number: int, repeats: int) -> tuple[list[float], lis
     return wall, cpu
 
 
-def _checks(r: SchedulingResult) -> list[Any]:
-    from d2l_async import lesson
-    from d2l_async._verdict import compare
-
+def checks(r: SchedulingResult) -> list[Any]:
+    """Lesson checks (not displayed): scheduling costs more than the op; whether the cost grew."""
     first = r.raw[0]
-    # A claim about work: decided in CPU time on both sides (issue 20, C6), the engine's process CPU
-    # per op (frontend and worker) against the eager op's thread CPU, every run a sample.
+    # A claim about work: decided in CPU time on both sides, the engine's process CPU per op (frontend
+    # and worker) against the eager op's thread CPU, every run a sample; the ratio as printed (engine / eager).
     if first.cpu_runs and r.eager_cpu_runs:
         engine_cpu = [u * 1e-6 for u in first.cpu_runs]
         costly = lesson.check(
             "scheduling an op costs more than running it (CPU time)",
-            compare(r.eager_cpu_runs, engine_cpu),
+            compare(engine_cpu, r.eager_cpu_runs, less=False, names=("engine", "eager")),
             shown=(f"CPU per op: engine with {first.workers} worker {fmt_time(statistics.median(engine_cpu))} (frontend "
                    f"and worker) vs eager PyTorch {fmt_time(r.eager_cpu_per_op_seconds)} "
-                   f"({statistics.median(engine_cpu) / r.eager_cpu_per_op_seconds:.1f}×); wall time per op "
+                   f"(engine / eager = {statistics.median(engine_cpu) / r.eager_cpu_per_op_seconds:.2f}); wall time per op "
                    f"{fmt_time(r.per_op_seconds[0])} vs {fmt_time(r.eager_per_op_seconds)}"),
             otherwise=f"the eager op used more CPU than the whole engine round trip; {cpus_clause(r.machine)}: rerun",
             unclear=f"the runs of the two overlap in CPU time per op; {cpus_clause(r.machine)}: more repeats decide it",
@@ -169,7 +168,7 @@ def _checks(r: SchedulingResult) -> list[Any]:
     else:
         costly = lesson.check(
             "scheduling an op costs more than running it (wall time)",
-            compare(r.eager_per_op_seconds, r.per_op_seconds[0]),
+            compare(r.per_op_seconds[0], r.eager_per_op_seconds, less=False, names=("engine", "eager")),
             shown=(f"engine with {first.workers} worker: {fmt_time(r.per_op_seconds[0])} per op vs eager PyTorch "
                    f"{fmt_time(r.eager_per_op_seconds)} (wall time; the CPU clock was not read)"),
             otherwise=f"the eager op measured slower than the whole engine round trip; {cpus_clause(r.machine)}: rerun",
@@ -182,22 +181,20 @@ def _checks(r: SchedulingResult) -> list[Any]:
 
 
 def growth_check(r: SchedulingResult) -> Any:
-    """The cost grew when the runs at the most workers cost more than at the fewest beyond their spread
-    (:func:`d2l_async._verdict.compare`: ✔ grew, ✘ fell, can't tell inside the spread)."""
-    from d2l_async import lesson
-    from d2l_async._verdict import compare
-
+    """Whether the per-op cost grows with the worker threads, decided by the one rule for "grows" of the
+    book's notebooks: Spearman's rank correlation over *every run* at every worker count
+    (:func:`d2l_async._verdict.trend`; ✔ grew, ✘ fell, can't tell when the runs do not move one way beyond
+    their scatter), not from the two end points."""
     lo, hi = r.raw[0], r.raw[-1]
-    cpu = bool(lo.cpu_runs and hi.cpu_runs)
+    cpu = all(x.cpu_runs for x in r.raw)
     what = "CPU time" if cpu else "wall time"
     g = r.cpu_growth if cpu else r.growth
     lo_band, hi_band = lo.quantiles(cpu=cpu), hi.quantiles(cpu=cpu)
     med_lo = lo.cpu_per_op_us if cpu else lo.per_op_us
     med_hi = hi.cpu_per_op_us if cpu else hi.per_op_us
-    runs_lo = lo.cpu_runs if cpu else lo.runs
-    runs_hi = hi.cpu_runs if cpu else hi.runs
-    verdict = compare(runs_hi, runs_lo, less=False)  # the most workers cost more per op than the fewest
-    fell = verdict.holds is False
+    xs = [x.workers for x in r.raw for _ in (x.cpu_runs if cpu else x.runs)]
+    ys = [u for x in r.raw for u in (x.cpu_runs if cpu else x.runs)]
+    verdict = trend(xs, ys, falling=False)  # the per-op cost rises with the workers, over every run
     shown = (f"{what} per op {med_lo:.3g} µs with {lo.workers} worker (quartiles {lo_band[0]:.3g}–{lo_band[1]:.3g}) → "
              f"{med_hi:.3g} µs with {hi.workers} ({hi_band[0]:.3g}–{hi_band[1]:.3g}): ×{g:.2f}, "
              f"{len(lo.runs)} runs of {r.ops:,} ops each; wall time ×{r.growth:.2f} (the wall clock also counts "
@@ -208,10 +205,11 @@ def growth_check(r: SchedulingResult) -> Any:
         switches = (f"; the process made {lo.switches_per_op:.2f} context switches per op with {lo.workers} worker "
                     f"and {hi.switches_per_op:.2f} with {hi.workers} (each a thread put to sleep or preempted, "
                     "paid for in CPU time)")
-    if fell:
-        trend = f"it fell (×{g:.2f}, beyond the spread of the runs)"
+    if verdict.holds is False:
+        movement = f"it fell over the {len(r.raw)} worker counts (×{g:.2f} end to end, beyond the scatter of the runs)"
     else:
-        trend = f"the change (×{g:.2f}) is inside the spread of the runs"
+        movement = (f"over the {len(r.raw)} worker counts the runs do not move one way: the change is inside the "
+                    "spread of the runs")
     if m is not None and float(m.usable_cpus) < 2:
         reason = (f"with {cpus_clause(m)}, one thread runs at a time: the extra workers sleep on the queue "
                   "instead of contending for its lock, so there is little contention to pay for")
@@ -223,7 +221,7 @@ def growth_check(r: SchedulingResult) -> Any:
                   "worker run at a time however many there are")
     meds = r.cpu_per_op_seconds if cpu else r.per_op_seconds
     shown += "; medians by count: " + ", ".join(f"{w}: {s * 1e6:.3g}" for w, s in zip(r.workers, meds)) + " µs"
-    why = (f"{trend}{switches}; {reason}. More ops per run and more repeats (the sliders) narrow the spread; "
+    why = (f"{movement}{switches}; {reason}. More ops per run and more repeats (the sliders) narrow the spread; "
            "a machine with more free cores lets the threads contend.")
     return lesson.check(
         f"the per-op cost grows from {lo.workers} to {hi.workers} worker threads", verdict, shown=shown,

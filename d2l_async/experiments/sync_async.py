@@ -23,7 +23,9 @@ How we estimate them (:class:`CostModel`):
   frontend is the bottleneck) does ``t2`` fall back to the median op duration — there the backend
   idles between ops and its pace is not observable.  :attr:`CostModel.t2_source` says which
   (``"backend pace"`` or ``"op duration"``).  On a GPU the same gap separates a kernel's duration
-  from the interval between two back-to-back kernels.
+  from the interval between two back-to-back kernels; there a kernel counts as backlogged when it
+  started right at the previous one's end, not merely when it was launched before that end (a
+  kernel starts some 25 µs after its launch call even on an idle GPU).
 * ``t1`` is the frontend's time to issue the whole async loop divided by ``n`` (measured before the
   final barrier).
 * ``t3`` is what the synchronous run spends per op beyond ``t1 + t2``.
@@ -55,7 +57,7 @@ from typing import Any, Callable
 from d2l_async import config
 
 from ._common import Setup, make_measurement, positive_int, positive_ints, resolve_backend, time_runs
-from ._cost_model import MIN_BACKLOGGED_PAIRS, CostModel, backend_pace
+from ._cost_model import MIN_BACKLOGGED_PAIRS, CostModel, SideCosts, backend_pace, side_costs, t2_share
 from ._cpu import CpuClock, CpuTimes, total
 
 __all__ = ["MIN_BACKLOGGED_PAIRS", "CostModel", "CpuTimes", "SweepPoint", "SyncAsyncResult", "SyncAsyncSweep",
@@ -118,14 +120,20 @@ class SyncAsyncResult:
 
         return run_checks(self)
 
-    def slower_side(self) -> tuple[str | None, float, float]:
-        """``(side, frontend_s, workers_s)``: which side did more work per op, read from the CPU clock
-        (``"frontend"``, ``"backend"`` or None when within a factor 2), and each side's CPU seconds per
-        op.  A claim about work, so CPU time, not the wall-time model's ``t1`` vs ``t2`` (issue 20, C8)."""
-        from ._sync_async_lessons import slower_side
+    @property
+    def costs(self) -> SideCosts:
+        """Each side's cost per op on this backend's own clock (:func:`~d2l_async.experiments._cost_model.side_costs`):
+        the CPU clock's frontend thread and workers on the engine, the traced run's launch intervals and
+        kernels on CUDA; ``costs.sentence()`` prints them with their names."""
+        return side_costs(self)
 
-        side, _, front, back = slower_side(self)
-        return side, front, back
+    def slower_side(self) -> tuple[str | None, float, float]:
+        """``(side, frontend_s, backend_s)``: which side did more work per op (``"frontend"``, ``"backend"``
+        or None when within a factor 2) and each side's seconds per op, read from the backend's own clock
+        (:attr:`costs`): CPU time on the engine, not the wall-time model's ``t1`` vs ``t2``; the launch
+        intervals and the kernels on CUDA, whose work no CPU clock sees."""
+        c = self.costs
+        return c.slower, c.frontend_s, c.backend_s
 
     def queue_lesson(self) -> Any:
         """Lesson check (not displayed): the traced run's queue agrees with the model's bottleneck."""
@@ -315,6 +323,12 @@ class SyncAsyncSweep:
         from ._sync_async_lessons import sweep_checks
 
         return sweep_checks(self)
+
+    def t2_shares(self) -> tuple[tuple[float, str], ...]:
+        """``(t2's share of an op's synchronous cost, how it was read)`` at every point, in order, on this
+        backend's own clock (:func:`~d2l_async.experiments._cost_model.t2_share`): the CPU clock of the
+        synchronous runs on the engine, the GPU's time per kernel from the trace on CUDA."""
+        return tuple(t2_share(p, self.backend) for p in self.points)
 
     def ratios(self, *, numel: int) -> tuple[tuple[int, float], ...]:
         """``(ops, ratio)`` pairs for one tensor size."""

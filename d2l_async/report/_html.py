@@ -19,6 +19,7 @@ th, td { border-bottom: 1px solid #ddd; padding: 0.35em 0.5em; text-align: left;
 th { background: #f4f4f4; }
 .banner { background: #fff6d6; border: 1px solid #e0c96b; padding: 0.6em 1em; border-radius: 4px; }
 .note { color: #555; font-size: 0.9em; }
+.error { background: #fdecea; border: 1px solid #e0a39b; padding: 0.6em 1em; overflow-x: auto; font-size: 0.85em; }
 figure { margin: 1.5em 0; }
 figcaption { font-weight: 600; margin-bottom: 0.3em; }
 """
@@ -46,8 +47,9 @@ def render_html(*, title: str, banner: str, rows: Sequence[Row], sections: Seque
         title: page title.
         banner: what the numbers ran on (shown at the top).
         rows: the results table.
-        sections: dicts with ``title``, ``figures`` (``(caption, go.Figure)`` pairs), ``notes`` and
-            ``checks`` (:class:`d2l_async.lesson.Check`, rendered with their marks and reasons).
+        sections: dicts with ``title``, ``figures`` (``(caption, go.Figure)`` pairs), ``notes``,
+            ``checks`` (:class:`d2l_async.lesson.Check`, rendered with their marks and reasons) and
+            ``error`` (a failed step's traceback, rendered as it is; empty when the step ran).
         book: :class:`~d2l_async.experiments.BookNumber` records, listed with their sources.
     """
     from plotly.offline import get_plotlyjs
@@ -60,6 +62,9 @@ def render_html(*, title: str, banner: str, rows: Sequence[Row], sections: Seque
              "<h2>Results</h2>", _table_html(rows), _book_html(book)]
     for sec in sections:
         parts.append(f"<h2>{html.escape(sec['title'])}</h2>")
+        if sec.get("error"):
+            parts.append("<p class='note'>This step failed; the other steps' results are kept.</p>"
+                         f"<pre class='error'>{html.escape(sec['error'])}</pre>")
         for caption, fig in sec.get("figures", ()):
             div = fig.to_html(full_html=False, include_plotlyjs=False, config={"responsive": True})
             parts.append(f"<figure><figcaption>{html.escape(caption)}</figcaption>{div}</figure>")

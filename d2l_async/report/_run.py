@@ -1,6 +1,9 @@
 """Running the whole chapter headlessly: every step, a progress bar, a table, HTML and JSON.
 
-``python -m d2l_async report`` calls :func:`run_report`; notebooks and tests can call it too.
+``python -m d2l_async report`` calls :func:`run_report`; notebooks and tests can call it too.  A step
+that raises does not lose the others: its error and traceback take its place in the table, the HTML and
+the JSON (:func:`~d2l_async.report._steps.failed_output`), the remaining steps run, and the result lists
+it in :attr:`ReportResult.failed` (the command line then exits with status 1).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ._html import render_html, write_json
-from ._steps import STEPS, Backends, Step, StepOutput
+from ._steps import STEPS, Backends, Step, StepOutput, failed_output
 from ._table import Row, format_table, wrap_line
 
 __all__ = ["DEVICES", "ReportResult", "check_device", "run_report"]
@@ -35,6 +38,7 @@ class ReportResult:
         device: ``"auto"``, ``"cpu"`` or ``"cuda"``.
         quick: whether quick mode was on.
         machine: :func:`d2l_async.devices.describe_machine`.
+        failed: the keys of the steps that raised (their tracebacks are in the HTML and the JSON).
     """
 
     rows: tuple[Row, ...]
@@ -44,6 +48,7 @@ class ReportResult:
     device: str
     quick: bool
     machine: str
+    failed: tuple[str, ...] = ()
 
     @property
     def table(self) -> str:
@@ -107,7 +112,11 @@ def run_report(
         for step in steps:
             bar.set_description(step.key)
             t_step = time.perf_counter()
-            outputs.append((step, step.run(backends), time.perf_counter() - t_step))
+            try:
+                out = step.run(backends)
+            except Exception as exc:  # noqa: BLE001 - one step's failure must not lose the others' results
+                out = failed_output(step.key, exc)
+            outputs.append((step, out, time.perf_counter() - t_step))
             bar.update(1)
         bar.close()
         seconds = time.perf_counter() - t0
@@ -120,8 +129,9 @@ def run_report(
     rows = tuple(r for _, out, _ in outputs for r in out.rows)
     banner = (f"Ran on: {machine}. --device {device}{', quick mode' if is_quick else ''}; "
               f"{seconds:.1f} s on {_dt.datetime.now().isoformat(timespec='seconds')}.")
-    sections = [{"title": s.title, "figures": out.figures, "notes": out.notes, "checks": out.checks}
-                for s, out, _ in outputs]
+    sections = [{"title": s.title, "figures": out.figures, "notes": out.notes, "checks": out.checks,
+                 "error": out.error} for s, out, _ in outputs]
+    failed = tuple(s.key for s, out, _ in outputs if out.error)
     from d2l_async.experiments import BOOK
 
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -137,6 +147,7 @@ def run_report(
                                 **({"lessons": [c.to_dict() for c in out.checks]} if out.checks else {})}
                         for s, out, dt in outputs},
         "table": [dict(zip(("experiment", "book", "ours", "device"), r.cells())) for r in rows],
+        "failed": list(failed),
     })
     print(format_table(rows), file=stream)
     checks = [(s.key, c) for s, out, _ in outputs for c in out.checks]
@@ -144,8 +155,12 @@ def run_report(
         print(f"\nLesson checks ({sum(c.holds is True for _, c in checks)} of {len(checks)} held on this run):", file=stream)
         for key, c in checks:
             print(wrap_line(f"[{key}] {c.text}"), file=stream)
+    for s, out, _ in outputs:
+        if out.error:
+            print(wrap_line(f"\n[{s.key}] FAILED: {out.numbers['error']} (traceback in the HTML and the JSON)"),
+                  file=stream)
     print(f"\nwrote {output} and {json_path} ({seconds:.1f} s)", file=stream)
-    return ReportResult(rows, output, json_path, seconds, device, is_quick, machine)
+    return ReportResult(rows, output, json_path, seconds, device, is_quick, machine, failed)
 
 
 class _NoBar:

@@ -8,15 +8,27 @@ come from :data:`d2l_async.experiments.BOOK` and are labelled as the book's.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from d2l_async.experiments._why import fmt_time
+from d2l_async._words import fmt_time
 
 from ._table import Row
 
-__all__ = ["Backends", "StepOutput", "Step", "STEPS", "fmt_seconds", "useful_sources"]
+__all__ = ["Backends", "GPU_SIZES", "StepOutput", "Step", "STEPS", "fmt_seconds", "useful_sources", "failed_output"]
+
+
+#: The one-device experiments' workloads on a GPU.  The CPU-sized defaults (quick mode: 5 products of
+#: 400x400) take a GPU a few µs per kernel, shorter than its launches: every lesson about a backend that
+#: falls behind then fails for its size, not its reason.  These take the GPU 0.3-2.5 ms per product (an
+#: H100-class GPU) and the whole CUDA part of the report well under a minute there; the CPU engine's steps
+#: keep their sizes (quick mode or not).
+GPU_SIZES: dict[str, dict[str, Any]] = {
+    "asynchrony": {"size": 2048, "matmuls": 10},
+    "barriers": {"size": 2048, "long_ops": 10},
+    "blockers": {"size": 4096},
+    "sync_async_sweep": {"numels": (1, 10**4, 10**6, 10**7, 10**8)},
+}
 
 
 @dataclass(frozen=True)
@@ -27,23 +39,31 @@ class Backends:
         one: for experiments on one device (``"engine"``, ``"cuda"`` or ``"auto"``).
         two: for experiments that need two devices (CUDA only with two GPUs).
         profile: for the torch.profiler step (``"cpu"``, ``"cuda"`` or ``"auto"``).
+        gpu_sized: the one-device experiments run on a GPU, with :data:`GPU_SIZES`.
     """
 
     one: str
     two: str
     profile: str
+    gpu_sized: bool = False
 
     @classmethod
     def for_device(cls, device: str) -> "Backends":
         """``"auto"``, ``"cpu"`` or ``"cuda"`` (checked by the caller) -> backends."""
         if device == "cpu":
             return cls("engine", "engine", "cpu")
-        if device == "cuda":
-            import torch
+        import torch
 
+        if device == "cuda":
             two = "cuda" if torch.cuda.device_count() >= 2 else "engine"  # labelled virtual in the table
-            return cls("cuda", two, "cuda")
-        return cls("auto", "auto", "auto")
+            return cls("cuda", two, "cuda", gpu_sized=True)
+        return cls("auto", "auto", "auto", gpu_sized=torch.cuda.is_available())
+
+    def sizes(self, key: str) -> dict[str, Any]:
+        """The keyword arguments that size experiment ``key`` for this backend (empty: its defaults)."""
+        if key not in GPU_SIZES:
+            raise ValueError(f"no workload sizes for {key!r}; known: {sorted(GPU_SIZES)}")
+        return dict(GPU_SIZES[key]) if self.gpu_sized else {}
 
 
 @dataclass(frozen=True)
@@ -57,6 +77,7 @@ class StepOutput:
         notes: sentences printed under the step's figures.
         checks: the step's lesson checks (:class:`d2l_async.lesson.Check`): each claim with the
             numbers of this run, ✔ or ✘ with its reason; printed after the table and in the HTML.
+        error: the traceback of a step that raised (:func:`failed_output`); empty when it ran.
     """
 
     rows: tuple[Row, ...]
@@ -64,6 +85,18 @@ class StepOutput:
     numbers: dict[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     checks: tuple[Any, ...] = ()
+    error: str = ""
+
+
+def failed_output(key: str, exc: BaseException) -> StepOutput:
+    """What a step that raised contributes: one table row naming the error, and its traceback (``error``,
+    rendered in the HTML and written to the JSON), so the other steps' results are kept."""
+    import traceback
+
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    first = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+    return StepOutput((Row(f"{key}: FAILED", "—", first, "—"),), (), {"error": first, "traceback": text},
+                      error=text)
 
 
 @dataclass(frozen=True)
@@ -76,9 +109,7 @@ class Step:
 
 
 def fmt_seconds(s: float) -> str:
-    """Seconds with a readable unit: ``0.0340 s``, ``12.3 ms``, ``4.56 µs``."""
-    if s is None or not math.isfinite(s):
-        return "n/a"
+    """Seconds with a readable unit: ``3.16 s``, ``34 ms``, ``4.56 µs`` (:func:`d2l_async._words.fmt_time`)."""
     return fmt_time(s)
 
 
@@ -125,7 +156,7 @@ def asynchrony(b: Backends) -> StepOutput:
     from d2l_async import viz
     from d2l_async.experiments import run_asynchrony
 
-    r = run_asynchrony(backend=b.one)
+    r = run_asynchrony(backend=b.one, **b.sizes("asynchrony"))
     what = f"{r.matmuls} × {r.size}² matmul"
     rows = (
         Row(f"asynchrony: {what}, NumPy", "—", fmt_seconds(r.numpy.median), "CPU (NumPy, synchronous)"),
@@ -173,7 +204,7 @@ def barriers(b: Backends) -> StepOutput:
     from d2l_async import viz
     from d2l_async.experiments import run_barriers
 
-    r = run_barriers(backend=b.one)
+    r = run_barriers(backend=b.one, **b.sizes("barriers"))
     a, o = r.barrier_names
     rows = (Row(f"barriers: frontend wait in {a} vs {o} (unrelated work queued)", "—",
                 f"{fmt_seconds(r.waitall_wait)} vs {fmt_seconds(r.wait_to_read_wait)}", r.device),
@@ -194,7 +225,7 @@ def blockers(b: Backends) -> StepOutput:
     from d2l_async import viz
     from d2l_async.experiments import run_blockers
 
-    r = run_blockers(backend=b.one)
+    r = run_blockers(backend=b.one, **b.sizes("blockers"))
     rows = [Row(f"blockers: b = a @ a ({r.size}²) then {name}", _book(f"blockers.{name}"),
                 fmt_seconds(r.book_style[name].median), r.device) for name in ("asnumpy", "item")]
     rows.append(Row("blockers: time per step b = b + 1; blocker(b), 1×2 array", "—",
@@ -222,7 +253,7 @@ def sync_async(b: Backends) -> StepOutput:
 
     r = run_sync_async(backend=b.one)
     m = r.model
-    sw = sweep_sync_async(backend=b.one)
+    sw = sweep_sync_async(backend=b.one, **b.sizes("sync_async_sweep"))
     biggest = max(p.numel for p in sw.points)
     rows = (Row(f"sync vs async: {r.ops:,} × y = x + 1", f"{_book('sync_async.sync')} vs {_book('sync_async.async')} "
                 f"({_book('sync_async.ratio')}, 10,000 ops)",

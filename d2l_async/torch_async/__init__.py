@@ -23,9 +23,12 @@ How it works, module by module (read in this order):
 * :mod:`._runtime` -- the dispatch: each op becomes an op of the engine's scheduler, with one
   dependency variable per storage and one for the RNG; what runs synchronously and why;
 * :mod:`._sync` -- what runs synchronously (blocking points) and what happens after the block;
-* :mod:`._openmp` -- the frontend's idle OpenMP threads, freed while a block is open;
-* :mod:`._context` -- the ``TorchDispatchMode`` and the ``with`` block;
-* :mod:`._module` -- :func:`make_async` for an ``nn.Module``'s parameters.
+* :mod:`._openmp` -- the frontend's idle OpenMP threads, freed while a block is open (on an idle machine);
+* :mod:`._mode` -- the ``TorchDispatchMode``, and which blocks are open on a thread;
+* :mod:`._guards` -- the torch functions that change while a block is open, and why;
+* :mod:`._fork` -- ``os.fork`` (DataLoader workers) while a block is open;
+* :mod:`._context` -- the ``with`` block;
+* :mod:`._module` -- :func:`make_async`: an ``nn.Module``'s parameters made asynchronous in place.
 
 It uses private torch APIs (checked by :mod:`._compat` when this package is imported, before any
 of them is touched): torch >= ``MIN_VERSION``; an older or changed torch gets
@@ -39,9 +42,9 @@ from ._compat import MIN_VERSION, TESTED_VERSIONS, UnsupportedTorchError, check_
 check_torch()  # before any module below touches a private torch API (issue 19)
 
 from ._context import asynchronous, current_runtime, synchronize
-from ._module import make_async
+from ._module import StaleParameterError, make_async
 from ._runtime import AsyncRuntime
 from ._tensor import AsyncTensor
 
-__all__ = ["AsyncRuntime", "AsyncTensor", "MIN_VERSION", "TESTED_VERSIONS", "UnsupportedTorchError", "asynchronous",
-           "check_torch", "current_runtime", "make_async", "synchronize"]
+__all__ = ["AsyncRuntime", "AsyncTensor", "MIN_VERSION", "StaleParameterError", "TESTED_VERSIONS",
+           "UnsupportedTorchError", "asynchronous", "check_torch", "current_runtime", "make_async", "synchronize"]

@@ -14,29 +14,27 @@ It pushes a ``TorchDispatchMode`` that sends every op of this thread to the bloc
 first error none of them raised yet (as the engine's ``with`` block does); tensors made inside
 stay usable after it, as ordinary tensors whose ops run at once.
 
-While a block is open, torch's global RNG functions (``torch.manual_seed``, ``seed``,
-``get_rng_state``, ``set_rng_state``, and their ``torch.random`` twins) first wait for the random
-ops already queued -- their state is shared with the workers -- and ``torch.compile`` raises
-:class:`UnsupportedTorchError` (it cannot trace storage-less tensors).
+While a block is open a few torch functions behave differently (:mod:`._guards`: the RNG
+functions wait for queued random ops, ``torch.compile`` is refused, ...), and a fork first runs
+what was queued (:mod:`._fork`: DataLoader workers).
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
-import threading
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
-from ..engine import _gcfreeze as gc_freeze
 from ..engine._source import add_internal_dir
-from ._compat import UnsupportedTorchError, check_torch
+from . import _fork  # noqa: F401 - registers the fork hooks
+from ._compat import check_torch
+from ._guards import patch_torch, unpatch_torch
 from ._meta import warm
-from ._runtime import CACHE, WORKER_NICE, AsyncRuntime, check_flag, check_worker_nice, live_runtimes
-from ._state import GLOBAL_SETTERS
+from ._mode import _AsyncMode, _local, current_runtime
+from ._openmp import AUTO
+from ._runtime import CACHE, WORKER_NICE, AsyncRuntime, check_flag, check_team, check_worker_nice, live_runtimes
 
 __all__ = ["asynchronous", "synchronize", "current_runtime"]
 
@@ -45,108 +43,11 @@ __all__ = ["asynchronous", "synchronize", "current_runtime"]
 add_internal_dir(os.path.dirname(__file__))
 add_internal_dir(os.path.dirname(torch.__file__))
 
-_local = threading.local()  # .stack: this thread's open runtimes, innermost last
-
-
-class _AsyncMode(TorchDispatchMode):
-    """Every op of this thread goes to ``rt.dispatch``."""
-
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:  # torch wraps handlers in a dynamo guard: 9 us per op
-        return False
-
-    def __init__(self, rt: AsyncRuntime) -> None:
-        super().__init__()
-        self.rt = rt
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        return self.rt.dispatch(func, args, kwargs or {})
-
-
-# -- the RNG functions and torch.compile, while a block is open ---------------------------------
-_RNG_FUNCS = ("manual_seed", "seed", "get_rng_state", "set_rng_state")
-_patch_lock = threading.Lock()
-_patched: dict[tuple[Any, str], Callable] = {}
-_open_blocks = [0]
-
-
-def _rng_guard(fn: Callable) -> Callable:
-    @functools.wraps(fn)
-    def guarded(*args: Any, **kwargs: Any) -> Any:
-        for rt in live_runtimes():
-            rt.wait_rng(f"RNG state ({fn.__name__})")
-        return fn(*args, **kwargs)
-    guarded.__wrapped_by_d2l_async__ = True
-    return guarded
-
-
-def _setting_guard(fn: Callable) -> Callable:
-    """A process-wide setting (``set_default_dtype``, ...): every queued op runs under the old
-    value first (see ._state); cached metadata made under the old default dtype is dropped."""
-    @functools.wraps(fn)
-    def guarded(*args: Any, **kwargs: Any) -> Any:
-        for rt in live_runtimes():
-            rt.drain(f"torch.{fn.__name__}")
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            CACHE.check_default_dtype()
-    guarded.__wrapped_by_d2l_async__ = True
-    return guarded
-
-
-def _no_compile(*args: Any, **kwargs: Any) -> Any:
-    raise UnsupportedTorchError(
-        "torch.compile is not supported inside `with d2l_async.asynchronous():` (its tensors have no "
-        "storage to trace); compile outside the block, or leave the block for the compiled part")
-
-
-def _patch() -> None:
-    with _patch_lock:
-        _open_blocks[0] += 1
-        if _open_blocks[0] > 1:
-            return
-        gc_freeze.hold()  # queued ops outlive young collections: see engine._gcfreeze
-        for mod in (torch, torch.random):
-            for name in _RNG_FUNCS:
-                fn = getattr(mod, name, None)
-                if fn is not None and not getattr(fn, "__wrapped_by_d2l_async__", False):
-                    _patched[(mod, name)] = fn
-                    setattr(mod, name, _rng_guard(fn))
-        for name in GLOBAL_SETTERS:
-            fn = getattr(torch, name, None)
-            if fn is not None and not getattr(fn, "__wrapped_by_d2l_async__", False):
-                _patched[(torch, name)] = fn
-                setattr(torch, name, _setting_guard(fn))
-        from ._module import lazy_patches  # ._module imports this module
-        for owner, name, new in lazy_patches():
-            _patched[(owner, name)] = owner.__dict__[name]
-            setattr(owner, name, new)
-        _patched[(torch, "compile")] = torch.compile
-        torch.compile = _no_compile
-
-
-def _unpatch() -> None:
-    with _patch_lock:
-        _open_blocks[0] -= 1
-        if _open_blocks[0] > 0:
-            return
-        for (mod, name), fn in _patched.items():
-            setattr(mod, name, fn)
-        _patched.clear()
-        gc_freeze.release()
-
 
 # -- the public functions --------------------------------------------------------------------
-def current_runtime() -> AsyncRuntime | None:
-    """The innermost open ``asynchronous()`` block of this thread (None outside one)."""
-    stack = getattr(_local, "stack", None)
-    return stack[-1] if stack else None
-
-
 @contextlib.contextmanager
 def _block(workers: int, record: bool, torch_threads: int | None, worker_nice: int,
-           free_frontend_team: bool) -> Iterator[AsyncRuntime]:
+           free_frontend_team: bool | str) -> Iterator[AsyncRuntime]:
     check_torch()
     warm()  # the first block only: meta kernels' imports, paid before the first op (see ._meta.warm)
     CACHE.check_default_dtype()  # set outside a block since the cache was filled
@@ -155,7 +56,7 @@ def _block(workers: int, record: bool, torch_threads: int | None, worker_nice: i
     mode = _AsyncMode(rt)
     stack = _local.__dict__.setdefault("stack", [])
     stack.append(rt)
-    _patch()
+    patch_torch()
     ok = False
     try:
         with mode:
@@ -169,7 +70,7 @@ def _block(workers: int, record: bool, torch_threads: int | None, worker_nice: i
             finally:
                 rt.shutdown(wait=ok, timeout=30.0)
         finally:
-            _unpatch()
+            unpatch_torch()
             stack.remove(rt)
 
 
@@ -193,11 +94,14 @@ class asynchronous(contextlib.ContextDecorator):  # noqa: N801 - reads as a stat
             the same cores would, as often as not, and the loop would not run ahead.  Linux only
             (elsewhere the workers keep the frontend's priority); ``rt.worker_nice`` says what the
             OS granted.
-        free_frontend_team: free your thread's torch (OpenMP) threads while the block is open
-            (default True): they idle, as every op is queued, and would make the worker's own
-            sleep between parallel kernels (a small kernel then costs 10x more).  torch starts
-            them again at your next parallel op after the block; results are unchanged.  GNU
-            libgomp only (Linux wheels); ``rt.frontend_team_freed`` says whether it was done.
+        free_frontend_team: free your thread's torch (OpenMP) threads while the block is open:
+            they idle, as every op is queued, and on an idle machine would make the worker's own
+            sleep between parallel kernels (a small kernel then costs 10x more); on a busy one
+            the freed worker team spins against the other processes (a small kernel then costs
+            20-100x more).  ``"auto"`` (default): freed only when no other process wants the
+            CPUs as the block opens; True/False force it.  torch starts them again at your next
+            parallel op after the block; results are unchanged.  GNU libgomp only (Linux
+            wheels); ``rt.frontend_team_freed`` says whether it was done.
 
     Blocking points (the frontend waits, recorded with your line): ``print``, ``.item()``,
     ``float()``/``bool()``/``if t:``, ``.numpy()``, ``.tolist()``, data-dependent shapes
@@ -206,11 +110,11 @@ class asynchronous(contextlib.ContextDecorator):  # noqa: N801 - reads as a stat
     """
 
     def __init__(self, workers: int = 1, *, record: bool = True, torch_threads: int | None = None,
-                 worker_nice: int = WORKER_NICE, free_frontend_team: bool = True) -> None:
+                 worker_nice: int = WORKER_NICE, free_frontend_team: bool | str = AUTO) -> None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers={workers!r}: pass a positive int (worker threads)")
         check_flag("record", record)
-        check_flag("free_frontend_team", free_frontend_team)
+        check_team(free_frontend_team)
         check_worker_nice(worker_nice)  # at once, as for workers and record: a decorator fails where it is made
         self.workers = workers
         self.record = record

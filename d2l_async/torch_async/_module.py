@@ -1,24 +1,34 @@
-"""Make an ``nn.Module``'s parameters asynchronous, without ``Module._apply``.
+"""Make an ``nn.Module``'s parameters asynchronous *in place*: every holder keeps working.
 
 Parameters made outside an ``asynchronous()`` block are plain tensors; every optimizer step writes
 into them, and a write into a plain tensor runs synchronously (other code may read its memory
-directly), so a training loop would block at every step.  :func:`make_async` swaps each parameter
-and buffer for an asynchronous one holding the same data (no copy), so the loop runs queued.
+directly), so a training loop would block at every step.  :func:`make_async` turns each parameter
+and buffer into an asynchronous one holding the same data (no copy), so the loop runs queued.
 
-It swaps them explicitly, module by module (``module._parameters[name] = ...``), because
-``Module._apply`` -- behind ``.to()``, ``.double()``, ``.cpu()`` -- assigns ``param.data``, which
-on a storage-less tensor crashed the interpreter in the feasibility prototype (issue 14).  For the
-same reason an asynchronous model's ``_apply`` is replaced by one that converts each tensor with
-an ordinary (queued) op and swaps it in the same explicit way.
+In place, because a parameter is held by more than its module: the optimizer made before it
+(``d2l.Trainer.fit`` calls ``configure_optimizers()`` before the first batch), a second module
+that shares it (tied weights: GPT-2's ``lm_head``/``wte``, BERT's decoder, T5's ``shared``), the
+reader's own ``w = net.weight``.  ``torch.utils.swap_tensors`` -- what
+``torch.__future__.set_swap_module_params_on_conversion(True)`` uses -- swaps the *contents* of
+two tensor objects, so the ``Parameter`` object stays the same and becomes asynchronous; a
+parameter reached twice is swapped once, so ``parameters()`` and the optimizer's state stay
+eager's.  Where torch refuses the swap (a weak reference to the parameter, or more references to
+its data than an autograd graph's one), the module gets a new parameter instead and the old object
+is marked: an optimizer step that would update it raises :class:`StaleParameterError`, saying
+what to do, instead of training a tensor nobody reads.
 
-Lazy modules (``nn.LazyLinear``, ``nn.LazyConv2d``: LeNet, the book's ResNet and RNN models)
+Lazy modules (``nn.LazyLinear``, ``nn.LazyConv2d``: the book's concise models, LeNet, ResNet blocks)
 hold *uninitialized* parameters until their first forward.  While a block is open
 (:func:`lazy_patches`, installed by :mod:`._context`) such a parameter is made and materialized as
 a plain tensor -- ``torch.Tensor._make_subclass`` refuses a storage-less tensor -- and once the
 module's ``initialize_parameters`` has run (its random init: blocking points, in program order)
-the module's parameters are swapped for asynchronous ones, before the forward that uses them.
-:func:`make_async` leaves uninitialized parameters alone: the same swap happens when they are
-initialized inside a block.
+each parameter is made asynchronous in place, before the forward that uses them.
+:func:`make_async` leaves uninitialized parameters alone: that happens when they are initialized
+inside a block.
+
+Conversions (``model.double()``, ``.to(dtype)``) go through torch's own ``Module._apply``: it
+assigns ``param.data``, which an asynchronous tensor follows with a queued op
+(``AsyncTensor.data``), and a plain tensor follows by waiting for the new data (see ._context).
 """
 
 from __future__ import annotations
@@ -29,53 +39,139 @@ from typing import Any, Callable, Iterator
 import torch
 from torch import nn
 from torch.nn.parameter import UninitializedTensorMixin
+from torch.optim.optimizer import register_optimizer_step_pre_hook
 from torch.utils._python_dispatch import _disable_current_modes
 
-from ._context import current_runtime
+from ._mode import current_runtime
+from ._meta import meta_of
 from ._runtime import AsyncRuntime
-from ._tensor import AsyncTensor
+from ._tensor import _FIELDS, AsyncTensor
 
-__all__ = ["make_async", "lazy_patches"]
+__all__ = ["make_async", "lazy_patches", "StaleParameterError"]
 
-
-def _swap(module: nn.Module, convert: Callable[[torch.Tensor], torch.Tensor]) -> None:
-    for m in module.modules():
-        for name, p in list(m._parameters.items()):
-            if p is None or isinstance(p, UninitializedTensorMixin):  # swapped once initialized
-                continue
-            new = nn.Parameter(convert(p.detach()), requires_grad=p.requires_grad)
-            if p.grad is not None:
-                new.grad = convert(p.grad.detach())
-            m._parameters[name] = new
-        for name, b in list(m._buffers.items()):
-            if b is not None and not isinstance(b, UninitializedTensorMixin):
-                m._buffers[name] = convert(b)
-        m._apply = _safe_apply(m)
+#: marks a parameter object that was replaced rather than swapped in place (its reason)
+_STALE = "_d2l_async_replaced"
 
 
-def _safe_apply(module: nn.Module) -> Callable:
-    def _apply(fn: Callable, recurse: bool = True) -> nn.Module:  # noqa: ARG001 - Module._apply's signature
-        _swap(module, lambda t: fn(t))
-        return module
-    return _apply
+class StaleParameterError(RuntimeError):
+    """An optimizer would update a parameter that ``make_async`` had to replace, not swap in place.
+
+    Attributes:
+        parameter: where it was (``"Linear.weight"``).
+        reason: why torch refused to swap it in place.
+    """
+
+    def __init__(self, message: str, parameter: str, reason: str) -> None:
+        super().__init__(message)
+        self.parameter = parameter
+        self.reason = reason
 
 
 def _adopter(rt: AsyncRuntime) -> Callable[[torch.Tensor], torch.Tensor]:
+    """Plain tensor -> a finished asynchronous tensor over the same memory (no op to wait for).
+
+    One variable per storage (the runtime's plain variable): two parameters that are views of
+    one buffer, or a tensor the block already read as plain, stay ordered against each other."""
     def adopt(t: torch.Tensor) -> torch.Tensor:
         if type(t) is AsyncTensor:
-            return t if t._rt is rt else rt.adopt(t._rt.value(t, "make_async"))
-        if t.device.type != "cpu":
+            if t._rt is rt:
+                return t
+            t = t._rt.value(t, "make_async")  # another block's tensor: its data
+        elif t.device.type != "cpu":
             raise ValueError(f"make_async: a tensor on {t.device}; asynchronous() runs CPU tensors "
                              "(CUDA is asynchronous already)")
-        return rt.adopt(t)
+        with _disable_current_modes():
+            real = t.detach()
+        return AsyncTensor.make(rt, meta_of(real), rt._plain_var(real), real)
     return adopt
 
 
+def _swap_in_place(old: torch.Tensor, new: torch.Tensor) -> str:
+    """Make the object ``old`` hold ``new``'s tensor (identity kept); "" or why torch refused.
+
+    ``new`` must have no queued op that fills it (its worker would fill the other object)."""
+    for k, v in old.__dict__.items():  # the reader's attributes (and Buffer's persistent) stay
+        if k not in _FIELDS and k not in new.__dict__:  # AsyncTensor's fields are new's
+            new.__dict__[k] = v
+    try:
+        torch.utils.swap_tensors(old, new)
+    except RuntimeError as exc:
+        return str(exc).splitlines()[0]
+    return ""
+
+
+def _make_param(t: torch.Tensor, requires_grad: bool) -> torch.Tensor:
+    if type(t) is AsyncTensor:  # nn.Parameter(t) would queue a detach: its output is pending
+        t.requires_grad_(requires_grad)
+        t._is_param = True
+        return t
+    return nn.Parameter(t, requires_grad=requires_grad)
+
+
+def _convert_all(module: nn.Module, convert: Callable[[torch.Tensor], torch.Tensor]) -> None:
+    """Every parameter (and its grad) and buffer of ``module``, converted in place; each once."""
+    done: dict[int, torch.Tensor] = {}  # id(original) -> what its holders must hold now
+    rnns = [m for m in module.modules() if isinstance(m, nn.RNNBase)]
+    for m in rnns:  # an RNN keeps weak references to its weights; RNNBase._apply drops them too
+        m._flat_weight_refs = []
+    for m in module.modules():
+        for table, is_param in ((m._parameters, True), (m._buffers, False)):
+            for name, old in list(table.items()):
+                if old is None or isinstance(old, UninitializedTensorMixin):  # converted once initialized
+                    continue
+                now = done.get(id(old))
+                if now is None:
+                    now = done[id(old)] = _convert_one(old, convert, is_param, f"{type(m).__name__}.{name}")
+                if now is not old:
+                    table[name] = now  # the fallback: a replacement, the same one for every holder
+    for m in rnns:
+        m._init_flat_weights()
+
+
+def _convert_one(old: torch.Tensor, convert: Callable, is_param: bool, where: str) -> torch.Tensor:
+    with torch.no_grad():
+        data = convert(old)
+    if data is old:
+        return old
+    new = _make_param(data, old.requires_grad) if is_param else data
+    if old.grad is not None:
+        new.grad = convert(old.grad)
+    why = _swap_in_place(old, new)
+    if not why:
+        return old
+    old.__dict__[_STALE] = (where, why)
+    _guard_optimizers()
+    return new
+
+
+_GUARD: list = []
+
+
+def _guard_optimizers() -> None:
+    """From the first replacement on: an optimizer step over a replaced parameter raises."""
+    if not _GUARD:
+        _GUARD.append(register_optimizer_step_pre_hook(_check_step))
+
+
+def _check_step(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            stale = p.__dict__.get(_STALE)
+            if stale is not None:
+                where, why = stale
+                raise StaleParameterError(
+                    f"{type(optimizer).__name__}.step() would update {where}, which make_async could not make "
+                    f"asynchronous in place ({why}), so the module holds a new parameter: this one would train "
+                    "nothing. Make the optimizer after make_async(model), or drop what holds the parameter "
+                    "(a weak reference, the output of an earlier forward) before make_async", where, why)
+
+
 def make_async(module: nn.Module, runtime: AsyncRuntime | None = None) -> nn.Module:
-    """Swap ``module``'s parameters and buffers for asynchronous ones (same data, no copy); returns it.
+    """Make ``module``'s parameters and buffers asynchronous, in place (same objects, same data); returns it.
 
     Call it inside the ``asynchronous()`` block that will train the model (or pass its runtime).
-    Optimizers must be created *after* it: they hold the parameter objects.
+    Optimizers made before it keep working (they hold the same parameter objects), and tied
+    weights stay tied.
 
     Raises:
         RuntimeError: outside any block and without ``runtime``.
@@ -87,8 +183,7 @@ def make_async(module: nn.Module, runtime: AsyncRuntime | None = None) -> nn.Mod
     if rt is None or rt.closed:
         raise RuntimeError("make_async(model) needs an open block: call it inside "
                            "`with d2l_async.asynchronous():`, or pass runtime=")
-
-    _swap(module, _adopter(rt))
+    _convert_all(module, _adopter(rt))
     return module
 
 
@@ -103,13 +198,13 @@ def _without_modes(fn: Callable) -> Callable:
     return plain
 
 
-def _then_swap(fn: Callable) -> Callable:
+def _then_make_async(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def initialize_parameters(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
         out = fn(self, *args, **kwargs)
         rt = current_runtime()
         if rt is not None and not rt.closed and not getattr(self, "has_uninitialized_params", lambda: False)():
-            _swap(self, _adopter(rt))  # before the forward that reads them (autograd holds the objects)
+            _convert_all(self, _adopter(rt))  # in place, before the forward that reads them
         return out
     return initialize_parameters
 
@@ -133,5 +228,5 @@ def lazy_patches() -> list[tuple[Any, str, Any]]:
     for cls in {LazyModuleMixin, *_subclasses(LazyModuleMixin)}:
         fn = cls.__dict__.get("initialize_parameters")
         if fn is not None and callable(fn):
-            patches.append((cls, "initialize_parameters", _then_swap(fn)))
+            patches.append((cls, "initialize_parameters", _then_make_async(fn)))
     return patches

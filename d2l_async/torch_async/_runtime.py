@@ -46,8 +46,9 @@ sees every earlier write and its error is eager torch's own, at the same line):
   (``._schema._META_DISAGREES``, found by the OpInfo suite).
 
 What runs at once on the frontend, neither queued nor waited for: the profiler's
-``record_function`` markers, and in-place ops and ``.item()`` on idle *host scalars*
-(``torch.tensor(number)``, see ``._sync.SyncPaths.try_here``).  Each op runs on the worker under
+``record_function`` markers, in-place ops and ``.item()`` on idle *host scalars*
+(``torch.tensor(number)``, see ``._sync.SyncPaths.try_here``), and the few ops a lazy layer's
+uninitialized parameter allows (``.data``: it has no data yet).  Each op runs on the worker under
 the frontend's state at push (:mod:`._state`).  A fresh output whose data has another shape than
 the meta kernel promised fails its op (raised at the next blocking point), never silently.
 
@@ -57,10 +58,12 @@ Ops on CUDA tensors pass through unchanged: CUDA is asynchronous already.
 from __future__ import annotations
 
 import itertools
+import math
 import threading
 from typing import Any, Sequence
 
 import torch
+from torch.nn.parameter import UninitializedTensorMixin
 
 from ..engine._deps import split_access
 from ..engine._observer import Recorder
@@ -69,6 +72,7 @@ from ..engine._scheduler import Scheduler
 from ..engine._worker import lower_priority
 from ..trace import Trace
 from ._meta import MetaCache, compute_specs, meta_of
+from ._openmp import AUTO, others_runnable, should_free, usable_cpus
 from ._openmp import free_frontend_team as _free_team
 from ._order import OrderedReady
 from ._schema import func_info
@@ -84,6 +88,7 @@ _ESCAPED = "memory shared with a numpy array (.numpy())"
 #: One metadata cache for every runtime: output metadata does not depend on who asks.
 CACHE = MetaCache()
 _make = AsyncTensor.make
+_LAZY = "an uninitialized (lazy) parameter"
 #: How many steps of OS priority (``nice``) the workers give up to the frontend (Linux only; see
 #: :func:`d2l_async.engine._worker.lower_priority`).  On 2 cores the worker and its torch thread
 #: otherwise take the frontend's CPU as often as not: the book's MLP loop returned after 49-52 %
@@ -97,6 +102,14 @@ def check_worker_nice(worker_nice: Any) -> int:
     if isinstance(worker_nice, bool) or not isinstance(worker_nice, int) or not 0 <= worker_nice <= 19:
         raise ValueError(f"worker_nice={worker_nice!r}: pass an int from 0 (the frontend's priority) to 19")
     return worker_nice
+
+
+def check_team(value: Any) -> bool | str:
+    """``free_frontend_team`` as :class:`AsyncRuntime` and ``asynchronous()`` take it, or a TypeError."""
+    if value is True or value is False or (isinstance(value, str) and value == AUTO):
+        return value
+    raise TypeError(f"free_frontend_team={value!r}: pass True, False or {AUTO!r} (the default: freed only when no "
+                    "other process wants the CPUs, see d2l_async.torch_async._openmp)")
 
 
 def check_flag(name: str, value: Any) -> bool:
@@ -142,22 +155,30 @@ class AsyncRuntime(SyncPaths, OrderedReady):
             frontend, as a device never takes the frontend's CPU (0: none; Linux only).
         free_frontend_team: free the calling (frontend) thread's OpenMP threads, which idle
             while ops are queued and would make the workers' threads sleep between parallel
-            kernels (:mod:`._openmp`; GNU libgomp only).  Done only when the workers use more
-            than one torch thread.
+            kernels (:mod:`._openmp`; GNU libgomp only).  ``"auto"`` (default): only when no other
+            process wants the CPUs as the block opens -- under load a freed team is the slow one.
+            Done only when the workers use more than one torch thread.
     """
 
     engine_kind = "torch"
 
     def __init__(self, *, workers: int = 1, record: bool = True, torch_threads: int | None = None,
-                 worker_nice: int = WORKER_NICE, free_frontend_team: bool = True) -> None:
-        n = torch.get_num_threads() if torch_threads is None else torch_threads
+                 worker_nice: int = WORKER_NICE, free_frontend_team: bool | str = AUTO) -> None:
+        # asked first in any case: torch sets a thread's count from a process-wide value on its first
+        # parallel call, and the workers' set_num_threads(torch_threads) changes that value -- a
+        # frontend that had not asked yet ran single-threaded after a torch_threads=1 block
+        frontend = torch.get_num_threads()
+        n = frontend if torch_threads is None else torch_threads
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"torch_threads={torch_threads!r}: pass a positive int, or None for the frontend's")
         check_worker_nice(worker_nice)
-        check_flag("free_frontend_team", free_frontend_team)
+        check_team(free_frontend_team)
         self.torch_threads = n
+        #: other processes' runnable tasks as the block opened (None: not asked, or unknown)
+        self.others_runnable = others_runnable() if free_frontend_team == AUTO and n > 1 else None
         #: whether the frontend's OpenMP threads were freed for this block (see ._openmp)
-        self.frontend_team_freed = free_frontend_team and n > 1 and _free_team()
+        self.frontend_team_freed = should_free(free_frontend_team, n, usable_cpus(), self.others_runnable) and \
+            _free_team()
         granted = self._nice_granted = [0]  # set by each worker as it starts
 
         def thread_init() -> None:  # refers to no runtime: a worker holds none while it lives
@@ -305,6 +326,8 @@ class AsyncRuntime(SyncPaths, OrderedReady):
         if slow:
             if slow == "cuda":
                 return self._passthrough(func, args, kwargs)
+            if slow is _LAZY:
+                return self.run_uninitialized(func, args, kwargs)
             if slow.startswith("a tensor of another"):
                 args, kwargs = self._foreign(args, kwargs)
                 return self.dispatch(func, args, kwargs, depth + 1)
@@ -314,11 +337,19 @@ class AsyncRuntime(SyncPaths, OrderedReady):
             if done:
                 return res
         entry = None
+        if info.learn:
+            key.append(_grad_enabled())  # the workspace exists only under grad mode
         if not info.meta_changing:
             try:
                 entry = CACHE.entries.get(tuple(key))
             except TypeError:  # an unhashable argument: no caching for this call
                 key = None
+        if entry is None and info.learn:  # the meta kernel cannot say: one real run can (._schema)
+            res = self.run_sync(func, args, kwargs, f"output sizes known only at run time: {info.name}", depth + 1)
+            learned = _learned_specs(res, leaves)
+            if learned is not None and key is not None:
+                CACHE.put(tuple(key), learned)
+            return res
         if entry is None:
             try:
                 entry = compute_specs(func, args, kwargs, leaves, [t._m if type(t) is AsyncTensor else meta_of(t)
@@ -409,6 +440,9 @@ class AsyncRuntime(SyncPaths, OrderedReady):
             return "cuda"
         if t.is_nested or t.layout is not torch.strided:  # no meta kernels, no sizes to cache
             return f"a {'nested' if t.is_nested else str(t.layout).replace('torch.', '')} tensor"
+        if isinstance(t, UninitializedTensorMixin):  # a lazy layer's, before its first forward: it
+            # has no shape to ask (the book's LinearRegression writes `weight.data.normal_()`, §3.5)
+            return _LAZY
         if written:
             return "write to a plain tensor"
         return ""
@@ -421,12 +455,34 @@ class AsyncRuntime(SyncPaths, OrderedReady):
             raise EngineError("recording is off; use asynchronous(record=True) to get a trace")
         return self._recorder.trace(pending=self.statistics().pending, frontend="plain PyTorch",
                                     torch_threads=self.torch_threads, worker_nice=self.worker_nice,
-                                    frontend_team_freed=self.frontend_team_freed)
+                                    frontend_team_freed=self.frontend_team_freed,
+                                    others_runnable_at_open=self.others_runnable)
 
     def __repr__(self) -> str:
         s = self.statistics()
         state = "finished" if self.closed else f"{s.pending} pending, {s.done} done, {s.failed} failed"
         return f"<asynchronous torch on {self.workers} worker thread(s) of this CPU: {state}>"
+
+
+_grad_enabled = torch.is_grad_enabled
+
+
+def _learned_specs(res: Any, leaves: list) -> tuple | None:
+    """A cache entry from the outputs of a real run: fresh tensors or None only (else None: an
+    output that aliases an input is not learned, the op keeps running synchronously)."""
+    flat = res if type(res) is tuple else None
+    if flat is None:
+        return None
+    inputs = {id(t._var) for t in leaves if type(t) is AsyncTensor}
+    specs = []
+    for o in flat:
+        if o is None:
+            specs.append(("none",))
+        elif type(o) is AsyncTensor and id(o._var) not in inputs and o._own is None:
+            specs.append(("new", o._m, math.prod(o._m[0]) * o._m[3].itemsize))
+        else:
+            return None
+    return 1, tuple(specs), None
 
 
 set_dispatch(dispatch_any)

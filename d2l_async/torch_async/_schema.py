@@ -19,7 +19,9 @@ op is queued:
   not a tensor; waiting for them made every step a full barrier, issue 19 item 4).  Like a
   CUDA program's markers, they stamp the time the frontend *queues* the work;
 * ``query``: a metadata question (``sym_size``, ``dim``, ``is_contiguous``): answered from the
-  wrapper's metadata without touching data.
+  wrapper's metadata without touching data;
+* ``learn``: an output's size is known only to the CPU kernel (oneDNN's LSTM workspace): the
+  first call per input metadata runs synchronously and teaches the cache its real output metadata.
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ class FuncInfo:
     kind: str          # "op" or "copy" (how traces draw it)
     lift: bool         # torch.tensor(data)'s lift_fresh: the data exists already
     here: bool = False  # run on the frontend at once: profiler markers (no data, no wait)
+    learn: bool = False  # output metadata learned from a real run, once per input metadata
+    host_outputs: frozenset = frozenset()  # positions of outputs left plain (C++ reads their memory)
     call: Any = None   # what a worker calls: the overload's C callable (``OpOverload._op``), one
     # Python frame (OpOverload.__call__, which only forwards to it) fewer per queued op
 
@@ -70,6 +74,18 @@ _EXTRA_WRITES = {"native_batch_norm": {3, 4}}
 #: OpInfo suite, tests/torch_async/test_opinfo.py): run synchronously, the outputs wrapped from the
 #: real results.  (``native_batch_norm`` in eval is corrected in ._meta instead: it is common.)
 _META_DISAGREES = {"_native_batch_norm_legit", "_embedding_bag", "_embedding_bag_forward_only"}
+#: Ops with an output whose size only the CPU kernel knows, a function of the input metadata and grad
+#: mode: ``mkldnn_rnn_layer``'s workspace (every ``nn.LSTM`` forward on a CPU) is what oneDNN asks for
+#: at run time (28,672 bytes for 5 x 3 x 4 -> 8, 18 MB for 35 x 32 x 4 -> 256; its meta kernel
+#: promises 0) and undefined without grad mode.  The first call for each metadata runs synchronously
+#: and its outputs' metadata is cached; later calls are queued with the right promise (._runtime).
+_LEARN_SHAPES = {"mkldnn_rnn_layer"}
+#: Ops with outputs that C++ kernels read from memory before any op is dispatched -- host tensors,
+#: as a CUDA program keeps them on the CPU: ``_pack_padded_sequence``'s ``batch_sizes``, which
+#: ``nn.LSTM``/``nn.GRU`` on a ``PackedSequence`` and ``pad_packed_sequence`` read (a storage-less
+#: wrapper failed them with "data is not allocated yet").  They run synchronously and those outputs
+#: stay plain tensors.
+_HOST_OUTPUTS = {"_pack_padded_sequence": frozenset({1})}
 
 
 def func_info(func) -> FuncInfo:
@@ -109,6 +125,8 @@ def _compute(func) -> FuncInfo:
     if not query:
         if name in _META_DISAGREES:
             sync = f"meta kernel disagrees: {name}"
+        elif name in _HOST_OUTPUTS:
+            sync = f"an output C++ reads from memory: {name}"
         elif name == "set_":  # shares another storage (torch.load's rebuild): vars follow, see _sync
             sync = "set_"
         elif non_tensor:
@@ -124,4 +142,5 @@ def _compute(func) -> FuncInfo:
                     seeded=torch.Tag.nondeterministic_seeded in tags, sync=sync,
                     meta_changing=meta_changing, query=query, has_generator=has_generator,
                     has_device=has_device, kind=kind, lift=name in ("lift_fresh", "lift"),
-                    here=func.namespace == "profiler", call=getattr(func, "_op", func))
+                    here=func.namespace == "profiler", call=getattr(func, "_op", func),
+                    learn=name in _LEARN_SHAPES, host_outputs=_HOST_OUTPUTS.get(name, frozenset()))

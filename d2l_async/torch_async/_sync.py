@@ -131,6 +131,15 @@ class SyncPaths:
         ra, rk = map_tensors(args, kwargs, lambda t: self.value(t, "to CUDA") if type(t) is AsyncTensor else t)
         return func(*ra, **rk)
 
+    def run_uninitialized(self, func, args: tuple, kwargs: dict) -> Any:
+        """An op on a lazy layer's uninitialized parameter -- one of the few its
+        ``__torch_function__`` lets through (``.data``, ``.to``): it has no data to order, so it
+        runs now, as in eager torch, and its output is as plain as eager's."""
+        ra, rk = map_tensors(args, kwargs, lambda t: self.value(t, "uninitialized parameter")
+                             if type(t) is AsyncTensor else t)
+        with torch._C.DisableTorchFunctionSubclass():  # its __torch_function__ allowed it already
+            return func(*ra, **rk)
+
     def rebind(self, t: AsyncTensor, value: AsyncTensor) -> None:
         """``t.data = value``: from now on ``t`` stands for ``value``'s data (an op sets it).
 
@@ -231,6 +240,9 @@ class SyncPaths:
             real = _real(t)
             if isinstance(real, torch.Tensor):
                 by_real.setdefault(id(real), t)
+        if info.host_outputs and type(res) is tuple:  # outputs C++ reads from memory stay plain
+            return tuple(r if i in info.host_outputs else self._wrap_results(r, leaves, by_real)
+                         for i, r in enumerate(res))
         return self._wrap_results(res, leaves, by_real)
 
     def _wrap_results(self, res: Any, leaves: list, by_real: dict) -> Any:

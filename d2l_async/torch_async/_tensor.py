@@ -31,17 +31,20 @@ wait for the queued ops that *read* it: a write through the array is never seen 
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Callable
 
 import torch
 
-from ._meta import set_bits
+from ._meta import meta_of, set_bits
 
 __all__ = ["AsyncTensor", "set_dispatch", "set_meta"]
 
 _CPU = torch.device("cpu")
 _DISPATCH: list[Callable] = []
 _DATA = torch._C.TensorBase.data  # the C descriptor behind Tensor.data
+#: the fields above: the wrapper's own state, never copied onto another tensor
+_FIELDS = frozenset(("_m", "_var", "_own", "_op", "_real", "_rt", "_host"))
 
 
 def set_meta(t: "AsyncTensor", m: tuple) -> None:
@@ -148,6 +151,9 @@ class AsyncTensor(torch.Tensor):
     def __deepcopy__(self, memo: dict) -> torch.Tensor:
         if id(self) in memo:
             return memo[id(self)]
+        if not self.is_leaf:  # torch.Tensor.__deepcopy__'s rule, and its words
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                               "protocol at the moment.")
         real = self._read("deepcopy", lambda r: r.detach().clone())
         new = self._rt.adopt(real) if not self._rt.closed else real
         if self.requires_grad:
@@ -155,6 +161,9 @@ class AsyncTensor(torch.Tensor):
         if getattr(self, "_is_param", False):
             new = torch.nn.Parameter(new, requires_grad=self.requires_grad)
         memo[id(self)] = new
+        if self.grad is not None:
+            new.grad = copy.deepcopy(self.grad, memo)
+        new.__dict__.update(copy.deepcopy({k: v for k, v in self.__dict__.items() if k not in _FIELDS}, memo))
         return new
 
     @property
@@ -167,9 +176,14 @@ class AsyncTensor(torch.Tensor):
         # shape in C++; the data it stands for must follow, or the two disagree silently
         if not isinstance(value, torch.Tensor):
             raise TypeError(f"data must be a tensor, not {type(value).__name__}")
+        if self._rt.closed:  # after the block (model.double() then): the wrapper holds this data now
+            if type(value) is AsyncTensor:
+                value = value._rt.value(value, "assign .data")
+            real = value.detach()
+            set_meta(self, meta_of(real))
+            self._real, self._op, self._own, self._var = real, None, None, self._rt._var_new()
+            return
         if type(value) is not AsyncTensor:
-            if self._rt.closed:
-                raise RuntimeError("cannot assign .data of an asynchronous tensor after its block ended")
             value = self._rt.adopt(value)
         _DATA.__set__(self, value)
         self._rt.rebind(self, value)

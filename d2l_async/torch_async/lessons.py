@@ -10,13 +10,21 @@ itself with the usable CPUs and the load it was measured under.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any, Iterable
 
 from .. import lesson
 from .._verdict import compare, similar
+from .._words import fmt_time
 
 __all__ = ["returned_before_done", "narrow_waits", "blockers_recorded", "increments", "largest_stall"]
+
+
+def _at(source: str) -> str:
+    """`` (line 8)`` for a source ``"In[3]:8: b.item()"`` or ``"/tmp/x.py:8"``; the source itself otherwise."""
+    m = re.search(r":(\d+)(?=:|$)", str(source))
+    return f" (line {m.group(1)})" if m else (f" ({source})" if source else "")
 
 
 def _load(machine: Any) -> str:
@@ -40,7 +48,8 @@ def returned_before_done(returned_s: float, finished_s: float, eager_s: float, n
                        "small to hide it. Raise the size, or run where a core is spare.")),
         lesson.check(
             "queueing does not make the work faster: it takes about eager torch's time",
-            similar(finished_s, eager_s, tolerance=0.5) if finished_s > 0 and eager_s > 0 else False,
+            similar(finished_s, eager_s, tolerance=0.5, names=("queued", "eager"))
+            if finished_s > 0 and eager_s > 0 else False,
             shown=f"{finished_s * 1e3:.0f} ms queued vs {eager_s * 1e3:.0f} ms eager",
             otherwise=(f"the worker thread got less CPU than eager torch did ({_load(machine)}): other processes "
                        "or the frontend's own Python competed with it. Rerun when the machine is quiet."),
@@ -79,14 +88,15 @@ def blockers_recorded(blocks: Iterable[tuple[str, str, float]], expected: Iterab
     expected = list(expected)
     need, have = Counter(expected), Counter(r for r, _, _ in blocks)
     missing = [f"{r} ({have[r]} of {k})" for r, k in need.items() if have[r] < k]
-    waits = {r: [s for rr, _, s in blocks if rr == r] for r in need}
     unnamed = [r for r, src, _ in blocks if not src]
+    # every wait with its own line: float() and bool() are waits of reason "item" too, and one number per
+    # reason would show float()'s wait under .item()'s name
+    waits = ", ".join(f"{r} {fmt_time(s)}{_at(src)}" for r, src, s in blocks)
     return [
         lesson.check(  # a wait is recorded only when the value was not ready: recorded = waited
             "each blocker made the frontend wait for its product",
             not missing,
-            shown=(", ".join(f"{r} {max(w) * 1e3:.1f} ms" for r, w in waits.items() if w) or "no waits")
-            + f" (one product: {product_s * 1e3:.1f} ms eagerly)",
+            shown=(waits or "no waits") + f" (one product: {fmt_time(product_s)} eagerly)",
             otherwise=(f"not recorded: {', '.join(missing)}: the product was done before the blocker ran "
                        f"({_load(machine)})"
                        + ("; with one usable CPU the worker computes while the frontend waits for the CPU, "
@@ -146,23 +156,28 @@ def increments(sync_s: Any, async_s: Any, eager_s: Any, n: int, machine: Any = N
     stall_words = (f"one stall of {stall * 1e3:.0f} ms between two pushes was {share:.0%} of its loop: a pause of "
                    "the whole process (e.g. Python's garbage collector), not the worker's share of the CPU; rerun"
                    if share >= 0.3 else "")
+    speedup = sync_s / max(async_s, 1e-12)
     return [
         lesson.check(
             "asynchronous beats synchronous in plain torch too",
-            compare(async_runs, sync_runs) if async_s > 0 and sync_s > 0 else False,
+            # the ratio as the book prints it (synchronous / asynchronous, above 1 when asynchrony wins)
+            compare(sync_runs, async_runs, less=False, names=("synchronous", "asynchronous"))
+            if async_s > 0 and sync_s > 0 else False,
             shown=f"{us(sync_s):.1f} µs/op synchronous vs {us(async_s):.1f} µs/op asynchronous "
-                  f"({sync_s / max(async_s, 1e-12):.2f}x)",
+                  f"(synchronous / asynchronous = {speedup:.2f})",
             otherwise=stall_words or (f"the worker's share of the CPU was what limited both ({_load(machine)}): with "
                                       "one usable CPU the barrier after each op costs little more than the op. Rerun on "
                                       "a quiet machine."),
-            unclear=stall_words or (f"the runs overlap within their spread ({len(sync_runs)} and {len(async_runs)} "
-                                    f"run(s); one run each decides only beyond 2x; {_load(machine)}): on a shared CPU the "
-                                    "barrier's wake-up and the worker's turns vary by that much. Rerun on a quiet machine")),
+            unclear=stall_words or (f"{len(sync_runs)} and {len(async_runs)} run(s) ({_load(machine)}); one run each "
+                                    "decides only beyond 2x, and on a shared CPU the barrier's wake-up and the worker's "
+                                    "turns vary by that much. Rerun on a quiet machine")),
         lesson.check(
             "for a one-element op the frontend is the bottleneck: queueing costs more than eager torch's op",
-            compare(async_runs, eager_runs, less=False) if async_s > 0 and eager_s > 0 else False,
-            shown=f"{us(async_s):.1f} µs/op queued vs {us(eager_s):.1f} µs/op eager",
+            compare(async_runs, eager_runs, less=False, names=("queued", "eager"))
+            if async_s > 0 and eager_s > 0 else False,
+            shown=f"{us(async_s):.1f} µs/op queued vs {us(eager_s):.1f} µs/op eager "
+                  f"(queued / eager = {async_s / max(eager_s, 1e-12):.2f})",
             otherwise="eager torch was slower than queueing here, unlike on every machine measured so far: "
                       f"{_load(machine)}; rerun when the machine is quiet.",
-            unclear=f"queueing and eager torch within 2x of each other, one run each ({_load(machine)}): rerun"),
+            unclear=f"{_load(machine)}: rerun when the machine is quiet, or with more runs"),
     ]

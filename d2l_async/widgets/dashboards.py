@@ -35,6 +35,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from d2l_async._words import fmt_change, fmt_time
+
 from ._controls import backend_dropdown, blocker_dropdown, dropdown, expression_dropdown, int_slider, log_slider
 from ._dashboard import Dashboard
 from ._guards import all_guards, check_bytes, matmul_seconds, ops_guard, time_guard, workload_bytes
@@ -130,9 +132,10 @@ def sync_async_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashboa
 
     def timings(r: Any) -> Any:
         m = r.model
-        title = _title(f"Synchronous {r.sync.median:.3g} s vs asynchronous {r.async_.median:.3g} s ({r.ratio:.1f}x)",
-                       f"{r.ops:,} ops; bottleneck: {m.bottleneck} (t1 {m.t1 * 1e6:.3g} µs, "
-                       f"t2 {m.t2 * 1e6:.3g} µs per op, {m.t2_source})")
+        title = _title(f"Synchronous {fmt_time(r.sync.median)} vs asynchronous {fmt_time(r.async_.median)} "
+                       f"({r.ratio:.1f}x)",
+                       f"{r.ops:,} ops; bottleneck: {m.bottleneck} (t1 {fmt_time(m.t1)}, "
+                       f"t2 {fmt_time(m.t2)} per op, {m.t2_source})")
         return _viz().plot_measurements({"synchronous": r.sync, "asynchronous": r.async_}, title=title)
 
     def guard(values: Mapping[str, Any]) -> str | None:
@@ -217,8 +220,8 @@ def barrier_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashboard:
         return _viz().plot_measurements(
             {a: [r.waitall_next], b: [r.wait_to_read_next]},
             title=_title("From the barrier to the frontend's next useful statement",
-                         f"whole program: {r.waitall_total * 1e3:.0f} ms with {a}, "
-                         f"{r.wait_to_read_total * 1e3:.0f} ms with {b}"))
+                         f"whole program: {fmt_time(r.waitall_total)} with {a}, "
+                         f"{fmt_time(r.wait_to_read_total)} with {b}"))
 
     return Dashboard(
         experiment,
@@ -245,7 +248,7 @@ def blocker_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashboard:
         return _viz().plot_measurements(
             {"no blocker": r.baseline, blocker: r.per_call[blocker], "float() every step": r.every_step,
              "convert once at the end": r.once_at_end},
-            title=_title(f"One step with {blocker}(b)", f"{r.cost(blocker) * 1e6:+.0f} µs against no blocker"))
+            title=_title(f"One step with {blocker}(b)", f"{fmt_change(r.cost(blocker))} against no blocker"))
 
     return Dashboard(
         experiment,

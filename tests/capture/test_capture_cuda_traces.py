@@ -79,17 +79,29 @@ def test_capture_on_the_second_gpu_synchronizes_both(monkeypatch, tmp_path):
 
 
 def test_a_copy_to_pageable_memory_is_a_wait_not_a_launch(tmp_path):
-    """Finding 8: cudaMemcpyAsync into pageable memory holds the CPU until the copy is done."""
+    """Finding 8: cudaMemcpyAsync into pageable memory holds the CPU until the copy is done; .item()'s copy
+    into pinned memory returns at once and its cudaStreamSynchronize waits instead."""
     t = blocking_copies(C.blocker_demo(tmp_path))
     copies = t.where(kind="copy")
     assert len(copies) == 6
+    pageable = np.array([str(n).endswith("(Device -> Pageable)") for n in copies["name"]])
+    assert int(pageable.sum()) == 2  # the two .cpu() lines; .item(), float(), if and print copy into pinned memory
     calls = t.where(kind="block")
     held = calls["reason"] == BLOCKING_COPY_REASON
-    assert int(held.sum()) == 6
-    assert np.isin(copies["flow"], calls["flow"][held]).all()
-    assert "cudaMemcpyAsync" not in set(t.where(kind="launch")["name"])
+    assert int(held.sum()) == 2
+    assert np.isin(copies["flow"][pageable], calls["flow"][held]).all()
+    launched = t.where(kind="launch")
+    assert np.isin(copies["flow"][~pageable], launched["flow"]).all()  # pinned copies: launches
+    assert not np.isin(copies["flow"][pageable], launched["flow"]).any()
     by = blocked_time(t).set_index("reason")["total"]
-    assert by[BLOCKING_COPY_REASON] == pytest.approx(6 * 30e-6) and by["cudaStreamSynchronize"] == pytest.approx(6 * 4e-6)
+    # each pinned copy's wait is in its stream synchronize, which lasts until that copy is done
+    pinned_syncs = [i for i, (_, _, where) in enumerate(C.DEMO_COPIES) if where == "Pinned"]
+    syncs = calls.filter(calls["name"] == "cudaStreamSynchronize")
+    assert len(syncs) == 6
+    order = np.argsort(syncs["start"])
+    pinned_copies = copies.filter(~pageable)
+    assert (syncs["end"][order][pinned_syncs] >= np.sort(pinned_copies["end"])).all()
+    assert by[BLOCKING_COPY_REASON] == pytest.approx(float(np.sum(calls["end"][held] - calls["start"][held])))
 
 
 def test_copies_to_pinned_memory_and_to_the_device_stay_launches(tmp_path):
@@ -128,10 +140,11 @@ def test_the_capture_adds_the_cuda_facts_in_one_place(tmp_path):
 
     raw = C.blocker_demo(tmp_path)
     t = label_block_sources(blocking_copies(label_final_sync(raw)))
-    # the reader files the six copies into pageable memory as waits already (a trace file shows them too);
-    # the capture's steps keep them, add none and name the op behind each
-    assert int((raw["reason"] == BLOCKING_COPY_REASON).sum()) == int((t["reason"] == BLOCKING_COPY_REASON).sum()) == 6
-    assert int((t["kind"] == Kind.BLOCK.value).sum()) == int((raw["kind"] == Kind.BLOCK.value).sum()) == 13
+    # the reader files the two copies into pageable memory as waits already (a trace file shows them too);
+    # the capture's steps keep them, add none and name the op behind each; with the six stream syncs and the
+    # capture's own synchronize, nine waits
+    assert int((raw["reason"] == BLOCKING_COPY_REASON).sum()) == int((t["reason"] == BLOCKING_COPY_REASON).sum()) == 2
+    assert int((t["kind"] == Kind.BLOCK.value).sum()) == int((raw["kind"] == Kind.BLOCK.value).sum()) == 9
     assert blocking_copies(raw) is raw
     assert (t["source"][t["kind"] == Kind.BLOCK.value] != "").all()
 

@@ -56,6 +56,48 @@ def test_bad_arguments():
 
 
 # ---------------------------------------------------------------- lesson checks on synthetic results
+def _fake_runs(every, once, machine_spare=0.0):
+    from d2l_async._machine import Machine
+    from d2l_async.experiments import blockers as B
+    from d2l_async.experiments._common import make_measurement as mm
+
+    base = mm("no blocker", [20e-6] * 3)
+    per = {k: mm(k, [30e-6] * 3) for k in B.BLOCKERS}
+    m = Machine(2.0, 2, None, 2, 2.0, 2**30, None, (), busy_cpus=2.0 - machine_spare)
+    return B.BlockersResult(per, base, {"asnumpy": mm("a", [0.030] * 3), "item": mm("i", [0.031] * 3)},
+                            mm("every", every), mm("once", once), (), None, 1000, 300, "engine", "CPU engine", True, m)
+
+
+def test_a_cant_tell_about_converting_every_step_states_no_outcome():
+    """A notebook once read "? ... every step 18.67 ms vs once 12.74 ms (1.47x) -- Can't tell: ... a wait
+    per step costs almost nothing extra (a step takes ~51 µs either way)": the fail's reason, shown for a
+    can't tell beside a 1.47x gap and two different step times."""
+    from d2l_async.experiments import blockers as B
+    from tests.one_core import rules
+
+    r = _fake_runs([0.0187, 0.0110, 0.0250, 0.0150, 0.0300], [0.0127, 0.0200, 0.0100, 0.0160, 0.0120])
+    c = B.checks(r)[2]
+    assert c.holds is None
+    assert rules.check_problems(c) == []
+    paired = sorted(e / o for e, o in zip(r.every_step.raw, r.once_at_end.raw))
+    assert c.number("a") == "every step" and c.number("ratio") == pytest.approx(paired[2], rel=1e-6)
+
+
+def test_a_conversion_that_measured_below_zero_is_not_said_to_add_a_negative_time():
+    from d2l_async.experiments import blockers as B
+    from d2l_async.experiments._common import make_measurement as mm
+    from tests.one_core import rules
+
+    r = _fake_runs([0.02] * 3, [0.01] * 3)
+    per = {k: mm(k, [20e-6 - 1e-7] * 3) for k in B.BLOCKERS}  # 0.1 µs below the baseline
+    r = B.BlockersResult(per, *[getattr(r, f) for f in ("baseline", "book_style", "every_step", "once_at_end", "report",
+                                                        "trace", "steps", "size", "backend", "device", "virtual",
+                                                        "machine")])
+    c = B.checks(r)[0]
+    assert r.cost("item") < 0 and "adds nothing measurable" in c.shown
+    assert [p.rule for p in rules.check_problems(c)] == []
+
+
 def _fake(book_a, book_i, every, once, per_call_us=10.0):
     from d2l_async._machine import Machine
     from d2l_async.experiments import blockers as B
@@ -74,7 +116,8 @@ def test_checks_hold_on_the_books_shape():
 
     c = B.checks(_fake(0.030, 0.031, 0.050, 0.020))
     assert [x.holds for x in c] == [True, True, True]
-    assert "item / asnumpy = 1.03" in c[1].shown and "2.50x, medians, 50 steps" in c[2].shown
+    assert "item / asnumpy = 1.03" in c[1].shown and "every step / once at the end = 2.50" in c[2].shown
+    assert "50 steps" in c[2].shown and c[2].decided_by.startswith("compare: range of the paired ratios")
 
 
 def test_checks_explain_what_did_not_hold():

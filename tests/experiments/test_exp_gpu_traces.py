@@ -6,6 +6,7 @@ launch calls and flows, one or two GPUs) and asserts what the check must conclud
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import pytest
@@ -173,18 +174,24 @@ def test_cuda_facts_read_launch_latency_and_the_queue(tmp_path):
     from d2l_async.experiments._cuda_why import LAUNCH_QUEUE_CAP, cuda_facts
 
     keep_up = cuda_facts(C.increments(tmp_path, ops=50, launch_us=5, kernel_us=2))
-    assert keep_up.launches == 50 and keep_up.max_queue <= 1 and not keep_up.at_cap
-    assert keep_up.kernel_s == pytest.approx(2e-6) and keep_up.launch_s == pytest.approx(4e-6)
+    # the queue holds only the launches still on their way to the GPU (a launch takes 25 us to land): it
+    # never grows with the run
+    in_flight = math.ceil(C.LAUNCH_LATENCY_US / 5) + 1
+    assert keep_up.launches == 50 and keep_up.max_queue <= in_flight and not keep_up.at_cap
+    # the CPU spends 5 us per op (3 us of it in cudaLaunchKernel): the launch cost is the 5 us
+    assert keep_up.kernel_s == pytest.approx(2e-6) and keep_up.launch_s == pytest.approx(5e-6)
+    assert keep_up.launch_call_s == pytest.approx(3e-6)
     assert keep_up.waits == 0  # the run's final synchronize and the capture's are in nothing's way
     from d2l_async.capture import blocking_copies
 
     demo = C.blocker_demo(tmp_path)
-    # the stream syncs between the demo's six lines (not after the last launch) and the copies into pageable
-    # memory before them: the reader files those as waits (issue 18, finding 8), blocking_copies adds none
-    assert cuda_facts(demo).waits == cuda_facts(blocking_copies(demo)).waits == 10
-    # six kernels and six copies into pageable memory: each copy was put on the stream (a launch) and
-    # waited for (a block); the launch latency is the kernels' launches' alone (3 us, not the copies' 30)
-    assert cuda_facts(demo).launches == 12 and cuda_facts(demo).launch_s == pytest.approx(4e-6)
+    # before the last launch: five stream syncs between the demo's six lines and the two copies into pageable
+    # memory (.cpu()): the reader files those as waits, blocking_copies adds none; the pinned copies of
+    # .item(), float() and if are launches that return at once
+    assert cuda_facts(demo).waits == cuda_facts(blocking_copies(demo)).waits == 7
+    # six kernels and six copies: each copy was put on the stream (a launch); the launch call's own cost is
+    # the calls' that did not wait (4 us), not the pageable copies' held calls
+    assert cuda_facts(demo).launches == 12 and cuda_facts(demo).launch_call_s == pytest.approx(4e-6)
     capped = cuda_facts(C.increments(tmp_path, ops=1300, launch_us=5, kernel_us=50, queue_cap=LAUNCH_QUEUE_CAP))
     assert capped.at_cap and LAUNCH_QUEUE_CAP - 2 <= capped.max_queue <= LAUNCH_QUEUE_CAP + 1
     assert capped.slow_launches >= 100  # each launch past the cap waits for a kernel to start
@@ -251,7 +258,7 @@ def test_sync_async_on_cuda_explains_the_model_in_cudas_terms(tmp_path):
 def test_barriers_on_cuda_explain_a_miss_with_streams_not_cpus(tmp_path):
     from d2l_async.experiments import barriers
 
-    t = C.barrier_run(tmp_path)
+    t = C.barrier_run(tmp_path, z_behind=True)  # z's kernel starts only when a running product ends
     r = barriers.BarrierResult(
         waitall_wait=1.6e-3, wait_to_read_wait=1.5e-3, waitall_total=3.3e-3, wait_to_read_total=3.2e-3,
         trace_waitall=t, trace_wait_to_read=t, long_ops=8, size=8192, follow_ops=8, backend="cuda",
@@ -279,14 +286,22 @@ def test_the_sweep_on_cuda_explains_itself_with_launches_and_round_trips():
 
 
 def test_the_last_push_of_a_cuda_run_can_be_a_copy_into_pageable_memory(tmp_path):
-    """blockers' demo ends with a copy into pageable memory: a launch call filed as a wait.  The
+    """A run ending in ``.cpu()`` ends with a copy into pageable memory: a launch call filed as a wait.  The
     frontend issued its last work when that call returned, not when the last kernel launch did."""
     import numpy as np
 
     from d2l_async.experiments.asynchrony import issue_and_finish
     from d2l_async.trace import launch_calls
 
-    demo = C.blocker_demo(tmp_path)
+    f = C.KinetoFile()
+    for i in range(3):
+        f.cpu_op("aten::add", 10 + 8 * i, 6)
+        f.kernel(11 + 8 * i, 4, 11 + 8 * i + C.LAUNCH_LATENCY_US, 3, name=C.ADD)
+    f.cpu_op("aten::_to_copy", 40, 40)  # b.cpu(): the call holds the CPU until the copy is done
+    f.memcpy(42, 30, 70, 2, what="DtoH (Device -> Pageable)")
+    f.sync("cudaStreamSynchronize", 73, 2)
+    f.sync("cudaDeviceSynchronize", 90, 2)
+    demo = C.as_capture(f.trace(tmp_path, "ends_with_cpu.json"))
     calls = demo.filter(launch_calls(demo))
     kernels = demo.where(kind="launch")
     t0 = min(float(calls["start"].min()), float(demo.filter(np.isin(demo.columns["lane"],

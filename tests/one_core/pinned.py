@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -24,6 +23,8 @@ from pathlib import Path
 from typing import Iterator
 
 from d2l_async import lesson
+
+from .rules import Cell, Problem, compares_times, problems
 
 __all__ = ["NotebookRun", "run_pinned", "pinned", "busy_neighbour", "NOTEBOOKS"]
 
@@ -70,6 +71,7 @@ class NotebookRun:
     busy: bool
     cells: int = field(default=0)
     figures: tuple[dict, ...] = field(default=())  # every plotly figure the notebook drew (output JSON)
+    by_cell: tuple[Cell, ...] = field(default=())  # each code cell's checks and printed lines, for the rules
 
     @property
     def unexplained(self) -> tuple[lesson.Check, ...]:
@@ -85,17 +87,10 @@ class NotebookRun:
         """Checks that set two times against each other but were not decided by the spread helper."""
         return tuple(c for c in self.checks if compares_times(c) and not c.decided_by)
 
-
-_TIME = r"\d[\d,.]*\s*(?:ns|µs|us|ms|s)\b"
-#: "12.0 ms ... vs ... 30.1 ms": a check whose numbers set one time against another.
-_COMPARISON = re.compile(_TIME + r".*?\bvs\.?\s.*?" + _TIME)
-
-
-def compares_times(c: lesson.Check) -> bool:
-    """Whether a check's numbers compare two times (``"... 1.2 ms vs 3.4 ms"``): such a claim must be
-    decided against the run's spread by :mod:`d2l_async._verdict` (issue 20), which records itself in
-    the check's ``decided_by``."""
-    return bool(_COMPARISON.search(c.shown))
+    @property
+    def word_problems(self) -> list[Problem]:
+        """Explanations that contradict the numbers beside them (:mod:`tests.one_core.rules`)."""
+        return problems(self.by_cell)
 
 
 @contextlib.contextmanager
@@ -159,10 +154,15 @@ def run_pinned(path: str | os.PathLike, *, quick: bool = True, busy: bool = True
         else:
             os.environ["D2L_ASYNC_QUICK"] = saved
     seconds = time.perf_counter() - t0
-    checks, leaks, probe, figures = [], [], {}, []
+    checks, leaks, probe, figures, by_cell = [], [], {}, [], []
     for cell in nb.cells:
         outputs = cell.get("outputs", []) if cell.cell_type == "code" else []
-        checks += lesson.checks_in_outputs(outputs)
+        found = lesson.checks_in_outputs(outputs)
+        checks += found
+        printed = [line for out in outputs if out.get("output_type") == "stream" and out.get("name") == "stdout"
+                   for line in _text(out).splitlines() if lesson.parse_line(line) is None]
+        if cell.cell_type == "code":
+            by_cell.append(Cell(tuple(found), tuple(printed)))
         for out in outputs:
             fig_json = (out.get("data") or {}).get("application/vnd.plotly.v1+json")
             if fig_json:
@@ -178,4 +178,4 @@ def run_pinned(path: str | os.PathLike, *, quick: bool = True, busy: bool = True
                     probe = json.loads(line[len(_PROBE_TAG):])
     return NotebookRun(path.name, seconds, tuple(checks), error, tuple(leaks), tuple(probe.get("affinity", ())),
                        int(probe.get("maxrss_kb", 0)) * 1024, int(probe.get("children_maxrss_kb", 0)) * 1024,
-                       cpu, busy, len(nb.cells) - 1, tuple(figures))
+                       cpu, busy, len(nb.cells) - 1, tuple(figures), tuple(by_cell))

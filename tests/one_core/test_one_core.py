@@ -3,8 +3,11 @@
 That is roughly what a Binder reader gets (about one shared CPU).  A notebook fails when a cell
 errors, when it holds no lesson check (:mod:`d2l_async.lesson`), when a check is a ✘ without its
 explanation, when the profiler's progress lines leak to its stderr, when two of its checks contradict
-each other (a speed-up credited where the machine verdict says none can show: issue 20), or when a
-check sets one time against another without deciding it against the run's spread.  Each notebook's checks are
+each other (a speed-up credited where the machine verdict says none can show), when a check sets one
+time against another without deciding it against the run's spread, or when an explanation contradicts
+the numbers beside it (:mod:`tests.one_core.rules`: a can't-tell that states an outcome, a ratio
+printed both ways, a ✔ about time with no spread rule or gate, a garbled spread, a growth not decided
+by the trend rule, one number for several printed ones).  Each notebook's checks are
 printed (``pytest -s`` shows them), so a ✘ with its reason is visible in the log.
 """
 
@@ -39,6 +42,8 @@ def test_notebook_on_one_busy_core(path):
     undecided = [c.text for c in run.undecided_comparisons]
     assert not undecided, (f"{run.name}: a check compares times without deciding against the run's spread "
                            f"(use d2l_async._verdict.compare/trend as holds): {undecided}")
+    words = [str(p) for p in run.word_problems]
+    assert not words, f"{run.name}: an explanation contradicts the numbers it shows: {words}"
     check_figures(run)
 
 
@@ -109,9 +114,19 @@ def test_the_harness_sees_what_it_must_fail_on(tmp_path):
                                 "lesson.expect('a spare core per rank', False, shown='1 CPU', otherwise='one CPU', "
                                 "role='machine')\n"
                                 "lesson.expect('overlap shortens the step', 1.0 < 2.0, shown='1.0 ms vs 2.0 ms', "
-                                "role='speed-up')"), busy=False, timeout=120)
+                                "role='speed-up')",
+                                "from d2l_async import lesson\n"
+                                "print('item     waited  130.07 ms   <cell>:8')\n"
+                                "print('item     waited  405.80 ms   <cell>:10')\n"
+                                "lesson.expect('syncing costs time', None, shown='never 1.6 s, synced 2.8 s', "
+                                "otherwise='here syncing bought memory at no cost in time')\n"
+                                "lesson.expect('each blocker waited', True, shown='item 405.8 ms')"),
+                       busy=False, timeout=120)
     assert not clash.error and len(clash.contradictions) == 1
     assert [c.name for c in clash.undecided_comparisons] == ["overlap shortens the step"]
+    # an explanation against its numbers: read from the stored checks and the cell's printed lines
+    assert {p.rule for p in clash.word_problems} >= {"unsure-claims-an-outcome", "one-number-for-several",
+                                                     "times-compared-undecided"}
 
 
 @pytest.mark.parametrize("shown, compares", [

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import textwrap
 import threading
 
 import pytest
@@ -10,6 +14,7 @@ import pytest
 from d2l_async.engine._op import EngineOp
 
 WAIT = 20.0
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository
 
 #: Slow tests run with ``HYPOTHESIS_PROFILE=slow`` (or ``-m slow`` and ``D2L_ASYNC_SLOW=1``).
 SLOW = os.environ.get("HYPOTHESIS_PROFILE") == "slow" or os.environ.get("D2L_ASYNC_SLOW") == "1"
@@ -18,6 +23,21 @@ SLOW = os.environ.get("HYPOTHESIS_PROFILE") == "slow" or os.environ.get("D2L_ASY
 def slow(fn):
     """Mark a test slow and skip it unless the slow profile is on."""
     return pytest.mark.slow(pytest.mark.skipif(not SLOW, reason="slow profile: HYPOTHESIS_PROFILE=slow")(fn))
+
+
+def run_isolated(code: str, timeout: float = 120) -> str:
+    """Run ``code`` in a fresh interpreter; a crash (segfault) fails the test with its output, a hang
+    after ``timeout`` seconds too (the whole process group is killed: forked children included)."""
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, cwd=ROOT)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate()
+        raise AssertionError(f"no exit after {timeout} s (killed)\n{stdout}\n{stderr[-3000:]}") from None
+    assert proc.returncode == 0, f"exit code {proc.returncode}\n{stdout}\n{stderr[-3000:]}"
+    return stdout
 
 
 def hold(rt) -> threading.Event:

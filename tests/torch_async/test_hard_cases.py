@@ -6,9 +6,7 @@ the feasibility prototype run in a subprocess, so a segfault fails the test inst
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import textwrap
 import threading
 
 import numpy as np
@@ -20,14 +18,7 @@ from d2l_async.engine._op import EngineOp
 from d2l_async.torch_async import AsyncTensor, UnsupportedTorchError, asynchronous, synchronize
 from d2l_async.torch_async import _compat
 
-from .helpers import WAIT, blocks, hold, hold_until_blocked
-
-def run_isolated(code: str) -> str:
-    """Run ``code`` in a fresh interpreter; a crash (segfault) fails the test with its output."""
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                         timeout=120)
-    assert out.returncode == 0, f"exit code {out.returncode}\n{out.stdout}\n{out.stderr[-3000:]}"
-    return out.stdout
+from .helpers import WAIT, blocks, hold, hold_until_blocked, run_isolated
 
 
 def test_ops_return_before_they_run_and_blockers_wait():

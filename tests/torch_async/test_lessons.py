@@ -31,7 +31,9 @@ def test_blockers_recorded():
     bad = lessons.blockers_recorded(blocks[:1] + [("item", "", 0.001)] * 2, ["print", "item", "item", "numpy"], 0.05, M)
     assert [c.holds for c in bad] == [False, False]
     assert "numpy (0 of 1)" in bad[0].otherwise and "item (1 of 2)" not in bad[0].otherwise
-    assert "one product: 50.0 ms" in ok[0].shown
+    assert "one product: 50 ms" in ok[0].shown
+    # every wait under its own line: float()'s wait is not shown as .item()'s
+    assert "item 40 ms (line 3)" in ok[0].shown and "item 40 ms (line 4)" in ok[0].shown
     assert "item" in bad[1].otherwise
 
 
@@ -63,3 +65,18 @@ def test_one_stall_that_decides_is_named():
     assert lessons.largest_stall(trace)[0] == stall  # over the whole trace too (the loops' gap is 50 ms)
     c = lessons.increments(0.3, 0.4, 0.05, 50, M, trace=trace)[0]
     assert c.holds is None and "one stall of 300 ms" in c.otherwise and "garbage collector" in c.otherwise
+
+
+def test_one_comparison_one_ratio_direction_and_one_number_per_wait():
+    """A notebook once read "(0.75x)" in the numbers and "ratio 1.34" in the spread of one check,
+    and "item 405.8 ms" where .item()'s own line printed 130.07 ms (405.8 ms was float()'s wait)."""
+    from tests.one_core import rules
+
+    c = lessons.increments((0.25, 0.26, 0.24), (0.33, 0.36, 0.31), (0.05,) * 3, 10_000, M)[0]
+    assert c.number("a") == "synchronous" and rules.check_problems(c) == []
+    blocks = [("print", "In[3]:7: print(b)", 0.0951), ("item", "In[3]:8: b.sum().item()", 0.13007),
+              ("numpy", "In[3]:9: b.numpy()", 0.1203), ("item", "In[3]:10: float(b.sum())", 0.4058),
+              ("item", "In[3]:11: bool(b.sum() > 0)", 0.101)]
+    shown = lessons.blockers_recorded(blocks, ["print", "item", "numpy", "item", "item"], 0.11, M)
+    printed = tuple(f"{r:8s} waited {s * 1e3:7.2f} ms   {src}" for r, src, s in blocks)
+    assert rules.problems([rules.Cell(tuple(shown), printed)]) == []

@@ -7,15 +7,20 @@ and another test's blocks and pools must not count.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 
 import pytest
 import torch
 
 from d2l_async.torch_async import AsyncRuntime, asynchronous
-from d2l_async.torch_async._openmp import _pause_function, free_frontend_team
+from d2l_async.torch_async._openmp import _pause_function, free_frontend_team, others_runnable, should_free
+
+from .helpers import WAIT
 
 _PROBE = textwrap.dedent("""
     import json, os, sys, torch
@@ -91,3 +96,46 @@ def test_free_frontend_team_must_be_a_bool(bad):
         asynchronous(free_frontend_team=bad)  # at once, as for a decorator
     with pytest.raises(TypeError, match="free_frontend_team"):
         AsyncRuntime(free_frontend_team=bad)
+
+
+@pytest.mark.parametrize("setting,threads,cpus,others,freed", [
+    ("auto", 2, 2, 0, True),     # an idle 2-core machine: the freed team spins, 10x faster kernels
+    ("auto", 2, 2, 1, False),    # one other runnable task: a freed team is the slow one (20-100x)
+    ("auto", 2, 2, None, False),  # unknown (no /proc): kept, the cheap mistake
+    ("auto", 1, 2, 0, False),    # one torch thread makes no team: nothing to gain
+    ("auto", 8, 16, 8, True),
+    ("auto", 8, 16, 9, False),
+    (True, 2, 2, 5, True),       # forced, whatever the load
+    (False, 2, 2, 0, False),
+])
+def test_the_frontend_team_is_freed_only_when_the_cpus_are_otherwise_idle(setting, threads, cpus, others, freed):
+    assert should_free(setting, threads, cpus, others) is freed
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/loadavg"), reason="reads the run queue from /proc")
+def test_a_busy_process_counts_as_load_and_our_own_threads_do_not():
+    assert others_runnable() is not None
+    spin = threading.Event()
+
+    def own_spinner() -> None:  # this process's own running thread: not load
+        while not spin.is_set():
+            pass
+    t = threading.Thread(target=own_spinner, name="test own spinner", daemon=True)
+    busy = subprocess.Popen([sys.executable, "-c", "while 1: pass"])
+    try:
+        t.start()
+        deadline = time.monotonic() + WAIT
+        while (others_runnable() or 0) < 1 and time.monotonic() < deadline:  # the child is starting
+            time.sleep(0.01)
+        samples = [others_runnable() for _ in range(20)]
+        assert min(samples) >= 1, samples  # the busy process is always runnable
+        with asynchronous(torch_threads=2) as rt:  # the default decides beside it: the team is kept
+            y = torch.ones(3) + 1
+        assert rt.others_runnable >= 1 and rt.frontend_team_freed is False
+        assert rt.trace().meta["others_runnable_at_open"] == rt.others_runnable
+        assert y.tolist() == [2.0, 2.0, 2.0]
+    finally:
+        spin.set()
+        busy.kill()
+        busy.wait(timeout=WAIT)
+        t.join(timeout=WAIT)

@@ -10,7 +10,7 @@ test with the name of the op that was running.
 * ``HYPOTHESIS_PROFILE=slow``: all of ``op_db`` (702 OpInfos in torch 2.13), 2 samples each.
 
 Every op that differs is listed in :data:`DIFFERENCES`, with the reason and what a user sees; an
-op that differs and is not listed fails the test.  (The README's table is this one.)
+op that differs and is not listed fails the test.  (docs/plain-pytorch.md shows this table.)
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import torch  # noqa: E402
 
 from d2l_async.torch_async import _compat  # noqa: E402
 
-#: OpInfo name -> (why it differs, what the user gets).  The README's table of differences.
+#: OpInfo name -> (why it differs, what the user gets).  The table of differences docs/plain-pytorch.md shows.
 DIFFERENCES: dict[str, tuple[str, str]] = {
     "prod": ("torch picks prod's backward formula by isTensorSubclassLike(input); the wrapper is a "
              "subclass, so it takes the zero-safe branch, which rounds differently",
