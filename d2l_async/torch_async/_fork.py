@@ -17,13 +17,18 @@ from ._runtime import live_runtimes
 
 __all__: list[str] = []
 
+#: the parent's open blocks at the fork, kept for the child's hook: the engine's own hook
+#: (``d2l_async.engine._fork``, registered first, so run first in the child) empties the list of
+#: live engines before this module's runs
+_forking: list = []
+
 def _before_fork() -> None:
     """In the parent, before ``os.fork`` (``DataLoader(num_workers=N)``'s workers): every queued op
     runs first.  The child then finds the workers idle (no lock of theirs held across the fork) and
     every asynchronous tensor computed -- a dataset made inside the block is readable there."""
-    for rt in live_runtimes():
-        if not rt.closed:
-            rt.drain("fork (DataLoader workers)")
+    _forking[:] = [rt for rt in live_runtimes() if not rt.closed]
+    for rt in _forking:
+        rt.drain("fork (DataLoader workers)")
 
 
 def _after_fork_in_child() -> None:
@@ -32,8 +37,9 @@ def _after_fork_in_child() -> None:
     modes of ours are removed -- before, every op of a DataLoader worker was queued for a thread
     that did not exist: no batch ever came, and the worker outlived its parent.  Nothing here takes
     a lock: a parent's thread may have held one at the fork."""
-    for rt in live_runtimes():
+    for rt in _forking:
         rt.closed = True
+    _forking.clear()
     _local.__dict__.pop("stack", None)
     kept = []
     while torch._C._len_torch_dispatch_stack() > 0:
@@ -45,4 +51,4 @@ def _after_fork_in_child() -> None:
 
 
 if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child, after_in_parent=_forking.clear)
