@@ -8,7 +8,7 @@ from ..trace import Lane, Trace
 def check_trace(trace: object) -> None:
     if not isinstance(trace, Trace):
         raise TypeError(f"expected a d2l_async.trace.Trace, got {type(trace).__name__}; "
-                        "load one with Trace.from_chrome_trace(path) or d2l_async.data.load_sample(name)")
+                        "load one with read_chrome_trace(path) or d2l_async.data.load_sample(name)")
 
 
 def backend_lane(trace: Trace, name: str) -> Lane:

@@ -166,7 +166,7 @@ def blocking_copies(trace: Trace) -> Trace:
     """
     import numpy as np
 
-    from ..trace._kineto import BLOCKING_COPIES
+    from ..trace import BLOCKING_COPIES
 
     c = trace.columns
     copies = np.flatnonzero((c["kind"] == Kind.COPY.value) & (c["flow"] >= 0))

@@ -21,7 +21,7 @@ The pieces, each a module:
 * :mod:`~d2l_async.distributed.ranks` — what each rank runs, and :func:`profiled`, which records a
   section with ``torch.profiler`` into ``<trace_dir>/<label>/rank<r>.json``.  The traces come back
   as one :class:`~d2l_async.trace.Trace` with a lane group per rank
-  (:meth:`~d2l_async.trace.Trace.from_trace_dir`).
+  (:func:`~d2l_async.trace.read_trace_dir`).
 * the experiments: :func:`run_collective` (``all_reduce`` blocking vs async), :func:`run_overlap`
   (after-backward vs bucketed), :func:`run_straggler` (one slow rank); frozen results, and lesson
   checks as pure functions of them (:func:`collective_checks`, :func:`overlap_checks`,

@@ -11,7 +11,7 @@ the machine has a GPU for every local rank, else gloo), runs the same function t
 :func:`~d2l_async.distributed.launch` runs, and writes each profiled section to
 ``<trace-dir>/<section>/rank<R>.json``.  Copy the folders of all machines into one and load it::
 
-    Trace.from_trace_dir("traces/bucketed")   # one lane group per rank
+    read_trace_dir("traces/bucketed")   # one lane group per rank
 
 Every rank prints one JSON line with what its function returned.
 """

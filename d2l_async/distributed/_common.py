@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-from ..trace import Trace
+from ..trace import Trace, read_trace_dir
 from ._launch import BACKENDS, LaunchResult, launch
 
 __all__ = ["Where", "where", "run_and_load", "check_backend"]
@@ -113,5 +113,5 @@ def run_and_load(fn: Callable[..., Any], ranks: int, *, backend: str, labels: tu
     """
     with _trace_root(trace_dir) as root:
         res = launch(fn, ranks, backend=backend, trace_dir=root, timeout=timeout, options=options)
-        traces = {label: Trace.from_trace_dir(root / label) for label in labels}
+        traces = {label: read_trace_dir(root / label) for label in labels}
     return res, traces

@@ -134,7 +134,7 @@ def comm_overlap(trace: Trace, *, window: str = "file") -> tuple[RankComm, ...]:
 
     Args:
         trace: a merged multi-rank trace (:func:`d2l_async.trace.merge_ranks`,
-            ``Trace.from_trace_dir``), or one rank's trace.
+            ``read_trace_dir``), or one rank's trace.
         window: which events count.  ``"file"`` (the default): every event of the recording,
             so the numbers describe the same events the timeline beside them draws.  ``"hta"``:
             HolisticTraceAnalysis 0.5.0's default window (:func:`d2l_async.trace.hta_window_mask`):

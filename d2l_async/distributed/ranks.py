@@ -62,7 +62,7 @@ def profiled(ctx: RankContext, label: str, warmup: Callable[[], Any] | None = No
         yield
         dist.barrier()
         return
-    from d2l_async.capture._quiet import quiet_kineto
+    from d2l_async.capture import quiet_kineto
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if ctx.backend == "nccl" else [])
     prof = profile(activities=activities, schedule=schedule(wait=0, warmup=1, active=1) if warmup else None)

@@ -24,7 +24,8 @@ from typing import Any, Mapping
 
 from d2l_async import config, lesson
 
-from ._common import Setup, backend_work, checkpoint, launches, make_measurement, positive_int, resolve_backend, time_runs
+from ._common import Setup, backend_work, launches, make_measurement, positive_int, resolve_backend, time_runs
+from .deadline import checkpoint
 from ._why import machine_words
 
 __all__ = ["AsynchronyResult", "Ahead", "run_asynchrony", "checks", "issue_and_finish", "ran_ahead_check",

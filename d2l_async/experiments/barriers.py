@@ -27,7 +27,8 @@ from typing import Any
 
 from d2l_async import config, lesson
 
-from ._common import Setup, backend_work, checkpoint, positive_int, resolve_backend, stable_matrix
+from ._common import Setup, backend_work, positive_int, resolve_backend, stable_matrix
+from .deadline import checkpoint
 
 __all__ = ["BarrierResult", "run_barriers", "checks", "overlap_seconds"]
 

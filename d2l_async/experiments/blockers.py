@@ -24,7 +24,8 @@ from d2l_async import config, lesson
 from d2l_async._verdict import compare, compare_paired, similar
 from d2l_async._words import added, fmt_time, ratio_words
 
-from ._common import Setup, checkpoint, make_measurement, positive_int, resolve_backend, time_interleaved, time_runs
+from ._common import Setup, make_measurement, positive_int, resolve_backend, time_interleaved, time_runs
+from .deadline import checkpoint
 from ._why import machine_words
 
 __all__ = ["BLOCKERS", "BLOCKER_DEMO", "BlockEvent", "BlockersResult", "run_blockers", "checks", "report_check"]

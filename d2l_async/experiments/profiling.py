@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from d2l_async import config, lesson
+from d2l_async.trace import write_chrome_trace
 
 from ._common import choice, positive_int, resolve_backend
 from .queue_memory import SampleQueueSummary, sample_queue_summary
@@ -130,7 +131,7 @@ def export_perfetto(trace: Any, path: str | Path) -> Path:
     if not (path.name.endswith(".json") or path.name.endswith(".json.gz")):
         raise ValueError(f"path must end in .json or .json.gz (Perfetto reads Chrome Trace JSON), got {path}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    trace.to_chrome_trace(path)
+    write_chrome_trace(trace, path)
     return path
 
 

@@ -33,7 +33,8 @@ import numpy as np
 
 from d2l_async import config
 
-from ._common import checkpoint, engine_label, positive_int
+from ._common import engine_label, positive_int
+from .deadline import checkpoint
 from ._queue_lessons import backpressure_check, launch_cap_check, queue_checks, time_check
 
 __all__ = ["OPS_PER_BATCH", "QueueMemoryResult", "SampleQueueSummary", "run_queue_memory",

@@ -60,12 +60,11 @@ from ._columns import Coded, Ragged
 from ._convert import check_values
 from ._json import Fields, Strings, check_max_bytes, load_fields
 from ._lanes import device_pairs, thread_lanes
-from ._kineto import (BACK, CATEGORIES, COLLECTIVE_CATEGORY, LAUNCH_CALLS, NOT_HTA_LAUNCH_CALLS, SYNC_CALLS, NameConflict,
-                      UnplacedDeviceEvents, blocking_copy_calls, category, device_names, device_prefix, is_mtia_copy,
-                      metadata, unplaced)
+from ._kineto import (BACK, CATEGORIES, COLLECTIVE_CATEGORY, COLLECTIVE_PREFIXES, LAUNCH_CALLS, NOT_HTA_LAUNCH_CALLS,
+                      SYNC_CALLS, NameConflict, UnplacedDeviceEvents, blocking_copy_calls, category, device_names,
+                      device_prefix, is_mtia_copy, metadata, unplaced)
 from ._model import _DEFAULTS, COLUMNS, Kind, Lane, LaneRole, Trace, TraceError
 from ._restore import apply_ours as _apply_ours
-from ._ranks import COLLECTIVE_PREFIXES
 
 __all__ = ["read_chrome_trace", "EmptyTrace", "LAUNCH_CALLS", "SYNC_CALLS"]
 

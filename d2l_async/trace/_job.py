@@ -26,7 +26,7 @@ import numpy as np
 
 from ._model import Trace
 
-__all__ = ["MixedJobs", "job_problems"]
+__all__ = ["MixedJobs", "job_problems", "origin_ns"]
 
 _DAY_NS = 86_400 * 10**9
 
@@ -40,11 +40,21 @@ def _info(trace: Trace) -> dict[str, Any]:
     return info if isinstance(info, dict) else {}
 
 
+def origin_ns(trace: Trace) -> int | None:
+    """The trace's time zero in integer ns on the profiler's clock, or None when unknown."""
+    origin = trace.meta.get("origin_us")
+    if origin is None or trace.meta.get("source") == "engine":
+        return None
+    try:
+        base = int(trace.meta.get("base_time_ns") or 0)
+        return base + int(round(float(origin) * 1000.0))
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
 def _span_ns(trace: Trace) -> tuple[int, int] | None:
     """The trace's [first, last] instant in ns on the profiler's clock, or None without one."""
-    from ._ranks import _origin_ns  # the clock's definition lives with the merge
-
-    zero = _origin_ns(trace)
+    zero = origin_ns(trace)
     if zero is None or not len(trace):
         return None
     lo = float(np.nanmin(np.concatenate([trace["start"], trace["issue"]])))

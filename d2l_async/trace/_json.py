@@ -212,7 +212,7 @@ def _open_regular(path: Path):
         raise TraceError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
     if stat.S_ISDIR(st.st_mode):
         raise TraceError(f"{path}: is a directory; for a folder of per-rank traces use "
-                         "read_trace_dir / Trace.from_trace_dir")
+                         "read_trace_dir")
     _check_regular(path, st.st_mode)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))

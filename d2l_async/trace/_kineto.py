@@ -34,13 +34,18 @@ import numpy as np
 
 from ._model import Kind
 
-__all__ = ["CATEGORIES", "SKIPPED_CATEGORIES", "LAUNCH_CALLS", "NOT_HTA_LAUNCH_CALLS", "SYNC_CALLS", "BLOCKING_COPIES", "BLOCKING_COPY_REASON",
+__all__ = ["CATEGORIES", "COLLECTIVE_PREFIXES", "SKIPPED_CATEGORIES", "LAUNCH_CALLS", "NOT_HTA_LAUNCH_CALLS", "SYNC_CALLS", "BLOCKING_COPIES", "BLOCKING_COPY_REASON",
            "COLLECTIVE_CATEGORY", "NameConflict", "UnplacedDeviceEvents", "blocking_copy_calls", "category", "device_prefix",
            "device_names", "metadata", "unplaced"]
 
 FRONT, BACK = 0, 1
 #: the pseudo-category of a ``user_annotation`` that is a collective (``gloo:all_reduce``)
 COLLECTIVE_CATEGORY = "collective"
+#: Event-name prefixes of collective-communication work (c10d's record_function labels on the
+#: gloo/NCCL threads, NCCL's kernels on a GPU stream).  A backend lane whose events start with one
+#: of these, or whose thread name mentions gloo/nccl, is a communication lane.
+COLLECTIVE_PREFIXES = ("gloo:", "nccl:", "ucc:", "mpi:", "ncclKernel", "ncclDevKernel", "ncclAllReduce",
+                       "record_param_comms")
 
 #: category -> (0 frontend / 1 backend, kind, generation it comes from)
 CATEGORIES: dict[str, tuple[int, str, str]] = {

@@ -195,7 +195,9 @@ class Trace:
     """Events on lanes, stored column-wise.  Immutable: filters return new traces.
 
     Build one with :meth:`from_events` (records) or :meth:`from_columns` (arrays); load one with
-    :meth:`from_chrome_trace`; get one from ``eng.trace()`` or ``d2l_async.capture``.
+    :func:`~d2l_async.trace.read_chrome_trace` (one file) or :func:`~d2l_async.trace.read_trace_dir`
+    (a folder of per-rank files); get one from ``eng.trace()`` or ``d2l_async.capture``; write one with
+    :func:`~d2l_async.trace.write_chrome_trace` or :func:`~d2l_async.trace.write_trace_dir`.
 
     Attributes:
         lanes: lanes in display order (frontend lanes first).
@@ -377,40 +379,6 @@ class Trace:
     def ranks(self) -> tuple[int, ...]:
         """The distributed ranks whose lanes the trace holds, in display order (``()`` if none)."""
         return tuple(dict.fromkeys(l.rank for l in self.lanes if l.rank >= 0))
-
-    # -- files (implemented in _chrome.py, _ranks.py) --------------------------------------
-    @classmethod
-    def from_chrome_trace(cls, path: Any, *, max_bytes: int | None = None) -> "Trace":
-        """Load a torch.profiler / Kineto Chrome-trace JSON file (plain or ``.gz``); a folder of
-        per-rank files loads as :meth:`from_trace_dir` does.  ``max_bytes``: the most JSON to read
-        per file (default: what fits in the memory available, see ``read_chrome_trace``)."""
-        import os
-
-        if isinstance(path, (str, os.PathLike)) and os.path.isdir(path):
-            return cls.from_trace_dir(path, max_bytes=max_bytes)
-        from ._chrome import read_chrome_trace
-
-        return read_chrome_trace(path, max_bytes=max_bytes)
-
-    @classmethod
-    def from_trace_dir(cls, path: Any, *, strict: bool = False, max_bytes: int | None = None) -> "Trace":
-        """Load a folder of per-rank profiler traces (HTA's ``trace_dir``), one lane group per rank;
-        files that are not one job's warn (``strict=True``: raise), see ``read_trace_dir``."""
-        from ._ranks import read_trace_dir
-
-        return read_trace_dir(path, strict=strict, max_bytes=max_bytes)
-
-    def to_chrome_trace(self, path: Any) -> Any:
-        """Write Chrome Trace Event JSON that opens in Perfetto (``.gz`` compresses)."""
-        from ._perfetto import write_chrome_trace
-
-        return write_chrome_trace(self, path)
-
-    def to_trace_dir(self, folder: Any) -> Any:
-        """Write one file per rank into ``folder`` (HTA's ``trace_dir``); see ``write_trace_dir``."""
-        from ._perfetto import write_trace_dir
-
-        return write_trace_dir(self, folder)
 
     def __repr__(self) -> str:
         src = self.meta.get("source", "?")

@@ -47,7 +47,8 @@ import numpy as np
 from ._chrome import _FORMAT_KEY, _KIND_TO_CAT
 from ._model import Trace, TraceError
 from ._queue import queue_steps, queued_mask
-from ._ranks import _origin_ns, rank_metas, split_ranks
+from ._job import origin_ns
+from ._ranks import rank_metas, split_ranks
 
 __all__ = ["write_chrome_trace", "write_trace_dir"]
 
@@ -256,7 +257,7 @@ def _whole_numbers(events: list[dict[str, Any]]) -> None:
 def _clock(trace: Trace) -> tuple[int | None, float]:
     """``(baseTimeNanoseconds, µs of the trace's time zero)`` of a profiler trace, ``(None, 0.0)``
     for one without a profiler clock."""
-    if _origin_ns(trace) is None:
+    if origin_ns(trace) is None:
         return None, 0.0
     return int(trace.meta.get("base_time_ns") or 0), float(trace.meta["origin_us"])
 
@@ -328,7 +329,7 @@ def write_trace_dir(trace: Trace, folder: str | os.PathLike[str]) -> list[Path]:
     rank files the trace was read from.  A one-rank trace is written as one file.
 
     Args:
-        trace: a merged trace (:func:`~d2l_async.trace.merge_ranks`, ``Trace.from_trace_dir``) or
+        trace: a merged trace (:func:`~d2l_async.trace.merge_ranks`, ``read_trace_dir``) or
             one rank's trace.
         folder: created if missing; it must not hold other trace files (HTA would read them as
             ranks too).

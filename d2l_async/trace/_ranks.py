@@ -41,18 +41,15 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ._job import MixedJobs, job_problems
+from ._chrome import read_chrome_trace
+from ._job import MixedJobs, job_problems, origin_ns
+from ._kineto import COLLECTIVE_PREFIXES
 from ._model import COLUMNS, Lane, Trace, TraceError
 from ._stack import PYTHON_GROUP
 
-__all__ = ["merge_ranks", "split_ranks", "read_trace_dir", "rank_lanes", "RankLanes", "COLLECTIVE_PREFIXES",
+__all__ = ["merge_ranks", "split_ranks", "read_trace_dir", "rank_lanes", "RankLanes",
            "SkippedEntries", "MissingRanks"]
 
-#: Event-name prefixes of collective-communication work (c10d's record_function labels on the
-#: gloo/NCCL threads, NCCL's kernels on a GPU stream).  A backend lane whose events start with one
-#: of these, or whose thread name mentions gloo/nccl, is a communication lane.
-COLLECTIVE_PREFIXES = ("gloo:", "nccl:", "ucc:", "mpi:", "ncclKernel", "ncclDevKernel", "ncclAllReduce",
-                       "record_param_comms")
 _COMM_THREAD = re.compile(r"gloo|nccl|ucc|mpi", re.IGNORECASE)
 _RANK_IN_NAME = re.compile(r"(?:rank|worker)[_\-. ]?(\d+)", re.IGNORECASE)
 SEP = " · "
@@ -131,18 +128,6 @@ def rank_metas(trace: Trace) -> list[tuple[int, float, Mapping[str, Any]]]:
             for r, m in per_rank.items() if isinstance(m, dict)]
 
 
-def _origin_ns(trace: Trace) -> int | None:
-    """The trace's time zero in integer ns on the profiler's clock, or None when unknown."""
-    origin = trace.meta.get("origin_us")
-    if origin is None or trace.meta.get("source") == "engine":
-        return None
-    try:
-        base = int(trace.meta.get("base_time_ns") or 0)
-        return base + int(round(float(origin) * 1000.0))
-    except (TypeError, ValueError, OverflowError):
-        return None
-
-
 def merge_ranks(traces: Mapping[int, Trace]) -> Trace:
     """Combine per-rank traces into one trace with one lane group per rank (see the module doc).
 
@@ -171,7 +156,7 @@ def merge_ranks(traces: Mapping[int, Trace]) -> Trace:
             raise TypeError(f"rank {r}: expected a Trace, got {type(t).__name__}")
     ranks = sorted(int(r) for r in traces)
     items = [(r, traces[r]) for r in ranks]
-    origins = {r: _origin_ns(t) for r, t in items}
+    origins = {r: origin_ns(t) for r, t in items}
     if all(o is not None for o in origins.values()):
         zero = min(origins.values())
         offsets = {r: (origins[r] - zero) / 1e9 for r in ranks}
@@ -386,7 +371,6 @@ def read_trace_dir(path: str | os.PathLike[str], *, strict: bool = False, max_by
         raise TypeError(f"strict must be True or False, got {strict!r}")
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"read_trace_dir expects a folder path (str or os.PathLike), got {type(path).__name__}")
-    from ._chrome import read_chrome_trace
 
     files, skipped = trace_dir_files(path)
     if skipped:

@@ -19,7 +19,7 @@ def check_trace(trace: Any, func: str) -> Trace:
     if not isinstance(trace, Trace):
         raise TypeError(
             f"{func}() expects a d2l_async.trace.Trace, got {type(trace).__name__}; "
-            "get one from eng.trace(), d2l_async.data.load_sample(...) or Trace.from_chrome_trace(path)"
+            "get one from eng.trace(), d2l_async.data.load_sample(...) or read_chrome_trace(path)"
         )
     return trace
 

@@ -20,9 +20,9 @@ Readers learn this chapter by moving a slider and watching the queue change (iss
   appears in the status line, the controls return to the last values that ran and the previous
   figures stay.
 * Every run has a time limit (``time_limit_s``, default :data:`DEFAULT_TIME_LIMIT_S`): the
-  experiments' loops call :func:`~d2l_async.experiments._common.checkpoint` between pushes, and a
+  experiments' loops call :func:`~d2l_async.experiments.deadline.checkpoint` between pushes, and a
   run that passes the limit — or whose first steps show it would — is stopped while it runs
-  (:class:`~d2l_async.experiments._common.RunStopped`).  The status says so, the controls return to
+  (:class:`~d2l_async.experiments.deadline.RunStopped`).  The status says so, the controls return to
   the last values that ran and the previous figures stay.
 * An exception in the experiment or a figure function appears in the status line as
   ``Type: message``; it is never raised into the kernel's event loop, and the next change works.
@@ -42,7 +42,7 @@ from typing import Any, Callable, Mapping
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
-from d2l_async.experiments._common import RunStopped, deadline
+from d2l_async.experiments.deadline import RunStopped, deadline
 
 from ._guards import Guard
 from ._live import Live, LiveFigure, LiveRun, Poller

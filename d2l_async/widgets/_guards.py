@@ -23,7 +23,7 @@ check them with exact numbers:
 
 An estimate up front can only be a first filter: load changes while a run goes.  The dashboard
 therefore also gives every run a deadline that stops it *while it runs*
-(:func:`d2l_async.experiments._common.checkpoint`, issue 10).
+(:func:`d2l_async.experiments.deadline.checkpoint`).
 
 This module imports neither ipywidgets nor plotly.
 """

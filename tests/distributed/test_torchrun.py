@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from d2l_async.distributed.__main__ import _parser, main, options_for
-from d2l_async.trace import Trace
+from d2l_async.trace import read_trace_dir
 
 pytestmark = pytest.mark.timeout(200)
 
@@ -54,5 +54,5 @@ def test_torchrun_two_ranks_write_a_trace_dir(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     lines = [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]
     assert sorted(l["rank"] for l in lines) == [0, 1] and all(l["result"]["correct"] for l in lines)
-    merged = Trace.from_trace_dir(tmp_path / "collective")
+    merged = read_trace_dir(tmp_path / "collective")
     assert merged.ranks == (0, 1)

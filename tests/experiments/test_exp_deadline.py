@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from d2l_async.experiments._common import Deadline, RunStopped, checkpoint, deadline, time_runs
+from d2l_async.experiments._common import time_runs
+from d2l_async.experiments.deadline import Deadline, RunStopped, checkpoint, deadline
 
 
 def test_no_deadline_checkpoint_is_a_no_op():

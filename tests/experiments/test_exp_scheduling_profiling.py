@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from d2l_async.experiments import export_perfetto, run_profiling, run_scheduling, sample_summaries
-from d2l_async.trace import Trace
+from d2l_async.trace import read_chrome_trace
 
 
 def test_scheduling_rows():
@@ -34,7 +34,7 @@ def test_profiling_on_cpu_is_real_pytorch_not_a_gpu(profile):
 def test_export_perfetto_round_trip(profile, tmp_path):
     path = export_perfetto(profile.trace, tmp_path / "sub" / "run.json")
     assert path.exists() and path.stat().st_size > 0
-    back = Trace.from_chrome_trace(path)
+    back = read_chrome_trace(path)
     assert len(back) > 0
     with pytest.raises(ValueError, match=".json"):
         export_perfetto(profile.trace, tmp_path / "run.txt")

@@ -132,13 +132,13 @@ def test_a_folder_with_other_trace_files_is_refused(tmp_path):
 
 
 def test_trace_method_writes_a_folder(tmp_path):
-    files = Trace.from_trace_dir(GLOO_PAIR).to_trace_dir(tmp_path / "g")
+    files = write_trace_dir(read_trace_dir(GLOO_PAIR), tmp_path / "g")
     assert len(files) == 2
 
 
 def test_one_file_of_a_merged_trace_shows_every_ranks_steps_for_perfetto(tmp_path):
     merged = read_trace_dir(GLOO_PAIR)
-    text, doc = head_of(merged.to_chrome_trace(tmp_path / "all.json.gz"))
+    text, doc = head_of(write_chrome_trace(merged, tmp_path / "all.json.gz"))
     assert "distributedInfo" not in doc  # several ranks: that is what write_trace_dir is for
     threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in doc["traceEvents"]
                if e["ph"] == "M" and e["name"] == "thread_name"}
@@ -158,5 +158,5 @@ def test_an_engine_trace_export_claims_no_rank_and_no_clock(tmp_path):
     from d2l_async.trace import Event
 
     t = Trace.from_events([Event("frontend", "op", "a", 0.0, 0.001)], meta={"source": "engine"})
-    text, doc = head_of(t.to_chrome_trace(tmp_path / "e.json.gz"))
+    text, doc = head_of(write_chrome_trace(t, tmp_path / "e.json.gz"))
     assert text.startswith('{"traceEvents"') and "baseTimeNanoseconds" not in doc

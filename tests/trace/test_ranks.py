@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from d2l_async.trace import (Event, Lane, LaneRole, Trace, TraceError, merge_ranks, rank_lanes,
-                             read_chrome_trace, read_trace_dir)
+                             read_chrome_trace, read_trace_dir, write_chrome_trace)
 
 PAIR = Path(__file__).parent / "data" / "gloo_pair"
 
@@ -94,7 +94,7 @@ def test_merge_shifts_by_the_absolute_origin():
 
 def test_merged_trace_survives_export(tmp_path):
     t = read_trace_dir(PAIR)
-    back = read_chrome_trace(t.to_chrome_trace(tmp_path / "m.json.gz"))
+    back = read_chrome_trace(write_chrome_trace(t, tmp_path / "m.json.gz"))
     assert back.lanes == t.lanes and back.ranks == (0, 1)
 
 
@@ -127,7 +127,7 @@ def test_rank_from_the_file_name_when_the_file_has_none(tmp_path):
         doc = raw(PAIR / f"rank{r}.json.gz")
         del doc["distributedInfo"]
         (tmp_path / f"worker_{r + 2}.json").write_text(json.dumps(doc))
-    t = Trace.from_trace_dir(tmp_path)
+    t = read_trace_dir(tmp_path)
     assert t.ranks == (2, 3)
     (tmp_path / "nameless.json").write_text(json.dumps(doc))
     with pytest.raises(TraceError, match="nameless.json: no distributedInfo.rank"):
@@ -146,6 +146,8 @@ def test_python_stack_lanes_stay_in_their_rank_and_are_listed_apart():
     assert names.index(rank_lanes(m, 0).python_stack[0]) == names.index(rank_lanes(m, 0).frontend[0]) + 1
 
 
-def test_from_chrome_trace_on_a_folder_reads_every_rank():
-    t = Trace.from_chrome_trace(PAIR)
-    assert t.ranks == (0, 1) and len(t) == len(read_trace_dir(PAIR))
+def test_a_folder_is_read_by_read_trace_dir_and_read_chrome_trace_says_so():
+    t = read_trace_dir(PAIR)
+    assert t.ranks == (0, 1)
+    with pytest.raises(TraceError, match="is a directory.*read_trace_dir"):
+        read_chrome_trace(PAIR)

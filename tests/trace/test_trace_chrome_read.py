@@ -170,4 +170,4 @@ def test_gzip_detected_from_content_not_suffix(tmp_path):
 def test_classmethod_entry_point():
     kept = {"cpu_op", "cuda_runtime", "cuda_driver", "kernel", "gpu_memcpy", "gpu_memset"}
     expected = sum(e.get("ph") == "X" and e.get("cat") in kept for e in raw_events("a100_cuda_event_sync"))
-    assert len(Trace.from_chrome_trace(sample_path("a100_cuda_event_sync"))) == expected
+    assert len(read_chrome_trace(sample_path("a100_cuda_event_sync"))) == expected

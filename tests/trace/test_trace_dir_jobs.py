@@ -55,7 +55,7 @@ def test_a_mixed_jobs_folder_warns_naming_the_files(mixed):
 
 def test_strict_raises(mixed):
     with pytest.raises(TraceError, match="do not look like one job: world sizes differ"):
-        Trace.from_trace_dir(mixed, strict=True)
+        read_trace_dir(mixed, strict=True)
     with pytest.raises(TypeError, match="strict must be True or False"):
         read_trace_dir(mixed, strict="yes")
 

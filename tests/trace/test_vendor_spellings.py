@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from d2l_async.analysis import queue_length_summary
-from d2l_async.trace import EmptyTrace, TraceError, read_chrome_trace
+from d2l_async.trace import EmptyTrace, TraceError, read_chrome_trace, write_chrome_trace
 from d2l_async.trace import _json
 
 PUBLIC = Path(__file__).parent / "data" / "public"
@@ -150,7 +150,7 @@ def test_stream_and_device_ids_of_any_64_bit_value(tmp_path, no_slow_path, strea
 def test_hex_stream_beyond_int64_keeps_its_value_and_round_trips(tmp_path, no_slow_path):
     t = read_chrome_trace(write(tmp_path, with_kernel(stream="0xffffffffffffffff")))
     assert [l.stream for l in t.backend_lanes] == [2**64 - 1]
-    back = read_chrome_trace(t.to_chrome_trace(tmp_path / "out.json"))
+    back = read_chrome_trace(write_chrome_trace(t, tmp_path / "out.json"))
     assert back.lanes == t.lanes
     doc = json.loads((tmp_path / "out.json").read_text())
     kernel = next(e for e in doc["traceEvents"] if e.get("name") == "k")

@@ -7,7 +7,7 @@ import time
 import plotly.graph_objects as go
 import pytest
 
-from d2l_async.experiments._common import checkpoint
+from d2l_async.experiments.deadline import checkpoint
 from d2l_async.widgets import Dashboard, int_slider
 from d2l_async.widgets._dashboard import DEFAULT_TIME_LIMIT_S
 
