@@ -82,8 +82,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Union
 
-__all__ = ["Check", "CheckList", "check", "expect", "show", "checks_in_outputs", "parse_line",
-           "contradictions", "METADATA_KEY", "HOLDS", "FAILS", "UNSURE", "MODELLED", "ROLES"]
+__all__ = ["Check", "CheckList", "check", "expect", "show", "checks_in_outputs", "contradictions",
+           "HOLDS", "FAILS", "UNSURE", "MODELLED", "ROLES"]
 
 #: The marks; a rendered check line starts with one of them.
 HOLDS = "\u2714"  # ✔

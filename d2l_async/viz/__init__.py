@@ -33,19 +33,19 @@ from . import style
 from ._animate import animate_timeline, queue_at
 from ._blocked import plot_blocked_time
 from ._comm import comm_table, join_wait, plot_comm_overlap
-from ._common import fit_title, wrap_title
 from ._describe import alt_text
 from ._graph import DependencyGraph, dependency_graph, expression_graph, frontend_status, node_states
 from ._graph_figure import plot_dependency_graph
 from ._measurements import measurement_table, plot_measurements, plot_scheduling_overhead
-from ._queue import CUDA_QUEUE_CAP, QueueData, plot_queue_length, plot_trace, queue_data
+from ._queue import QueueData, plot_queue_length, plot_trace, queue_data
 from ._sweep import plot_sweep, sweep_table
 from ._timeline import TimelineData, plot_timeline, timeline_data
 
+#: the figures, each one's data steps (what a figure draws, as data) and its text alternative
 __all__ = [
-    "CUDA_QUEUE_CAP", "DependencyGraph", "QueueData", "TimelineData", "alt_text", "animate_timeline", "comm_table",
-    "dependency_graph", "join_wait",
-    "expression_graph", "fit_title", "frontend_status", "measurement_table", "node_states", "plot_blocked_time",
-    "plot_comm_overlap", "plot_dependency_graph", "plot_measurements", "plot_queue_length", "plot_scheduling_overhead", "plot_sweep",
-    "plot_timeline", "plot_trace", "queue_at", "queue_data", "style", "sweep_table", "timeline_data", "wrap_title",
+    "DependencyGraph", "QueueData", "TimelineData", "alt_text", "animate_timeline", "comm_table",
+    "dependency_graph", "expression_graph", "frontend_status", "join_wait", "measurement_table", "node_states",
+    "plot_blocked_time", "plot_comm_overlap", "plot_dependency_graph", "plot_measurements", "plot_queue_length",
+    "plot_scheduling_overhead", "plot_sweep", "plot_timeline", "plot_trace", "queue_at", "queue_data", "style",
+    "sweep_table", "timeline_data",
 ]

@@ -50,12 +50,12 @@ _DASHBOARDS = (
     "trace_explorer", "window_trace",
 )
 
+#: the dashboards, and what a lecturer needs to build one of their own (:class:`Dashboard`, the controls,
+#: the memory guard); the live view's poller, the figure views and the byte arithmetic are importable
+#: from here but internal
 __all__ = sorted([
-    "Dashboard", "EngineWatcher", "FigureView", "Live", "LiveFigure", "LiveRun", "OutputView", "Poller",
-    "Sample", "all_guards", "apply_figure", "available_memory", "backend_dropdown", "backends",
-    "blocker_dropdown", "check_bytes", "dropdown", "expression_dropdown", "float_slider", "int_slider",
-    "live_columns", "live_figure", "log_slider", "memory_guard", "ops_bytes", "ops_guard", "resolve_mode",
-    "tensor_bytes", "toggle", "workload_bytes", *_DASHBOARDS,
+    "Dashboard", "backend_dropdown", "backends", "blocker_dropdown", "dropdown", "expression_dropdown",
+    "float_slider", "int_slider", "live_figure", "log_slider", "memory_guard", "toggle", *_DASHBOARDS,
 ])
 
 

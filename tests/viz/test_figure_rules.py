@@ -5,6 +5,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from d2l_async import viz
+from d2l_async.viz._common import fit_title
 
 from figure_rules import missing_legend, overlapping_labels, problems, title_overflow
 
@@ -15,7 +16,7 @@ LONG = ("CPU profile of a training step: every op ran on the Python thread, no b
 def test_an_unwrapped_long_title_overflows_and_a_wrapped_one_fits():
     raw = go.Figure(layout={"title": {"text": LONG}})
     assert title_overflow(raw.to_plotly_json())
-    assert not title_overflow(viz.fit_title(go.Figure(layout={"title": {"text": LONG}})).to_plotly_json())
+    assert not title_overflow(fit_title(go.Figure(layout={"title": {"text": LONG}})).to_plotly_json())
 
 
 def test_overlapping_annotations_are_found():

@@ -7,7 +7,8 @@ from viz_traces import engine_like
 
 from d2l_async import analysis
 from d2l_async.trace import Event, Lane, LaneRole, Trace
-from d2l_async.viz import CUDA_QUEUE_CAP, plot_queue_length, plot_trace, queue_data
+from d2l_async.viz import plot_queue_length, plot_trace, queue_data
+from d2l_async.viz._queue import CUDA_QUEUE_CAP
 from d2l_async.viz._common import decimate_steps
 
 

@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 import pytest
 
 from d2l_async import viz
+from d2l_async.viz._queue import CUDA_QUEUE_CAP
 from d2l_async.data import load_sample
 
 
@@ -37,5 +38,5 @@ def test_big_timeline_shows_every_lane_and_the_cap(a100):
     bars = [t for t in fig.data if isinstance(t, go.Bar)]
     assert sum(len(b.base) for b in bars) <= 4000
     q = viz.plot_queue_length(a100)
-    assert [s.y0 for s in q.layout.shapes if s.type == "line"] == [viz.CUDA_QUEUE_CAP]
+    assert [s.y0 for s in q.layout.shapes if s.type == "line"] == [CUDA_QUEUE_CAP]
     assert any("peak 946" in (t.name or "") for t in q.data)  # stream 7, as HTA reports
