@@ -6,6 +6,7 @@ One module per question the chapter asks of a trace:
 * ``_blocked`` where did the frontend wait, and why?
 * ``_busy``    how busy was each backend lane, and how much did lanes overlap?
 * ``_memory``  how much memory did issued-but-unfinished work hold?
+* ``_intervals`` how much of one set of intervals ran beside another?
 
 Uses numpy and pandas only: no torch, plotly or ipywidgets.
 """
@@ -14,10 +15,12 @@ from __future__ import annotations
 
 from ._blocked import BLOCKED_COLUMNS, blocked_time
 from ._busy import BUSY_COLUMNS, Overlap, busy_idle, overlap
+from ._intervals import intersection_seconds, intervals_union, overlap_counts, union_seconds
 from ._memory import pending_memory_series
 from ._queue import SUMMARY_COLUMNS, queue_length_series, queue_length_summary
 
 __all__ = [
     "BLOCKED_COLUMNS", "BUSY_COLUMNS", "Overlap", "SUMMARY_COLUMNS", "blocked_time", "busy_idle",
-    "overlap", "pending_memory_series", "queue_length_series", "queue_length_summary",
+    "intersection_seconds", "intervals_union", "overlap", "overlap_counts", "pending_memory_series",
+    "queue_length_series", "queue_length_summary", "union_seconds",
 ]

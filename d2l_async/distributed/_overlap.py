@@ -36,10 +36,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..analysis import intersection_seconds, intervals_union, overlap_counts
 from ..trace import Kind, Trace, TraceError, hta_window_mask, rank_lanes, rank_metas
 
-__all__ = ["RankComm", "comm_overlap", "comm_per_step", "step_windows", "intervals_union", "intersection_seconds",
-           "overlap_counts", "is_backward_name"]
+__all__ = ["RankComm", "comm_overlap", "comm_per_step", "step_windows", "is_backward_name"]
 
 
 @dataclass(frozen=True)
@@ -71,50 +71,6 @@ class RankComm:
     def hidden_fraction(self) -> float:
         """hidden / communication (0 when there was no communication)."""
         return self.hidden_s / self.comm_s if self.comm_s > 0 else 0.0
-
-
-def intervals_union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Merge intervals into disjoint sorted ones (touching intervals join)."""
-    start = np.asarray(start, dtype=float)
-    end = np.asarray(end, dtype=float)
-    if not len(start):
-        return np.zeros(0), np.zeros(0)
-    order = np.argsort(start, kind="stable")
-    s, e = start[order], end[order]
-    run_end = np.maximum.accumulate(e)
-    new = np.ones(len(s), dtype=bool)
-    new[1:] = s[1:] > run_end[:-1]
-    idx = np.flatnonzero(new)
-    ends = np.append(run_end[idx[1:] - 1], run_end[-1])
-    return s[idx], ends
-
-
-def intersection_seconds(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> float:
-    """Total length of the intersection of two disjoint sorted interval sets."""
-    (sa, ea), (sb, eb) = a, b
-    total, i, j = 0.0, 0, 0
-    while i < len(sa) and j < len(sb):
-        lo, hi = max(sa[i], sb[j]), min(ea[i], eb[j])
-        if hi > lo:
-            total += hi - lo
-        if ea[i] < eb[j]:
-            i += 1
-        else:
-            j += 1
-    return float(total)
-
-
-def overlap_counts(start: np.ndarray, end: np.ndarray, other: tuple[np.ndarray, np.ndarray]) -> int:
-    """How many intervals ``[start, end)`` intersect (with positive length) the disjoint set ``other``."""
-    os_, oe = other
-    if not len(start) or not len(os_):
-        return 0
-    # the first interval of `other` that ends after each start; it overlaps when it begins before the end
-    k = np.searchsorted(oe, np.asarray(start, dtype=float), side="right")
-    ok = k < len(os_)
-    hit = np.zeros(len(start), dtype=bool)
-    hit[ok] = os_[k[ok]] < np.asarray(end, dtype=float)[ok]
-    return int(hit.sum())
 
 
 def is_backward_name(names: np.ndarray, *, accumulate: bool = False) -> np.ndarray:

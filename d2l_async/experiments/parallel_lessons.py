@@ -23,7 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
+import numpy as np
+
 from d2l_async import lesson
+from d2l_async.analysis import intersection_seconds, intervals_union, union_seconds
 from d2l_async._verdict import compare, overruled
 
 __all__ = ["RunFacts", "run_facts", "DevicePlan", "plan_devices", "device_intervals", "overlap_seconds",
@@ -118,14 +121,13 @@ def device_intervals(trace: Any, device: str | None = None, *, kinds: Sequence[s
     return sorted(out)
 
 
-def _union(iv: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    merged: list[list[float]] = []
-    for s, e in sorted(iv):
-        if merged and s <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], e)
-        else:
-            merged.append([s, e])
-    return [(s, e) for s, e in merged]
+def _busy(iv: list[tuple[float, float]]) -> float:
+    """Seconds covered by the intervals (each instant counted once)."""
+    return union_seconds(np.array([a for a, _ in iv]), np.array([b for _, b in iv]))
+
+
+def _union(iv: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
+    return intervals_union(np.array([a for a, _ in iv], dtype=float), np.array([b for _, b in iv], dtype=float))
 
 
 def _mean_op(trace: Any) -> float:
@@ -135,12 +137,7 @@ def _mean_op(trace: Any) -> float:
 
 def overlap_seconds(trace: Any, a: str, b: str) -> float:
     """Seconds during which devices ``a`` and ``b`` both ran an op."""
-    ua, ub = _union(device_intervals(trace, a)), _union(device_intervals(trace, b))
-    total = 0.0
-    for s, e in ua:
-        for s2, e2 in ub:
-            total += max(0.0, min(e, e2) - max(s, s2))
-    return total
+    return intersection_seconds(_union(device_intervals(trace, a)), _union(device_intervals(trace, b)))
 
 
 def max_concurrency(trace: Any) -> int:
@@ -270,7 +267,7 @@ def two_device_checks(r: Any) -> list[lesson.Check]:
     iv = device_intervals(r.trace_concurrent)
     if r.modelled and iv:  # where the time went, measured: the devices' busy time against the run's span
         span = max(e for _, e in iv) - min(s for s, _ in iv)
-        busy = max(sum(e - s for s, e in _union(device_intervals(r.trace_concurrent, d))) for d in r.devices)
+        busy = max(_busy(device_intervals(r.trace_concurrent, d)) for d in r.devices)
         why += f" (the busier device held its ops {busy * 1e3:.1f} ms of the {span * 1e3:.1f} ms its work spanned)"
     bound = "at most 2×"
     if round(r.speedup, 2) > 2.0:  # above the bound as printed: say, measured, why (ops took longer one by one)
@@ -349,7 +346,7 @@ def mlp_checks(r: Any) -> list[lesson.Check]:
     hidden = o.both / copies if copies > 0 else 0.0
     devs = [d for d in r.roles if not str(r.roles[d]).startswith("host")]
     both = overlap_seconds(r.trace, devs[0], devs[1]) if len(devs) >= 2 else 0.0
-    busy = sum(e - s for s, e in _union(device_intervals(r.trace, devs[0]))) if devs else 0.0
+    busy = _busy(device_intervals(r.trace, devs[0])) if devs else 0.0
     what = "modelled devices" if r.modelled else ("GPUs" if not r.virtual else "thread-devices")
     why = _why_slow(r.facts, r.modelled, _THREADS_HINT) if r.virtual else _GPU_WHY
     cpu = getattr(r, "cpu_seconds", float("nan"))

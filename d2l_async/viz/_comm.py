@@ -24,6 +24,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..analysis import union_seconds
 from ..trace import Trace, rank_lanes
 from . import style
 from ._common import empty_figure, fit_title, wrap_categories
@@ -32,17 +33,6 @@ from ._describe import describe, format_time
 __all__ = ["comm_table", "join_wait", "plot_comm_overlap"]
 
 _COLUMNS = ("setting", "rank", "hidden_s", "exposed_s")
-
-
-def _union_seconds(start: np.ndarray, end: np.ndarray) -> float:
-    """Seconds covered by the union of the intervals ``[start, end)``."""
-    if not len(start):
-        return 0.0
-    order = np.argsort(start)
-    s, e = start[order], np.maximum.accumulate(end[order])
-    new = np.r_[True, s[1:] > e[:-1]]
-    ends = np.r_[e[np.flatnonzero(new)[1:] - 1], e[-1]]
-    return float((ends - s[new]).sum())
 
 
 def join_wait(trace: Trace) -> dict[int, float]:
@@ -72,7 +62,7 @@ def join_wait(trace: Trace) -> dict[int, float]:
     out = {}
     for r, (s, e) in comm.items():
         lo, hi = s[:k], np.minimum(e[:k], joined)
-        out[r] = _union_seconds(lo[hi > lo], hi[hi > lo])
+        out[r] = union_seconds(lo[hi > lo], hi[hi > lo])
     return out
 
 

@@ -6,24 +6,8 @@ import numpy as np
 import pytest
 
 from d2l_async.distributed import RankComm, comm_overlap
-from d2l_async.distributed._overlap import intersection_seconds, intervals_union, is_backward_name, overlap_counts
+from d2l_async.distributed._overlap import is_backward_name
 from d2l_async.trace import Event, Lane, LaneRole, Trace, merge_ranks
-
-
-def test_union_merges_overlapping_and_touching_intervals():
-    s, e = intervals_union(np.array([5.0, 0.0, 1.0, 3.0]), np.array([6.0, 2.0, 1.5, 5.0]))
-    assert s.tolist() == [0.0, 3.0] and e.tolist() == [2.0, 6.0]
-    s, e = intervals_union(np.zeros(0), np.zeros(0))
-    assert len(s) == len(e) == 0
-
-
-def test_intersection_and_counts():
-    a = (np.array([0.0, 4.0]), np.array([2.0, 6.0]))
-    b = (np.array([1.0, 5.5]), np.array([5.0, 7.0]))
-    assert intersection_seconds(a, b) == pytest.approx(1.0 + 1.0 + 0.5)
-    # [2,3) touches nothing with positive length; [1.5,1.6) is inside; [6.5,8) overlaps [5.5,7)
-    assert overlap_counts(np.array([2.0, 1.5, 6.5, 9.0]), np.array([3.0, 1.6, 8.0, 10.0]), a) == 1
-    assert overlap_counts(np.array([2.0, 1.5, 6.5]), np.array([3.0, 1.6, 8.0]), b) == 3
 
 
 def test_backward_names_exclude_accumulate_grad():

@@ -1,0 +1,63 @@
+"""Sets of time intervals: their union, the time two sets share, how many intervals meet a set.
+
+The one home of interval arithmetic for every analysis that asks "how much of this ran beside that":
+devices working at once (notebook 07), communication hidden behind backward compute (notebook 10),
+waiting for the last rank to join.  Intervals are half-open ``[start, end)`` in seconds, given as two
+arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["intervals_union", "union_seconds", "intersection_seconds", "overlap_counts"]
+
+
+def intervals_union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Merge intervals into disjoint sorted ones (touching intervals join)."""
+    start = np.asarray(start, dtype=float)
+    end = np.asarray(end, dtype=float)
+    if not len(start):
+        return np.zeros(0), np.zeros(0)
+    order = np.argsort(start, kind="stable")
+    s, e = start[order], end[order]
+    run_end = np.maximum.accumulate(e)
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = s[1:] > run_end[:-1]
+    idx = np.flatnonzero(new)
+    ends = np.append(run_end[idx[1:] - 1], run_end[-1])
+    return s[idx], ends
+
+
+def union_seconds(start: np.ndarray, end: np.ndarray) -> float:
+    """Seconds covered by the union of the intervals ``[start, end)``."""
+    s, e = intervals_union(start, end)
+    return float((e - s).sum())
+
+
+def intersection_seconds(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> float:
+    """Total length of the intersection of two disjoint sorted interval sets."""
+    (sa, ea), (sb, eb) = a, b
+    total, i, j = 0.0, 0, 0
+    while i < len(sa) and j < len(sb):
+        lo, hi = max(sa[i], sb[j]), min(ea[i], eb[j])
+        if hi > lo:
+            total += hi - lo
+        if ea[i] < eb[j]:
+            i += 1
+        else:
+            j += 1
+    return float(total)
+
+
+def overlap_counts(start: np.ndarray, end: np.ndarray, other: tuple[np.ndarray, np.ndarray]) -> int:
+    """How many intervals ``[start, end)`` intersect (with positive length) the disjoint set ``other``."""
+    os_, oe = other
+    if not len(start) or not len(os_):
+        return 0
+    # the first interval of `other` that ends after each start; it overlaps when it begins before the end
+    k = np.searchsorted(oe, np.asarray(start, dtype=float), side="right")
+    ok = k < len(os_)
+    hit = np.zeros(len(start), dtype=bool)
+    hit[ok] = os_[k[ok]] < np.asarray(end, dtype=float)[ok]
+    return int(hit.sum())
