@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-__all__ = ["Benchmark", "Measurement", "measure", "no_collector_pauses", "synchronize"]
+__all__ = ["Benchmark", "Measurement", "measure", "no_collector_pauses", "wait_all"]
 
 
 @contextlib.contextmanager
@@ -103,8 +103,10 @@ def _check_device(device: Any) -> None:
         )
 
 
-def synchronize(device: Any = None) -> None:
-    """Wait for all queued work: CUDA devices (all, or ``device``) and every live engine."""
+def wait_all(device: Any = None) -> None:
+    """Wait for all queued work: CUDA devices (all, or ``device``) and every live engine, the blocks
+    of ``d2l_async.asynchronous()`` included.  (:func:`d2l_async.synchronize` waits for those blocks
+    only; ``torch.cuda.synchronize()`` for one device only.)"""
     torch = sys.modules.get("torch")
     for dev in _cuda_devices(device):
         torch.cuda.synchronize(dev)
@@ -141,7 +143,7 @@ class Benchmark:
 
     def __enter__(self) -> "Benchmark":
         if self.sync:
-            synchronize(self.device)
+            wait_all(self.device)
         # Keep the collector off while timing: one full collection pauses every thread for
         # 0.2-0.4 s in a notebook holding many objects, longer than a quick-mode loop (issue 20).
         self._paused = contextlib.ExitStack()
@@ -152,7 +154,7 @@ class Benchmark:
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         try:
             if self.sync and exc_type is None:
-                synchronize(self.device)
+                wait_all(self.device)
             self.elapsed = time.perf_counter() - self._start
         finally:
             paused = getattr(self, "_paused", None)
@@ -248,15 +250,15 @@ def measure(
     for _ in range(warmup):
         fn()
     if sync:
-        synchronize(device)
+        wait_all(device)
     raw = []
     for _ in range(repeat):
         if sync:
-            synchronize(device)
+            wait_all(device)
         t0 = time.perf_counter()
         fn()
         if sync:
-            synchronize(device)
+            wait_all(device)
         raw.append(time.perf_counter() - t0)
     from .devices import describe_machine
 

@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from d2l_async.benchmark import Benchmark, synchronize  # noqa: E402
+from d2l_async.benchmark import Benchmark, wait_all  # noqa: E402
 
 
 @pytest.fixture
@@ -29,10 +29,10 @@ def test_benchmark_synchronizes_only_the_gpus_in_use(two_gpus):
 
 def test_no_cuda_work_yet_no_synchronize(two_gpus, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
-    synchronize()
+    wait_all()
     assert two_gpus == []
 
 
 def test_a_named_device_is_synchronized_whatever_else(two_gpus):
-    synchronize("cuda:0")
+    wait_all("cuda:0")
     assert two_gpus == ["cuda:0"]

@@ -1,7 +1,7 @@
 """The module-level default engine, and waiting for every live engine.
 
 Notebooks should create their engine explicitly (``with ThreadedEngine() as eng:``); the default
-engine exists for quick experiments and for :func:`d2l_async.benchmark.synchronize`, which calls
+engine exists for quick experiments and for :func:`d2l_async.benchmark.wait_all`, which calls
 :func:`waitall_all` so that a timed block is billed for the work it queued.
 """
 
