@@ -15,7 +15,7 @@ TORCH  ?= torch==2.13.0
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 PYTEST_FLAGS ?=
 
-.PHONY: lab test test-unit test-notebooks test-browser report figures benchmarks docs gpu-check clean site
+.PHONY: lab test test-fast test-unit test-notebooks test-browser report figures benchmarks docs gpu-check clean site
 
 CONSTRAINTS := binder/constraints.txt
 
@@ -41,6 +41,10 @@ lab: $(STAMP)
 # no cell may fail, every lesson check must be ✔ or ✘ with its reason), and the browser test.
 test: $(STAMP) $(CHP)
 	D2L_ASYNC_QUICK=1 $(PY) -m pytest tests -p no:cacheprovider $(PYTEST_FLAGS)
+
+# Under 2 minutes on two quiet cores: no notebook, browser, site, hub, rank or other process (tests/conftest.py).
+test-fast: $(STAMP)
+	D2L_ASYNC_QUICK=1 D2L_ASYNC_TIER=fast $(PY) -m pytest tests -p no:cacheprovider -q $(PYTEST_FLAGS)
 
 test-unit: $(STAMP) $(CHP)
 	D2L_ASYNC_QUICK=1 $(PY) -m pytest tests --ignore=tests/browser --ignore=tests/one_core --ignore=tests/site $(PYTEST_FLAGS)

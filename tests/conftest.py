@@ -14,10 +14,53 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 OUR_THREADS = ("d2l_async ", "d2l-async")
+
+#: ``make test-fast`` sets this: the suite without notebooks, browser, site, hub, ranks or any
+#: process it would start (see :func:`fast_tier_starts_no_process`)
+FAST = os.environ.get("D2L_ASYNC_TIER", "") == "fast"
+#: folders whose every test executes notebooks or starts processes: not collected in the fast tier
+HEAVY_FOLDERS = ("browser", "site", "hub", "one_core", "distributed")
+
+
+def pytest_ignore_collect(collection_path, config):
+    if FAST and collection_path.is_dir() and collection_path.name in HEAVY_FOLDERS \
+            and collection_path.parent == Path(__file__).parent:
+        return True
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    if FAST:
+        skip = pytest.mark.skip(reason="slow: not in the fast tier (make test runs it)")
+        for item in items:
+            if item.get_closest_marker("slow"):
+                item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def fast_tier_starts_no_process(monkeypatch):
+    """In the fast tier a test that starts a process (a subprocess, a fork, a multiprocessing child)
+    is skipped at that call: what it checks runs in ``make test``."""
+    if not FAST:
+        yield
+        return
+    import multiprocessing.process
+    import subprocess
+
+    def refuse(*args, **kwargs):
+        pytest.skip("starts a process: not in the fast tier (make test runs it)")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse)
+    monkeypatch.setattr(os, "fork", refuse)
+    if hasattr(os, "posix_spawn"):
+        monkeypatch.setattr(os, "posix_spawn", refuse)
+    yield
 
 
 def our_threads() -> set[threading.Thread]:

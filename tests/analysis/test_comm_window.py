@@ -25,6 +25,7 @@ def hta_pctg(folder: Path, include: bool) -> list[float]:
     return ta.get_comm_comp_overlap(visualize=False).sort_values("rank")["comp_comm_overlap_pctg"].tolist()
 
 
+@pytest.mark.slow  # runs HTA itself on the trace (the oracle): make test
 @pytest.mark.parametrize("case", ["a100 rank 3", "sampled pair"])
 def test_hta_window_gives_htas_overlap_and_the_file_htas_whole_file_overlap(tmp_path, case):
     if case == "a100 rank 3":

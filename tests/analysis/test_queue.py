@@ -60,6 +60,7 @@ def hta_summaries(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow  # runs HTA itself on the trace (the oracle): make test
 @pytest.mark.parametrize("name", GPU_SAMPLES)
 def test_max_per_stream_equals_hta(hta_summaries, name):
     ours = queue_length_summary(load_sample(name))

@@ -66,6 +66,7 @@ def hta_runs(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow  # runs HTA itself on the trace (the oracle): make test
 @pytest.mark.parametrize("include", [False, True])
 @pytest.mark.parametrize("name", LIVE)
 def test_summary_and_series_equal_hta_step_by_step(hta_runs, name, include):
