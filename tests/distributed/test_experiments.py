@@ -222,7 +222,7 @@ def test_a_straggler_step_shorter_than_even_is_said_without_a_double_sign(overla
     assert rules.check_problems(slowed) == []
 
 
-def test_c2_notebook_10_names_the_numel_it_reduces():
+def test_notebook_10_names_the_numel_it_reduces():
     """Issue 20, C2: the markdown said "a million floats" while the run reduced 4,194,304, and exercise 3
     named 1 << 16 as the default."""
     import json

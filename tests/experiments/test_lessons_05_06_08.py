@@ -135,7 +135,7 @@ def test_sweep_shrinking_advantage_and_t2_taking_over():
     assert "CPU time of the synchronous runs" in takes_over.shown
 
 
-def test_c4_a_series_that_goes_up_and_down_does_not_shrink():
+def test_a_series_that_goes_up_and_down_does_not_shrink():
     """Issue 20, C4: 2.98x, 6.46x, 2.82x, 3.20x, 1.27x was called 'shrinks' from its first and last points."""
     ratios = (2.98, 6.46, 2.82, 3.20, 1.27)
     numels = (1, 100, 10_000, 100_000, 1_000_000)
@@ -335,7 +335,7 @@ def test_fall_is_said_as_a_fall():
     assert grew.holds is False and "it fell" in grew.otherwise and "interpreter lock" in grew.otherwise
 
 
-def test_c6_scheduling_cost_is_decided_in_cpu_time_on_both_sides():
+def test_scheduling_cost_is_decided_in_cpu_time_on_both_sides():
     """Issue 20, C6: engine 38.4 µs wall vs eager 15.9 µs wall; in CPU time eager 4.49 µs, engine 8.08 µs."""
     from dataclasses import replace
 
@@ -382,7 +382,7 @@ def test_frontend_bound_run_with_a_short_queue_holds():
     assert c.holds
 
 
-def test_c8_the_slower_side_is_read_from_cpu_time():
+def test_the_slower_side_is_read_from_cpu_time():
     """Issue 20, C8: on one busy core the wall-time model said 'frontend', the CPU clock 4.2 µs frontend vs
     13 µs workers per op: the backend is the slower side."""
     from tests.experiments.test_exp_sync_async import _trace
