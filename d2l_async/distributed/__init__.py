@@ -26,8 +26,8 @@ The pieces, each a module:
   (after-backward vs bucketed), :func:`run_straggler` (one slow rank); frozen results, and lesson
   checks as pure functions of them (:func:`collective_checks`, :func:`overlap_checks`,
   :func:`straggler_checks`).
-* :func:`comm_overlap` (``_overlap``) — per rank, from a trace: collectives overlapping the backward
-  pass, hidden and exposed communication seconds.
+* :func:`d2l_async.analysis.comm_overlap` reads the traces: per rank, collectives overlapping the
+  backward pass, hidden and exposed communication seconds.
 
 The same rank functions run under ``torchrun`` on real machines: ``python -m d2l_async.distributed
 --help``.  On one CPU core, two gloo ranks time-share the core: the traces still show *when* things
@@ -40,14 +40,13 @@ from __future__ import annotations
 from ._common import Where
 from ._launch import (BACKENDS, DistributedError, LaunchResult, RankContext, RankDied, RankError, RankTimeout,
                       free_port, is_alive, launch)
-from ._overlap import RankComm, comm_overlap
 from .collective import CollectiveResult, run_collective
 from .collective import checks as collective_checks
 from .ranks import MODES, profiled
 from .training import TrainingResult, machine_check, overlap_checks, run_overlap, run_straggler, straggler_checks
 
 __all__ = [
-    "BACKENDS", "CollectiveResult", "DistributedError", "LaunchResult", "MODES", "RankComm", "RankContext",
-    "RankDied", "RankError", "RankTimeout", "TrainingResult", "Where", "collective_checks", "comm_overlap", "free_port",
+    "BACKENDS", "CollectiveResult", "DistributedError", "LaunchResult", "MODES", "RankContext",
+    "RankDied", "RankError", "RankTimeout", "TrainingResult", "Where", "collective_checks", "free_port",
     "is_alive", "launch", "machine_check", "overlap_checks", "profiled", "run_collective", "run_overlap", "run_straggler", "straggler_checks",
 ]

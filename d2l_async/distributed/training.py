@@ -36,7 +36,7 @@ from .._verdict import compare, overruled, within
 from .._words import fmt_change, fmt_time
 from ..trace import Trace
 from ._common import OnRanks, Where, check_backend, run_and_load, where
-from ._overlap import RankComm, comm_overlap, comm_per_step
+from ..analysis import RankComm, comm_overlap, comm_per_step
 from .collective import _int
 from .ranks import STEP_LABEL, training_rank
 
@@ -59,7 +59,7 @@ class TrainingResult(OnRanks):
         modes: label -> ``"after_backward"`` or ``"bucketed"``.
         step_s: label -> per timed step, the slowest rank's seconds (a synchronous job waits for it).
         traces: label -> one profiled step of every rank, merged (one lane group per rank).
-        comm: label -> per rank :class:`~d2l_async.distributed.RankComm` read from that trace.
+        comm: label -> per rank :class:`~d2l_async.analysis.RankComm` read from that trace.
         same_params: label -> every rank ended with the same parameters (checksums agree).
         bucket_cap_mb: DDP's bucket size for the bucketed settings.
         delay_s: label -> the slow rank's sleep before each step (0: none).
@@ -67,7 +67,7 @@ class TrainingResult(OnRanks):
         model: a one-line description (``"MLP 512x4, batch 64"``).
         params_mb: megabytes of gradients all-reduced per step.
         where: the machine; seconds: wall time, process start-up included.
-        comm_steps: label -> rank -> one :class:`~d2l_async.distributed.RankComm` per profiled step
+        comm_steps: label -> rank -> one :class:`~d2l_async.analysis.RankComm` per profiled step
             (the step's ``record_function`` window): one sample per step for claims about a step's time.
     """
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from d2l_async.distributed import comm_overlap
+from d2l_async.analysis import comm_overlap
 from d2l_async.trace import hta_window_mask, last_step_starts, read_chrome_trace, read_trace_dir
 
 PUBLIC = Path(__file__).parents[1] / "trace" / "data" / "public"

@@ -9,7 +9,8 @@ import statistics
 import pytest
 
 from d2l_async import lesson
-from d2l_async.distributed import (RankComm, Where, collective_checks, overlap_checks, run_collective, run_overlap,
+from d2l_async.analysis import RankComm
+from d2l_async.distributed import (Where, collective_checks, overlap_checks, run_collective, run_overlap,
                                    run_straggler, straggler_checks)
 from d2l_async.distributed.collective import returned_early
 from d2l_async.distributed.training import STRAGGLER_PROFILED_STEPS, machine_check

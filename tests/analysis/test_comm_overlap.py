@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from d2l_async.distributed import RankComm, comm_overlap
-from d2l_async.distributed._overlap import is_backward_name
+from d2l_async.analysis import RankComm, comm_overlap, is_backward_name
 from d2l_async.trace import Event, Lane, LaneRole, Trace, merge_ranks
 
 

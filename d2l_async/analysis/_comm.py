@@ -36,8 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..analysis import intersection_seconds, intervals_union, overlap_counts
 from ..trace import Kind, Trace, TraceError, hta_window_mask, rank_lanes, rank_metas
+from ._intervals import intersection_seconds, intervals_union, overlap_counts
 
 __all__ = ["RankComm", "comm_overlap", "comm_per_step", "step_windows", "is_backward_name"]
 
