@@ -58,9 +58,8 @@ class Group:
 
 
 def _groups() -> list[Group]:
-    from d2l_async import distributed as dd
     from d2l_async import experiments as ex
-    from d2l_async.distributed import modelled_link
+    from d2l_async.experiments import collective, ddp, modelled_link
     from d2l_async.experiments import parallel_lessons as pl
     from d2l_async.experiments.queue_memory import queue_checks, time_check
 
@@ -89,8 +88,8 @@ def _groups() -> list[Group]:
         return ex.sweep_sync_async(ops=(300,), numels=numels, repeat=3, backend="auto").lessons()
 
     def overlap() -> list[Any]:
-        ov = dd.run_overlap(bucket_cap_mb=1.0)
-        return [*dd.overlap_checks(ov), dd.machine_check(ov)]
+        ov = ex.run_overlap(bucket_cap_mb=1.0)
+        return [*ddp.overlap_checks(ov), ddp.machine_check(ov)]
 
     return [
         Group("01 asynchrony", lambda: ex.asynchrony.checks(ex.run_asynchrony(backend="auto")), (0, 1)),
@@ -102,10 +101,10 @@ def _groups() -> list[Group]:
         Group("06 sync every k", queue, (2, 3)),
         Group("07 two devices", devices_07, (0,)),
         Group("08 scheduling", scheduling, (0,)),
-        Group("10 async collective", lambda: dd.collective_checks(dd.run_collective()), (3,)),
-        Group("10 late peer", lambda: dd.collective_checks(dd.run_collective(peer_delay_ms=40, size=768))[3:], (0,)),
+        Group("10 async collective", lambda: collective.checks(ex.run_collective()), (3,)),
+        Group("10 late peer", lambda: collective.checks(ex.run_collective(peer_delay_ms=40, size=768))[3:], (0,)),
         Group("10 DDP overlap", overlap, (3,)),
-        Group("10 straggler", lambda: dd.straggler_checks(dd.run_straggler()), (0, 1)),
+        Group("10 straggler", lambda: ddp.straggler_checks(ex.run_straggler()), (0, 1)),
         Group("10 modelled link", lambda: modelled_link.checks(modelled_link.run_modelled_overlap(bucket_cap_mb=1.0))),
     ]
 

@@ -2,7 +2,7 @@
 
 Two gloo ranks (NCCL with ``--backend nccl`` on a machine with two GPUs) train the same MLP both
 ways in the *same* processes, steps interleaved (after_backward, bucketed, after_backward, ...), so a
-change of the machine's load hits both settings alike (:func:`d2l_async.distributed.run_overlap`).
+change of the machine's load hits both settings alike (:func:`d2l_async.experiments.run_overlap`).
 Each timed step starts after a barrier and ends when the optimizer step is done on that rank; a
 step's time is the slowest rank's.  We repeat the whole launch ``--repeat`` times and keep every
 raw step, reporting per setting the median and the inter-quartile range, the ratio after/bucketed,
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from d2l_async.devices import describe_machine, machine
-    from d2l_async.distributed import run_overlap
+    from d2l_async.experiments import run_overlap
 
     before = machine()
     steps: dict[str, list[float]] = {"after_backward": [], "bucketed": []}

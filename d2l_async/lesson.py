@@ -57,8 +57,8 @@ The three calls:
 checks: pure functions of its frozen result, named ``checks(result)`` or after the claim
 (``time_check(runs)``, ``straggler_checks(result)``), built with :func:`check` (never displayed),
 decided with :mod:`d2l_async._verdict` and worded with :mod:`d2l_async._words`.  The home is the
-experiment module itself (``blockers``, ``scheduling``, ``distributed.collective``,
-``distributed.training``), or, where that module would pass about 400 lines, its private
+experiment module itself (``blockers``, ``scheduling``, ``collective``,
+``ddp``), or, where that module would pass about 400 lines, its private
 ``_<topic>_lessons`` module, imported at the top of the experiment module and re-exported by it
 (``queue_memory`` and ``_queue_lessons``; ``sync_async`` still reaches ``_sync_async_lessons`` from its
 methods);

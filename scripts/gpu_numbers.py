@@ -123,7 +123,8 @@ def capture_queue() -> dict[str, Any]:
 def nccl_all_reduce() -> dict[str, Any]:
     import torch
 
-    from d2l_async.distributed import collective_checks, run_collective
+    from d2l_async.experiments import run_collective
+    from d2l_async.experiments.collective import checks as collective_checks
 
     if torch.cuda.device_count() >= 2:
         r = run_collective(ranks=2, backend="nccl", numel=1 << 22, repeats=5, timeout=NCCL_LAUNCH_S)

@@ -22,12 +22,12 @@ The pieces, each a module:
   section with ``torch.profiler`` into ``<trace_dir>/<label>/rank<r>.json``.  The traces come back
   as one :class:`~d2l_async.trace.Trace` with a lane group per rank
   (:func:`~d2l_async.trace.read_trace_dir`).
-* the experiments: :func:`run_collective` (``all_reduce`` blocking vs async), :func:`run_overlap`
-  (after-backward vs bucketed), :func:`run_straggler` (one slow rank); frozen results, and lesson
-  checks as pure functions of them (:func:`collective_checks`, :func:`overlap_checks`,
-  :func:`straggler_checks`).
-* :func:`d2l_async.analysis.comm_overlap` reads the traces: per rank, collectives overlapping the
-  backward pass, hidden and exposed communication seconds.
+* :func:`run_and_load` — a launch whose ranks record traces, read back as one trace per label.
+
+Notebook 10's experiments (``all_reduce`` blocking vs async, DDP after backward vs bucketed, one
+slow rank, a modelled link) and their lesson checks are in :mod:`d2l_async.experiments`
+(``collective``, ``ddp``, ``modelled_link``); :func:`d2l_async.analysis.comm_overlap` reads their
+traces.
 
 The same rank functions run under ``torchrun`` on real machines: ``python -m d2l_async.distributed
 --help``.  On one CPU core, two gloo ranks time-share the core: the traces still show *when* things
@@ -37,16 +37,12 @@ speed-up; the lesson checks say which this run could show, from :func:`d2l_async
 
 from __future__ import annotations
 
-from ._common import Where
+from ._common import OnRanks, Where, check_backend, run_and_load, where
 from ._launch import (BACKENDS, DistributedError, LaunchResult, RankContext, RankDied, RankError, RankTimeout,
                       free_port, is_alive, launch)
-from .collective import CollectiveResult, run_collective
-from .collective import checks as collective_checks
 from .ranks import MODES, profiled
-from .training import TrainingResult, machine_check, overlap_checks, run_overlap, run_straggler, straggler_checks
 
 __all__ = [
-    "BACKENDS", "CollectiveResult", "DistributedError", "LaunchResult", "MODES", "RankContext",
-    "RankDied", "RankError", "RankTimeout", "TrainingResult", "Where", "collective_checks", "free_port",
-    "is_alive", "launch", "machine_check", "overlap_checks", "profiled", "run_collective", "run_overlap", "run_straggler", "straggler_checks",
+    "BACKENDS", "DistributedError", "LaunchResult", "MODES", "OnRanks", "RankContext", "RankDied", "RankError",
+    "RankTimeout", "Where", "check_backend", "free_port", "is_alive", "launch", "profiled", "run_and_load", "where",
 ]

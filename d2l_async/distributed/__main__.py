@@ -25,8 +25,7 @@ import sys
 from typing import Any
 
 from ._launch import RankContext, run_rank
-from .collective import DEFAULT_NUMEL, DEFAULT_SIZE
-from .ranks import collective_rank, training_rank
+from .ranks import DEFAULT_NUMEL, DEFAULT_SIZE, collective_rank, training_rank
 
 __all__ = ["main", "options_for"]
 

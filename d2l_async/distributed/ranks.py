@@ -33,7 +33,14 @@ from typing import Any, Callable, Iterator, Mapping
 
 from ._launch import RankContext
 
-__all__ = ["MODES", "STEP_LABEL", "collective_rank", "profiled", "raising_rank", "training_rank"]
+__all__ = ["DEFAULT_NUMEL", "DEFAULT_SIZE", "MODES", "STEP_LABEL", "collective_rank", "mlp", "profiled", "raising_rank",
+           "training_rank"]
+
+#: Floats :func:`collective_rank` reduces by default (default mode, quick mode): notebook 10's text
+#: names the first.
+DEFAULT_NUMEL = (1 << 20, 1 << 18)
+#: Side of its independent product (default, quick): it takes at least as long as the reduction.
+DEFAULT_SIZE = (640, 512)
 
 #: How gradients are all-reduced in :func:`training_rank`.
 MODES = ("after_backward", "bucketed")
@@ -195,7 +202,13 @@ def _settings(options: Mapping[str, Any]) -> list[dict[str, Any]]:
     return settings
 
 
-def _model(width: int, depth: int, dev: Any) -> Any:
+def mlp(width: int, depth: int, dev: Any) -> Any:
+    """The MLP every rank trains: ``depth`` ReLU layers of ``width``, then one output, on ``dev``;
+    the same initial weights on every rank.
+
+    Returns:
+        A ``torch.nn.Sequential``.
+    """
     import torch
 
     torch.manual_seed(0)  # the same initial weights on every rank
@@ -225,7 +238,7 @@ def training_rank(ctx: RankContext) -> dict[str, Any]:
     width, depth, batch = int(o.get("width", 256)), int(o.get("depth", 6)), int(o.get("batch", 64))
     warmup, steps, profile_steps = int(o.get("warmup", 1)), int(o.get("steps", 3)), int(o.get("profile_steps", 1))
     dev = torch.device(ctx.device)
-    base = _model(width, depth, dev)
+    base = mlp(width, depth, dev)
     gen = torch.Generator().manual_seed(1000 + ctx.rank)  # each rank its own shard of data
     x = torch.randn(batch, width, generator=gen).to(dev)
     y = torch.randn(batch, 1, generator=gen).to(dev)

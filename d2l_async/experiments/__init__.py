@@ -17,6 +17,13 @@ One module per topic of D2L §13.2–13.3, in the order of the notebooks::
     parallel_lessons  plan_devices, *_checks      threads or modelled devices here; 02/07's lesson checks
     scheduling    run_scheduling                  per-op scheduling cost, 1 → 16 worker threads
     profiling     run_profiling, sample_summaries, export_perfetto
+    collective    run_collective                  all_reduce blocking vs async_op=True on local ranks (10)
+    ddp           run_overlap, run_straggler      DDP after backward vs bucketed; one slow rank (10)
+    modelled_link run_modelled_overlap            the measured backward pass beside a modelled link (10)
+
+The lesson checks of a topic live in its module (``collective.checks``, ``ddp.overlap_checks``, ...):
+pure functions of a frozen result.  Notebook 10's experiments start their ranks with
+:func:`d2l_async.distributed.launch`.
 
 Conventions shared by every function:
 
@@ -39,9 +46,12 @@ from .asynchrony import AsynchronyResult, run_asynchrony
 from .barriers import BarrierResult, run_barriers
 from .blockers import BLOCKER_DEMO, BLOCKERS, BlockersResult, BlockEvent, run_blockers
 from .book import BOOK, BookNumber, book_number
+from .collective import run_collective
+from .ddp import run_overlap, run_straggler
 from .dependency import (EXPRESSIONS, DependencyResult, IndependenceResult, check_expression, run_expression,
                          run_independent_vs_dependent)
 from .mlp_parallel import MLPResult, compute_comm_overlap, run_mlp_parallel
+from .modelled_link import run_modelled_overlap
 from .parallelism import TwoDeviceResult, run_two_devices
 from .profiling import PROFILE_SAMPLES, ProfilingResult, export_perfetto, run_profiling, sample_summaries
 from .queue_memory import (OPS_PER_BATCH, QueueMemoryResult, SampleQueueSummary, compare_sync_every,
@@ -55,7 +65,7 @@ __all__ = [
     "OPS_PER_BATCH", "PROFILE_SAMPLES", "ProfilingResult", "QueueMemoryResult", "SampleQueueSummary",
     "SchedulingResult", "Setup", "SweepPoint", "SyncAsyncResult", "SyncAsyncSweep", "TwoDeviceResult",
     "book_number", "check_expression", "compare_sync_every", "compute_comm_overlap", "export_perfetto",
-    "resolve_backend", "run_asynchrony", "run_barriers", "run_blockers", "run_expression",
-    "run_independent_vs_dependent", "run_mlp_parallel", "run_profiling", "run_queue_memory", "run_scheduling",
-    "run_sync_async", "run_two_devices", "sample_queue_summary", "sample_summaries", "sweep_sync_async",
+    "resolve_backend", "run_asynchrony", "run_barriers", "run_blockers", "run_collective", "run_expression",
+    "run_independent_vs_dependent", "run_mlp_parallel", "run_modelled_overlap", "run_overlap", "run_profiling",
+    "run_queue_memory", "run_scheduling", "run_straggler", "run_sync_async", "run_two_devices", "sample_queue_summary", "sample_summaries", "sweep_sync_async",
 ]

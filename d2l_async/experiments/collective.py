@@ -24,16 +24,10 @@ from .. import config, lesson
 from .._verdict import compare, compare_paired, overruled
 from .._words import fmt_time
 from ..trace import Trace, rank_lanes
-from ._common import OnRanks, Where, check_backend, run_and_load, where
-from .ranks import collective_rank
+from ..distributed import OnRanks, Where, check_backend, run_and_load, where
+from ..distributed.ranks import DEFAULT_NUMEL, DEFAULT_SIZE, collective_rank
 
-__all__ = ["CollectiveResult", "run_collective", "checks", "slow_peer_check", "returned_early", "DEFAULT_NUMEL",
-           "DEFAULT_SIZE"]
-
-#: Floats reduced by default (default mode, quick mode): notebook 10's text names the first.
-DEFAULT_NUMEL = (1 << 20, 1 << 18)
-#: Side of the independent product (default, quick): it takes at least as long as the reduction.
-DEFAULT_SIZE = (640, 512)
+__all__ = ["CollectiveResult", "run_collective", "checks", "slow_peer_check", "returned_early"]
 
 
 @dataclass(frozen=True)

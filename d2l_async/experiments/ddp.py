@@ -35,10 +35,10 @@ from .. import config, lesson
 from .._verdict import compare, overruled, within
 from .._words import fmt_change, fmt_time
 from ..trace import Trace
-from ._common import OnRanks, Where, check_backend, run_and_load, where
 from ..analysis import RankComm, comm_overlap, comm_per_step
+from ..distributed import OnRanks, Where, check_backend, run_and_load, where
+from ..distributed.ranks import STEP_LABEL, training_rank
 from .collective import _int
-from .ranks import STEP_LABEL, training_rank
 
 __all__ = ["TrainingResult", "run_overlap", "run_straggler", "overlap_checks", "straggler_checks", "machine_check",
            "STRAGGLER_PROFILED_STEPS", "ABOUT"]

@@ -122,9 +122,9 @@ class ModelledOverlap:
 def _measure(width: int, depth: int, batch: int, repeats: int) -> tuple[list[tuple[list[float], float]], list[int]]:
     import torch
 
-    from .ranks import _model
+    from ..distributed.ranks import mlp
 
-    net = _model(width, depth, torch.device("cpu"))
+    net = mlp(width, depth, torch.device("cpu"))
     params = [p for p in net.parameters() if p.requires_grad]
     nbytes = [p.numel() * p.element_size() for p in params]
     x, y = torch.randn(batch, width), torch.randn(batch, 1)
@@ -154,7 +154,7 @@ def run_modelled_overlap(*, width: int | None = None, depth: int | None = None, 
     """Measure the MLP's backward pass here and schedule its all-reduces on a modelled link.
 
     Args:
-        width, depth, batch: the MLP (defaults as :func:`~d2l_async.distributed.run_overlap`).
+        width, depth, batch: the MLP (defaults as :func:`~d2l_async.experiments.run_overlap`).
         bucket_cap_mb: DDP's bucket size.
         link: the link model (default 10 Gbit/s, 20 µs).
         repeats: measured backward passes (default 7, quick mode 5): one step-time sample each.

@@ -1,6 +1,6 @@
 """The dashboard of notebook 10: ranks, bucket size and a straggler's delay -> traces and bars.
 
-Each change starts a fresh set of rank processes (:func:`d2l_async.distributed.run_overlap`): the
+Each change starts a fresh set of rank processes (:func:`d2l_async.experiments.run_overlap`): the
 same MLP trained with its gradients all-reduced after the backward pass and bucketed during it
 (DDP), one step of each profiled on every rank.  Two figures update in place: the bucketed step's
 multi-rank timeline (each rank's frontend above its gloo/NCCL communication lane) and the bars of
@@ -62,7 +62,7 @@ def distributed_dashboard(*, mode: str = "auto", autorun: bool = True, backend: 
     """
 
     def experiment(*, ranks: int, bucket_cap_mb: float, delay_ms: float) -> Any:
-        from d2l_async.distributed import run_overlap
+        from d2l_async.experiments import run_overlap
 
         return run_overlap(ranks=ranks, bucket_cap_mb=bucket_cap_mb, delay_ms=delay_ms, backend=backend,
                            timeout=timeout)

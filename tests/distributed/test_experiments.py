@@ -10,10 +10,10 @@ import pytest
 
 from d2l_async import lesson
 from d2l_async.analysis import RankComm
-from d2l_async.distributed import (Where, collective_checks, overlap_checks, run_collective, run_overlap,
-                                   run_straggler, straggler_checks)
-from d2l_async.distributed.collective import returned_early
-from d2l_async.distributed.training import STRAGGLER_PROFILED_STEPS, machine_check
+from d2l_async.distributed import Where
+from d2l_async.experiments import run_collective, run_overlap, run_straggler
+from d2l_async.experiments.collective import checks as collective_checks, returned_early
+from d2l_async.experiments.ddp import STRAGGLER_PROFILED_STEPS, machine_check, overlap_checks, straggler_checks
 from d2l_async.trace import rank_lanes
 
 pytestmark = pytest.mark.timeout(300)
@@ -88,7 +88,7 @@ def test_a_slower_peer_makes_the_blocking_call_wait_and_every_repeat_is_kept():
 
 
 def _peer(done, block, comp, where=None):
-    from d2l_async.distributed import CollectiveResult
+    from d2l_async.experiments.collective import CollectiveResult
 
     return CollectiveResult(2, 1 << 18, (1e-4, 1e-4), (done[0],) * 2, (block[0],) * 2, (comp[0],) * 2, (0, 0), len(done),
                             True, None, where or ONE_CORE, 1.0, 0.03, 1, (tuple(block), (0.004,) * len(done)),
@@ -96,7 +96,7 @@ def _peer(done, block, comp, where=None):
 
 
 def test_overlap_with_waiting_for_a_slower_peer_is_decided_on_the_waiting_ranks_repeats():
-    from d2l_async.distributed.collective import slow_peer_check
+    from d2l_async.experiments.collective import slow_peer_check
 
     saved = slow_peer_check(_peer(done=(0.035, 0.036, 0.034), block=(0.034, 0.035, 0.033), comp=(0.025,) * 3))
     assert saved.holds is True and saved.number("ratio") == pytest.approx(statistics.median([0.035 / 0.059, 0.036 / 0.060, 0.034 / 0.058]), rel=1e-6)
@@ -229,7 +229,7 @@ def test_notebook_10_names_the_numel_it_reduces():
     import json
     from pathlib import Path
 
-    from d2l_async.distributed.collective import DEFAULT_NUMEL
+    from d2l_async.distributed.ranks import DEFAULT_NUMEL
 
     nb = json.loads((Path(__file__).resolve().parents[2] / "notebooks" / "10_async_communication.ipynb").read_text())
     text = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")

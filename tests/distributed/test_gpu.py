@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from d2l_async.distributed import launch, overlap_checks, run_collective, run_overlap
-from d2l_async.distributed.collective import returned_early
+from d2l_async.distributed import launch
+from d2l_async.experiments import run_collective, run_overlap
+from d2l_async.experiments.collective import returned_early
+from d2l_async.experiments.ddp import overlap_checks
 from d2l_async.trace import rank_lanes
 
 from . import _fns

@@ -28,7 +28,7 @@ def test_the_collective_defaults_are_the_notebooks():
     """Without options the CLI sizes the all-reduce and the product as run_collective does in full
     mode (it once all-reduced 4M floats beside a 512 product: a 3 ms product against a 27 ms
     reduction, too little work to overlap)."""
-    from d2l_async.distributed.collective import DEFAULT_NUMEL, DEFAULT_SIZE
+    from d2l_async.distributed.ranks import DEFAULT_NUMEL, DEFAULT_SIZE
 
     _, opts = options_for(_parser().parse_args(["collective"]), world_size=2)
     assert (opts["numel"], opts["size"]) == (DEFAULT_NUMEL[0], DEFAULT_SIZE[0])

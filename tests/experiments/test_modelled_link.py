@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from d2l_async.distributed import modelled_link as ml
+from d2l_async.experiments import modelled_link as ml
 
 
 def test_schedule_packs_buckets_in_readiness_order_and_queues_them_on_the_link():
