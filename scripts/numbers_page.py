@@ -501,12 +501,24 @@ def torch_versions(data: dict, name: str) -> str:
 
 
 def test_suite(data: dict, name: str) -> str:
+    runs = data.get("runs", [])
+    if isinstance(runs, dict):  # benchmarks/bench_test_suite.py: "<tier>/<setting>" -> runs
+        out = [f"Each run from a fresh clone ({data.get('what')}); machine: {data.get('machine')}. "
+               "Measured with " + "; ".join(f"`{c}`" for c in data.get("commands", {}).values()) + "."]
+        rows = [[r.get("command"), r.get("setting"), r.get("commit"),
+                 f"{num(r['load']['min'], 1)}–{num(r['load']['max'], 1)} (mean {num(r['load']['mean'], 1)})",
+                 f"**{num(r.get('total_s', 0) / 60, 1)} min**", num(r.get("passed", 0), 0), num(r.get("skipped", 0), 0),
+                 num(r.get("failed", 0) + r.get("errors", 0) + r.get("error", 0), 0), r.get("exit")]
+                for key in sorted(runs) for r in runs[key]]
+        out.append(table(["command", "setting", "commit", "load average", "whole command", "passed", "skipped",
+                          "failed", "exit"], rows))
+        return "\n\n".join(out)
     out = [f"Command: `{data.get('command')}`. Machine: {data.get('machine')}. Source: {data.get('source')}."]
     rows = [[r.get("setting"), load(r.get("load_avg")),
              f"{'about ' if r.get('total_approximate') else ''}{num(r.get('total_s', 0) / 60, 1)} min",
              f"{num(r.get('tests_s', 0) / 60, 1)} min", num(r.get("passed"), 0), num(r.get("skipped"), 0),
              num(r.get("failed", 0), 0)]
-            for r in data.get("runs", [])]
+            for r in runs]
     out.append(table(["setting", "load average", "whole command", "the tests alone", "passed", "skipped", "failed"],
                      rows))
     return "\n\n".join(out)
@@ -571,7 +583,7 @@ SECTIONS: list[tuple[str, str, Callable[[Any, str], str], str]] = [
     ("dashboards.json", "Dashboards", dashboards, "A control changed, the experiment rerun, the figure updated in place."),
     ("torch_versions.json", "The torch version matrix", torch_versions,
      "The torch-facing tests on each tested torch, each in its own virtual environment."),
-    ("test_suite.json", "`make test`", test_suite, "The whole test command from a fresh clone."),
+    ("test_suite.json", "`make test` and `make test-fast`", test_suite, "The test tiers from a fresh clone."),
     ("site_build.json", "The static site (`make site`)", site_build, "The chapter built as a web site."),
 ]
 
