@@ -76,7 +76,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ._completion import Completion
-from ._deps import finish_write
+from ._deps import finish_op, finish_write, push_op
 from ._errors import EngineError
 from ._guard import inside, inside_op, observer_failed as _observer_failed
 from ._op import _READY, _RUNNING, Device, EngineOp, EngineStatistics, parse_devices
@@ -247,30 +247,7 @@ class Scheduler(Completion, Waits, Shutdown):
             self._bytes_pending += op.nbytes
             if self._observers:
                 self._record_deps(op)
-            # ._deps.push_op, inlined
-            wait = 0
-            for v in op.reads:
-                if v.writer is None:
-                    v.readers += 1
-                else:
-                    if v.waiting is None:
-                        v.waiting = deque()
-                    v.waiting.append((op, False))
-                    wait += 1
-            for v in op.writes:
-                if v.writer is None:
-                    v.writer = op
-                    if v.readers:
-                        wait += 1
-                else:
-                    if v.waiting is None:
-                        v.waiting = deque()
-                    v.waiting.append((op, True))
-                    wait += 1
-            if op.out is not None:  # a fresh array: nothing touched it before, so granted at once
-                op.out.writer = op
-            op.wait = wait
-            if wait == 0:
+            if push_op(op):
                 self._ready(op, obs)
 
     def _ready(self, op: EngineOp, obs: tuple, first: bool = False) -> None:
@@ -419,5 +396,5 @@ class Scheduler(Completion, Waits, Shutdown):
 # Ctrl-C and the bookkeeping (._shield, issue 21): an interrupt that arrives in these is raised
 # just after them; one that arrives in an op the naive engine runs, or in a wait, is raised there.
 shield(Scheduler._submit, Scheduler._book, Scheduler._ready, Scheduler._record_deps, Scheduler._drain,
-       Scheduler._finish, Scheduler._failed_op, Scheduler._interrupted, finish_write)
+       Scheduler._finish, Scheduler._failed_op, Scheduler._interrupted, push_op, finish_op, finish_write)
 expose(Scheduler._execute, Scheduler._wait_for_space, _take)
