@@ -21,6 +21,8 @@ Where to read on:
 * :mod:`._array` -- ``EngineArray``, the handle arithmetic builds ops from;
 * :mod:`._engine` -- ``ThreadedEngine`` and its synchronous twin ``NaiveEngine``;
 * :mod:`._observer` -- the observer protocol and the recorder that makes traces;
+* :mod:`.core` -- the interface a runtime built on the engine uses (``torch_async``): the records,
+  the rules, and the scheduler with its documented subclass hooks;
 * :mod:`._modelled` -- modelled-time devices (``model=DeviceModel()``): real values, modelled durations;
 * :mod:`._overhead` -- how scheduling cost grows with the number of workers.
 
@@ -49,7 +51,6 @@ _LAZY = {
     "with_flops": "._modelled",
     "NaiveEngine": "._engine",
     "ThreadedEngine": "._engine",
-    "Observer": "._observer",
     "Recorder": "._observer",
     "SchedulingOverhead": "._overhead",
     "measure_scheduling_overhead": "._overhead",
@@ -61,7 +62,6 @@ __all__ = [
     "EngineError",
     "EngineStatistics",
     "NaiveEngine",
-    "Observer",
     "OpState",
     "Recorder",
     "SchedulingOverhead",

@@ -248,7 +248,7 @@ class EngineArray(EngineVar):
         out = EngineArray(self._engine, None, info.shape, info.dtype, self._dev, None)
         reads = (self, other) if run is _run_aa and other is not self else (self._alone or self._one())
         op = EngineOp(name, "op", run, fn, other, reads, (), self._dev, info.nbytes, out)
-        self._engine._submit(op, 3)
+        self._engine.submit(op, 3)
         return out
 
     def _inplace(self, other: Any, name: str, fn: Callable) -> "EngineArray":
@@ -267,14 +267,14 @@ class EngineArray(EngineVar):
             op = EngineOp(name, "op", _run_inplace_s, fn, other, (), self._alone or self._one(), self._dev, 0)
         else:
             return _unsupported(self, other, name)
-        self._engine._submit(op, 3)
+        self._engine.submit(op, 3)
         return self
 
     def _unary(self, name: str, fn: Callable) -> "EngineArray":
         key = (fn, self._shape, self._dtype)
         info = _INFER.get(key) or _infer(key, fn, self)
         out = EngineArray(self._engine, None, info.shape, info.dtype, self._dev, None)
-        self._engine._submit(EngineOp(name, "op", _run_unary, fn, None, self._alone or self._one(), (),
+        self._engine.submit(EngineOp(name, "op", _run_unary, fn, None, self._alone or self._one(), (),
                                       self._dev, info.nbytes, out), 3)
         return out
 
@@ -329,9 +329,9 @@ class EngineArray(EngineVar):
         Always copies, even to the same device: virtual devices share this CPU's memory, and an
         alias would let an in-place op on one device change the other's array.
         """
-        dev = self._engine._device(device)
+        dev = self._engine.device_record(device)
         out = EngineArray(self._engine, None, self._shape, self._dtype, dev, name)
-        self._engine._submit(EngineOp("copy", "copy", _run_copy, None, None, self._alone or self._one(), (),
+        self._engine.submit(EngineOp("copy", "copy", _run_copy, None, None, self._alone or self._one(), (),
                                       dev, self._shape.numel() * self._dtype.itemsize, out), 2)
         return out
 

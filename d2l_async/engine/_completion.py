@@ -10,7 +10,7 @@ passes its error to the arrays it writes (:meth:`Completion._failed_op`); a Ctrl
 engine runs inline is raised at once instead (:meth:`Completion._interrupted`).
 
 This is a mixin of :class:`._scheduler.Scheduler`, which owns the state it reads (``_lock``,
-``_observers``, the counters, ``_ready``); it imports nothing of the scheduler's.
+``_observers``, the counters, ``queue_ready``); it imports nothing of the scheduler's.
 """
 
 from __future__ import annotations
@@ -81,8 +81,10 @@ class Completion:
             op.state = _DONE
             self._done += 1
         obs = self._on_ready
-        for o in finish_op(op):  # the vars' rules (._deps): who got access, and is now ready
-            self._ready(o, obs)
+        ready = finish_op(op)  # the vars' rules (._deps): who got access, and is now ready
+        if ready:
+            for o in ready:
+                self.queue_ready(o, obs)
         for f in self._on_finish:
             try:  # zero cost unless it raises: an observer must not kill a worker
                 f(op)

@@ -43,16 +43,16 @@ class _ArrayAPI(Scheduler):
         else:
             raise ValueError(f"record={record!r}: pass True, False, or the number of events to record")
         if record:
-            self._start_recorder(self._t0)
+            self._start_recorder(self.t0)
 
     def _start_recorder(self, t0: float | None) -> None:
         rec = Recorder(self.devices, self.workers, self.engine_kind, t0, limit=self._record_limit)
         # at the limit the recorder stops, and so does the stamping of ops (they run at full speed)
         ref = weakref.ref(self)  # not the engine itself: the recorder must not keep it alive
-        rec.on_full = lambda: ref() is not None and ref()._set_observers(())
+        rec.on_full = lambda: ref() is not None and ref().set_observers(())
         self._recorder_base = self._done + self._failed  # ops finished before this recording
         self._recorder = rec
-        self._set_observers((rec,))
+        self.set_observers((rec,))
 
     def array(self, data: Any, *, device: str | None = None, name: str | None = None,
               dtype: torch.dtype | None = None) -> EngineArray:
@@ -65,7 +65,7 @@ class _ArrayAPI(Scheduler):
         """
         if self.closed:
             raise EngineError("this engine is shut down; create a new one (use it in a `with` block)")
-        dev = self._device(device)
+        dev = self.device_record(device)
         if name is not None and not isinstance(name, str):
             raise TypeError(f"name={name!r}: pass a str label")
         if isinstance(data, EngineArray):
@@ -115,11 +115,11 @@ class _ArrayAPI(Scheduler):
         # MXNet's PushAsync: a custom op may touch arrays of several devices (communication is a
         # custom op too); it runs on ``device``, else where it writes, else where it reads
         home = (*writes, *reads)
-        dev = self._device(device) if device is not None else (home[0]._dev if home else self._device(None))
+        dev = self.device_record(device) if device is not None else (home[0]._dev if home else self.device_record(None))
         r, w = split_access(reads, writes)
         label = name if name is not None else getattr(fn, "__name__", "op")
         op = EngineOp(str(label), kind, _run_push, fn, (tuple(reads), tuple(writes), args), r, w, dev, 0)
-        self._submit(op, 2)
+        self.submit(op, 2)
         return op.id
 
     # -- traces ------------------------------------------------------------------------------
