@@ -39,6 +39,7 @@ from typing import Any
 
 from ._default import get_engine, waitall_all
 from ._errors import EngineError
+from ._modelled import MODELLED_LABEL
 from ._op import EngineStatistics, OpState
 from ._scheduler import live_engines
 from ._waits import wait_limit
@@ -49,6 +50,7 @@ _LAZY = {
     "EngineArray": "._array",
     "DeviceModel": "._modelled",  # modelled-time devices (._modelled)
     "with_flops": "._modelled",
+    "make_engine": "._engine",
     "NaiveEngine": "._engine",
     "ThreadedEngine": "._engine",
     "Recorder": "._observer",
@@ -61,6 +63,7 @@ __all__ = [
     "EngineArray",
     "EngineError",
     "EngineStatistics",
+    "MODELLED_LABEL",
     "NaiveEngine",
     "OpState",
     "Recorder",
@@ -68,6 +71,7 @@ __all__ = [
     "ThreadedEngine",
     "get_engine",
     "live_engines",
+    "make_engine",
     "measure_scheduling_overhead",
     "wait_limit",
     "waitall_all",

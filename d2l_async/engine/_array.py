@@ -1,9 +1,10 @@
 """``EngineArray``: a handle to a tensor that an engine will compute (MXNet's ``NDArray``).
 
 Arithmetic on an array does not compute anything: it builds an op, pushes it to the engine and
-returns a new array at once.  Its shape and dtype are known right away (inferred on torch's
-``meta`` device, once per combination of op, shapes and dtypes, then cached), so a shape error
-surfaces at the line that caused it, as in eager PyTorch.  Its value exists only once a worker ran
+returns a new array at once.  Its shape and dtype are known right away -- inferred by running the
+real CPU kernel once on zero-strided stand-ins (one element each, whatever the shape; not torch's
+``meta`` device, see ``_infer``), once per combination of op, shapes and dtypes, then cached -- so a
+shape error surfaces at the line that caused it, with eager PyTorch's own message.  Its value exists only once a worker ran
 the op; the calls that need the value -- ``wait_to_read``, ``item``, ``asnumpy``, ``numpy``,
 ``float``, ``bool``, ``int``, ``print`` -- are *blockers* and wait for it.
 

@@ -3,7 +3,12 @@
 Both have the same API; only *when* an op runs differs.  ``ThreadedEngine`` hands each op to
 worker threads and returns at once; ``NaiveEngine`` runs it at push time on the calling thread,
 like MXNet's ``NaiveEngine`` and dask's ``get_sync``: the baseline for "how much did asynchrony
-buy?" and the debugging mode (``D2L_ASYNC_ENGINE=naive``).
+buy?" and the debugging mode.
+
+:func:`make_engine` is the one place the package's experiments (and so its dashboards) create an
+engine: a ``ThreadedEngine``, or a ``NaiveEngine`` when the environment says
+``D2L_ASYNC_ENGINE=naive`` -- every experiment then runs synchronously, and its traces say so
+(``meta["engine"] == "naive"``).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from ..config import ENGINE_KINDS, engine_kind
 from ..trace import Trace
 from ._array import EngineArray
 from ._errors import EngineError
@@ -22,7 +28,7 @@ from ._modelled import modelled_meta, resolve_models
 from ._op import EngineOp
 from ._scheduler import Scheduler
 
-__all__ = ["ThreadedEngine", "NaiveEngine"]
+__all__ = ["ThreadedEngine", "NaiveEngine", "make_engine"]
 
 
 def _run_push(op: EngineOp) -> None:
@@ -210,3 +216,31 @@ class NaiveEngine(_ArrayAPI):
         self._attach_models(model)
         self._setup_recording(record)
 
+
+
+def make_engine(*, workers: int = 1, devices: Sequence[str] = ("cpu:0",), max_pending: int | None = None,
+                record: bool | int = True, torch_threads: int | None = 1, model: Any = None,
+                kind: str | None = None) -> ThreadedEngine | NaiveEngine:
+    """The engine an experiment or a dashboard runs on: the one factory they all use.
+
+    Args:
+        workers, devices, max_pending, record, torch_threads, model: as :class:`ThreadedEngine`
+            takes them.  A naive engine takes ``devices``, ``record`` and ``model``; it has no
+            workers and no queue (every op runs at push time), so the other three do not apply.
+        kind: ``"threaded"`` or ``"naive"``; None (default): the ``D2L_ASYNC_ENGINE`` environment
+            variable, ``"threaded"`` when it is unset (see :func:`d2l_async.config.engine_kind`).
+
+    Returns:
+        A new engine (use it in a ``with`` block); ``engine.engine_kind`` names which.
+
+    Raises:
+        ValueError: ``kind`` or ``D2L_ASYNC_ENGINE`` is neither ``"threaded"`` nor ``"naive"``.
+    """
+    if kind is None:
+        kind = engine_kind()
+    elif kind not in ENGINE_KINDS:
+        raise ValueError(f"kind={kind!r}: pass one of {list(ENGINE_KINDS)}, or None for D2L_ASYNC_ENGINE's")
+    if kind == "naive":
+        return NaiveEngine(devices=devices, record=record, model=model)
+    return ThreadedEngine(workers=workers, devices=devices, max_pending=max_pending, record=record,
+                          torch_threads=torch_threads, model=model)

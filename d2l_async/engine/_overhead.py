@@ -23,7 +23,7 @@ from typing import Sequence
 
 import torch
 
-from ._engine import ThreadedEngine
+from ._engine import make_engine
 
 __all__ = ["SchedulingOverhead", "measure_scheduling_overhead", "quantiles"]
 
@@ -103,7 +103,7 @@ def measure_scheduling_overhead(workers: Sequence[int] = (1, 2, 4, 8, 16), ops: 
         raise ValueError(f"ops={ops}, repeats={repeats}: both must be positive")
     out = []
     for w in counts:
-        with ThreadedEngine(workers=w, devices=("cpu:0",), record=record) as eng:
+        with make_engine(workers=w, devices=("cpu:0",), record=record) as eng:
             x = eng.array(torch.ones(1))
             for _ in range(min(ops, 200)):  # warm up: caches, thread start
                 y = x + 1
