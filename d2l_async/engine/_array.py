@@ -184,10 +184,12 @@ class EngineArray(EngineVar):
     # -- known at once ---------------------------------------------------------------------
     @property
     def shape(self) -> torch.Size:
+        """The shape, known at push time (no wait)."""
         return self._shape
 
     @property
     def dtype(self) -> torch.dtype:
+        """The torch dtype, known at push time (no wait)."""
         return self._dtype
 
     @property
@@ -203,13 +205,16 @@ class EngineArray(EngineVar):
 
     @property
     def name(self) -> str:
+        """The name traces use (``name=`` given, or the engine's ``"a17"``); same as ``label``."""
         return self.label
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions (no wait)."""
         return len(self._shape)
 
     def numel(self) -> int:
+        """Returns the number of elements (no wait: the shape is known at push time)."""
         return self._shape.numel()
 
     def __len__(self) -> int:
@@ -319,9 +324,11 @@ class EngineArray(EngineVar):
         return self._unary("mean", _T.mean)
 
     def exp(self) -> "EngineArray":
+        """Returns a new array, ``exp`` of each element (an op pushed: no wait)."""
         return self._unary("exp", _T.exp)
 
     def relu(self) -> "EngineArray":
+        """Returns a new array, ``max(x, 0)`` of each element (an op pushed: no wait)."""
         return self._unary("relu", _T.relu)
 
     def to(self, device: str, *, name: str | None = None) -> "EngineArray":
@@ -329,6 +336,9 @@ class EngineArray(EngineVar):
 
         Always copies, even to the same device: virtual devices share this CPU's memory, and an
         alias would let an in-place op on one device change the other's array.
+
+        Returns:
+            The new array on ``device`` (at once: the copy is pushed, not waited for).
         """
         dev = self._engine.device_record(device)
         out = EngineArray(self._engine, None, self._shape, self._dtype, dev, name)
@@ -361,11 +371,15 @@ class EngineArray(EngineVar):
 
         Args:
             timeout: seconds before :class:`TimeoutError` (for tests; the book's API has none).
+
+        Returns:
+            This array (so ``x.wait_to_read().asnumpy()`` reads as one line).
         """
         self._engine._wait_var(self, "wait_to_read", timeout)
         return self
 
     def item(self) -> Any:
+        """A blocker: returns the value of a one-element array as a Python number."""
         self._engine._wait_var(self, "item")
         return self._data.item()
 

@@ -130,7 +130,15 @@ class _ArrayAPI(Scheduler):
 
     # -- traces ------------------------------------------------------------------------------
     def trace(self) -> Trace:
-        """Everything recorded so far (finished ops, their pushes, and the frontend's blocks)."""
+        """Everything recorded so far (finished ops, their pushes, and the frontend's blocks).
+
+        Returns:
+            A :class:`~d2l_async.trace.Trace`; ``meta`` says the engine kind, that its devices are
+            virtual, which are modelled, and where recording stopped if it hit its limit.
+
+        Raises:
+            EngineError: the engine was created with ``record=False``.
+        """
         rec = self._recorder
         if rec is None:
             raise EngineError("recording is off; create the engine with record=True to get a trace")

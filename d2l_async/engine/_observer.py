@@ -230,6 +230,7 @@ class Recorder:
 
     # -- the result ------------------------------------------------------------------------
     def lanes(self) -> list[Lane]:
+        """Returns the trace's lanes: the frontend, then one per worker of each device (virtual)."""
         lanes = [Lane("frontend", LaneRole.FRONTEND)]
         for d in self.devices:
             for k in range(max(self.workers, 1)):

@@ -427,8 +427,8 @@ class Scheduler(Completion, Waits, Shutdown):
 
     # -- state -----------------------------------------------------------------------------
     def statistics(self) -> EngineStatistics:
-        """A consistent snapshot of the counters (taken under the lock; ops still in the inbox count
-        as pending)."""
+        """Returns a consistent :class:`EngineStatistics` snapshot of the counters (taken under the
+        lock; ops still in the inbox count as pending)."""
         with self._lock:
             inbox = list(self._inbox)  # one C call: a consistent copy even while the frontend pushes
             per_device = {n: d.pending for n, d in self._devices.items()}

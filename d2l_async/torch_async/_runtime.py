@@ -220,7 +220,8 @@ class AsyncRuntime(SyncPaths, OrderedReady):
         return t._var if type(t) is AsyncTensor else self._plain_var(t)
 
     def adopt(self, t: torch.Tensor) -> AsyncTensor:
-        """Wrap a plain tensor whose data exists as a finished AsyncTensor of this runtime."""
+        """Returns ``t`` as a finished AsyncTensor of this runtime (``t`` itself if it is one): a
+        plain tensor whose data exists, wrapped with a fresh variable."""
         if type(t) is AsyncTensor:
             return t
         return _make(self, meta_of(t), self._var_new(), t, None)
@@ -440,7 +441,14 @@ class AsyncRuntime(SyncPaths, OrderedReady):
 
     # -- traces --------------------------------------------------------------------------------
     def trace(self) -> Trace:
-        """Everything recorded so far: ops, their pushes, and the frontend's blocks."""
+        """Everything recorded so far: ops, their pushes, and the frontend's blocks.
+
+        Returns:
+            A :class:`~d2l_async.trace.Trace` (``meta["frontend"] == "plain PyTorch"``).
+
+        Raises:
+            EngineError: the block records nothing (``asynchronous(record=False)``).
+        """
         if self._recorder is None:
             raise EngineError("recording is off; use asynchronous(record=True) to get a trace")
         return self._recorder.trace(pending=self.statistics().pending, frontend="plain PyTorch",

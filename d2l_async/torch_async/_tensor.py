@@ -83,6 +83,8 @@ class AsyncTensor(torch.Tensor):
 
     @staticmethod
     def make(rt: Any, m: tuple, var: Any, real: torch.Tensor | None = None, op: Any = None) -> "AsyncTensor":
+        """Returns a wrapper of runtime ``rt`` with metadata ``m`` and storage variable ``var``;
+        ``real`` is its data when it exists, ``op`` the queued op that will make it."""
         t = AsyncTensor.bare(m)
         t._var = var
         t._rt = rt
@@ -168,6 +170,7 @@ class AsyncTensor(torch.Tensor):
 
     @property
     def data(self) -> torch.Tensor:
+        """``t.data``: returns ``t.detach()``, as torch does (a queued op, no wait)."""
         return self.detach()
 
     @data.setter
