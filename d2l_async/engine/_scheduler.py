@@ -167,11 +167,10 @@ class Scheduler(Completion, Waits, Shutdown):
         _LIVE.add(self)
 
     def set_observers(self, observers: Sequence["Observer"]) -> None:
-        """Replace the observers (subclass hook, frontend thread; an empty tuple stops recording).
+        """Replace the observers (subclass hook, frontend thread; ``()``: no observer, no stamps).
 
         Keeps, per moment, the bound methods to call: an observer may name the moments it needs
-        in ``hooks``; the others are not called at all.  Ops already pushed are reported to the
-        new observers from their next moment on.
+        in ``hooks``; the others are not called at all.
         """
         self._observers = tuple(observers)
 

@@ -13,8 +13,9 @@ aten op -- ``torch.ones`` as much as ``x @ y`` or autograd's backward ops -- to
 
 It is the engine's own scheduler (:class:`d2l_async.engine.core.Scheduler`, through its declared
 subclass hooks ``submit`` and ``queue_ready``): the same inbox, workers, dependency rules, deferred
-errors and observer protocol -- so a plain-torch run gives the same :class:`~d2l_async.trace.Trace` (pushes, ops, blocks with the user's line) that
-every figure, blocker report and queue plot of the package reads.
+errors and observer protocol -- so a plain-torch run gives the same :class:`~d2l_async.trace.Trace`
+(pushes, ops, blocks with the user's line) that every figure, blocker report and queue plot of
+the package reads.
 
 Dependencies (what lets N > 1 workers run plain torch correctly):
 
