@@ -58,7 +58,7 @@ import torch
 
 from d2l_async import devices
 from d2l_async.torch_async import asynchronous, synchronize
-from d2l_async.engine._op import EngineOp
+from d2l_async.engine.core import EngineOp
 from d2l_async.torch_async._runtime import CACHE, WORKER_NICE
 
 OUT = Path(__file__).parent / "results" / "torch_async.json"
@@ -283,7 +283,7 @@ def _gate(rt) -> Any:
     """Queue an op that keeps the (one) worker busy until the returned event is set."""
     import threading
     gate = threading.Event()
-    rt._submit(EngineOp("gate", "op", lambda op: gate.wait(60), None, None, (), (), rt._dev, 0, None))
+    rt.submit(EngineOp("gate", "op", lambda op: gate.wait(60), None, None, (), (), rt._dev, 0, None))
     return gate
 
 

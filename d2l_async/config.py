@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["REPO_URL", "REPO_SLUG", "quick_mode", "scale", "engine_kind", "in_colab"]
+__all__ = ["REPO_URL", "REPO_SLUG", "quick_mode", "scale", "ENGINE_KINDS", "engine_kind", "in_colab"]
 
 #: The GitHub repository the Colab/Binder badges and the Colab install cell point to.
 #: Re-point the badges by changing this (and running ``python scripts/badges.py``).
@@ -40,11 +40,22 @@ def scale(full: int, quick: int) -> int:
     return quick if quick_mode() else full
 
 
+#: The engines ``D2L_ASYNC_ENGINE`` may name (``d2l_async.engine.make_engine`` makes them).
+ENGINE_KINDS = ("threaded", "naive")
+
+
 def engine_kind() -> str:
-    """The default engine: ``"threaded"`` unless ``D2L_ASYNC_ENGINE=naive`` (MXNet's NaiveEngine)."""
+    """The engine every experiment and dashboard runs on (``d2l_async.engine.make_engine``).
+
+    Returns:
+        ``"threaded"`` unless ``D2L_ASYNC_ENGINE=naive`` (MXNet's NaiveEngine: every op at push time).
+
+    Raises:
+        ValueError: ``D2L_ASYNC_ENGINE`` is set to something else.
+    """
     raw = os.environ.get("D2L_ASYNC_ENGINE", "threaded").strip().lower() or "threaded"
-    if raw not in {"threaded", "naive"}:
-        raise ValueError(f"D2L_ASYNC_ENGINE={raw!r}: use 'threaded' or 'naive'")
+    if raw not in ENGINE_KINDS:
+        raise ValueError(f"D2L_ASYNC_ENGINE={raw!r}: use 'threaded' or 'naive' (or leave it unset: 'threaded')")
     return raw
 
 

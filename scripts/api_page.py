@@ -30,11 +30,16 @@ SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Return|Yields|Rais
                      r"Notes|See also|Usage)\s*:\s*$", re.I)
 
 
+#: Public modules inside a sub-package, listed after it (the engine's interface for runtimes built on it).
+NESTED = {"d2l_async.engine": ("d2l_async.engine.core",)}
+
+
 def package_modules() -> list[str]:
     """``d2l_async`` and its sub-packages and modules, in the order ``d2l_async`` lists them."""
     import d2l_async
 
-    return ["d2l_async", *(f"d2l_async.{m}" for m in sorted(d2l_async._SUBMODULES))]
+    names = ["d2l_async", *(f"d2l_async.{m}" for m in sorted(d2l_async._SUBMODULES))]
+    return [n for name in names for n in (name, *NESTED.get(name, ()))]
 
 
 def clean(text: str) -> str:

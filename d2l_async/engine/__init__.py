@@ -21,6 +21,8 @@ Where to read on:
 * :mod:`._array` -- ``EngineArray``, the handle arithmetic builds ops from;
 * :mod:`._engine` -- ``ThreadedEngine`` and its synchronous twin ``NaiveEngine``;
 * :mod:`._observer` -- the observer protocol and the recorder that makes traces;
+* :mod:`.core` -- the interface a runtime built on the engine uses (``torch_async``): the records,
+  the rules, and the scheduler with its documented subclass hooks;
 * :mod:`._modelled` -- modelled-time devices (``model=DeviceModel()``): real values, modelled durations;
 * :mod:`._overhead` -- how scheduling cost grows with the number of workers.
 
@@ -37,6 +39,7 @@ from typing import Any
 
 from ._default import get_engine, waitall_all
 from ._errors import EngineError
+from ._modelled import MODELLED_LABEL
 from ._op import EngineStatistics, OpState
 from ._scheduler import live_engines
 from ._waits import wait_limit
@@ -47,9 +50,9 @@ _LAZY = {
     "EngineArray": "._array",
     "DeviceModel": "._modelled",  # modelled-time devices (._modelled)
     "with_flops": "._modelled",
+    "make_engine": "._engine",
     "NaiveEngine": "._engine",
     "ThreadedEngine": "._engine",
-    "Observer": "._observer",
     "Recorder": "._observer",
     "SchedulingOverhead": "._overhead",
     "measure_scheduling_overhead": "._overhead",
@@ -60,14 +63,15 @@ __all__ = [
     "EngineArray",
     "EngineError",
     "EngineStatistics",
+    "MODELLED_LABEL",
     "NaiveEngine",
-    "Observer",
     "OpState",
     "Recorder",
     "SchedulingOverhead",
     "ThreadedEngine",
     "get_engine",
     "live_engines",
+    "make_engine",
     "measure_scheduling_overhead",
     "wait_limit",
     "waitall_all",

@@ -1,9 +1,10 @@
 """``EngineArray``: a handle to a tensor that an engine will compute (MXNet's ``NDArray``).
 
 Arithmetic on an array does not compute anything: it builds an op, pushes it to the engine and
-returns a new array at once.  Its shape and dtype are known right away (inferred on torch's
-``meta`` device, once per combination of op, shapes and dtypes, then cached), so a shape error
-surfaces at the line that caused it, as in eager PyTorch.  Its value exists only once a worker ran
+returns a new array at once.  Its shape and dtype are known right away -- inferred by running the
+real CPU kernel once on zero-strided stand-ins (one element each, whatever the shape; not torch's
+``meta`` device, see ``_infer``), once per combination of op, shapes and dtypes, then cached -- so a
+shape error surfaces at the line that caused it, with eager PyTorch's own message.  Its value exists only once a worker ran
 the op; the calls that need the value -- ``wait_to_read``, ``item``, ``asnumpy``, ``numpy``,
 ``float``, ``bool``, ``int``, ``print`` -- are *blockers* and wait for it.
 
@@ -183,10 +184,12 @@ class EngineArray(EngineVar):
     # -- known at once ---------------------------------------------------------------------
     @property
     def shape(self) -> torch.Size:
+        """The shape, known at push time (no wait)."""
         return self._shape
 
     @property
     def dtype(self) -> torch.dtype:
+        """The torch dtype, known at push time (no wait)."""
         return self._dtype
 
     @property
@@ -202,13 +205,16 @@ class EngineArray(EngineVar):
 
     @property
     def name(self) -> str:
+        """The name traces use (``name=`` given, or the engine's ``"a17"``); same as ``label``."""
         return self.label
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions (no wait)."""
         return len(self._shape)
 
     def numel(self) -> int:
+        """Returns the number of elements (no wait: the shape is known at push time)."""
         return self._shape.numel()
 
     def __len__(self) -> int:
@@ -248,7 +254,7 @@ class EngineArray(EngineVar):
         out = EngineArray(self._engine, None, info.shape, info.dtype, self._dev, None)
         reads = (self, other) if run is _run_aa and other is not self else (self._alone or self._one())
         op = EngineOp(name, "op", run, fn, other, reads, (), self._dev, info.nbytes, out)
-        self._engine._submit(op, 3)
+        self._engine.submit(op, 3)
         return out
 
     def _inplace(self, other: Any, name: str, fn: Callable) -> "EngineArray":
@@ -267,14 +273,14 @@ class EngineArray(EngineVar):
             op = EngineOp(name, "op", _run_inplace_s, fn, other, (), self._alone or self._one(), self._dev, 0)
         else:
             return _unsupported(self, other, name)
-        self._engine._submit(op, 3)
+        self._engine.submit(op, 3)
         return self
 
     def _unary(self, name: str, fn: Callable) -> "EngineArray":
         key = (fn, self._shape, self._dtype)
         info = _INFER.get(key) or _infer(key, fn, self)
         out = EngineArray(self._engine, None, info.shape, info.dtype, self._dev, None)
-        self._engine._submit(EngineOp(name, "op", _run_unary, fn, None, self._alone or self._one(), (),
+        self._engine.submit(EngineOp(name, "op", _run_unary, fn, None, self._alone or self._one(), (),
                                       self._dev, info.nbytes, out), 3)
         return out
 
@@ -318,9 +324,11 @@ class EngineArray(EngineVar):
         return self._unary("mean", _T.mean)
 
     def exp(self) -> "EngineArray":
+        """Returns a new array, ``exp`` of each element (an op pushed: no wait)."""
         return self._unary("exp", _T.exp)
 
     def relu(self) -> "EngineArray":
+        """Returns a new array, ``max(x, 0)`` of each element (an op pushed: no wait)."""
         return self._unary("relu", _T.relu)
 
     def to(self, device: str, *, name: str | None = None) -> "EngineArray":
@@ -328,10 +336,13 @@ class EngineArray(EngineVar):
 
         Always copies, even to the same device: virtual devices share this CPU's memory, and an
         alias would let an in-place op on one device change the other's array.
+
+        Returns:
+            The new array on ``device`` (at once: the copy is pushed, not waited for).
         """
-        dev = self._engine._device(device)
+        dev = self._engine.device_record(device)
         out = EngineArray(self._engine, None, self._shape, self._dtype, dev, name)
-        self._engine._submit(EngineOp("copy", "copy", _run_copy, None, None, self._alone or self._one(), (),
+        self._engine.submit(EngineOp("copy", "copy", _run_copy, None, None, self._alone or self._one(), (),
                                       dev, self._shape.numel() * self._dtype.itemsize, out), 2)
         return out
 
@@ -360,11 +371,15 @@ class EngineArray(EngineVar):
 
         Args:
             timeout: seconds before :class:`TimeoutError` (for tests; the book's API has none).
+
+        Returns:
+            This array (so ``x.wait_to_read().asnumpy()`` reads as one line).
         """
         self._engine._wait_var(self, "wait_to_read", timeout)
         return self
 
     def item(self) -> Any:
+        """A blocker: returns the value of a one-element array as a Python number."""
         self._engine._wait_var(self, "item")
         return self._data.item()
 

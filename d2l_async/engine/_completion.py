@@ -3,21 +3,21 @@
 A worker takes a ready op from its device's queue and calls :meth:`Completion._execute` with no
 lock held: the op runs (a modelled device then holds it for its modelled time) and an error is kept
 on the op, never raised in the worker.  Under the engine's lock the worker then calls
-:meth:`Completion._finish`: the counters drop, the op's variables are released (the inlined
-``._deps.finish_op``), the ops that became ready are queued, observers hear ``on_finish`` and the
+:meth:`Completion._finish`: the counters drop, the op's variables are released
+(:func:`._deps.finish_op`), the ops that became ready are queued, observers hear ``on_finish`` and the
 frontend is woken if it waits for this op, for the whole queue or for space in it.  A failed op
 passes its error to the arrays it writes (:meth:`Completion._failed_op`); a Ctrl-C in an op the naive
 engine runs inline is raised at once instead (:meth:`Completion._interrupted`).
 
 This is a mixin of :class:`._scheduler.Scheduler`, which owns the state it reads (``_lock``,
-``_observers``, the counters, ``_ready``); it imports nothing of the scheduler's.
+``_observers``, the counters, ``queue_ready``); it imports nothing of the scheduler's.
 """
 
 from __future__ import annotations
 
 import time
 
-from ._deps import finish_write
+from ._deps import finish_op
 from ._errors import EngineError
 from ._guard import observer_failed as _observer_failed
 from ._op import _DONE, _FAILED, Device, EngineOp
@@ -81,34 +81,10 @@ class Completion:
             op.state = _DONE
             self._done += 1
         obs = self._on_ready
-        # ._deps.finish_op, inlined
-        granted = None
-        for v in op.reads:
-            v.readers -= 1
-            if v.readers == 0 and v.writer is not None:
-                if granted is None:
-                    granted = []
-                granted.append(v.writer)
-        for v in op.writes:
-            if v.waiting:
-                if granted is None:
-                    granted = []
-                finish_write(v, granted)
-            else:
-                v.writer = None
-        v = op.out
-        if v is not None:
-            if v.waiting:
-                if granted is None:
-                    granted = []
-                finish_write(v, granted)
-            else:
-                v.writer = None
-        if granted:
-            for o in granted:
-                o.wait -= 1
-                if o.wait == 0:
-                    self._ready(o, obs)
+        ready = finish_op(op)  # the vars' rules (._deps): who got access, and is now ready
+        if ready:
+            for o in ready:
+                self.queue_ready(o, obs)
         for f in self._on_finish:
             try:  # zero cost unless it raises: an observer must not kill a worker
                 f(op)

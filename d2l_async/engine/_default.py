@@ -13,7 +13,6 @@ import threading
 
 from typing import TYPE_CHECKING
 
-from ..config import engine_kind
 from ._scheduler import live_engines
 
 if TYPE_CHECKING:
@@ -26,14 +25,18 @@ _default_lock = threading.Lock()
 
 
 def get_engine() -> "ThreadedEngine | NaiveEngine":
-    """The default engine, created on first use: ``ThreadedEngine()``, or ``NaiveEngine()`` when
-    ``D2L_ASYNC_ENGINE=naive``.  A shut-down default engine is replaced by a new one."""
+    """The module's default engine, created on first use by :func:`make_engine` (a
+    ``ThreadedEngine``, or a ``NaiveEngine`` when ``D2L_ASYNC_ENGINE=naive``).
+
+    Returns:
+        The same engine on every call while it is open; a shut-down one is replaced by a new one.
+    """
     global _default
-    from ._engine import NaiveEngine, ThreadedEngine  # torch loads here, not at import
+    from ._engine import make_engine  # torch loads here, not at import
 
     with _default_lock:
         if _default is None or _default.closed:
-            _default = NaiveEngine() if engine_kind() == "naive" else ThreadedEngine()
+            _default = make_engine()
         return _default
 
 

@@ -2,8 +2,11 @@
 
 This is MXNet's variable protocol (the book's section 13.2, "Asynchronous Computation"), written as
 small functions in the style of dask's ``local.py`` so that a test can drive it with plain objects
-and check exact results.  The threaded engine (:mod:`._scheduler`) calls these functions while it
-holds its lock; the naive engine calls them on the frontend thread.
+and check exact results.  The engine runs exactly these: :meth:`._scheduler.Scheduler._book` calls
+:func:`push_op` for every op it books and :meth:`._completion.Completion._finish` calls
+:func:`finish_op` for every op that finished, both with the engine's lock held -- on a worker thread
+(threaded engine) or on the frontend thread that runs the ops (naive engine).
+``tests/engine/test_deps.py`` drives them without threads and counts those calls on both engines.
 
 Every array is a :class:`Var`.  Every op declares the vars it reads and the vars it writes, and
 keeps a counter ``wait``: how many of its vars have not yet *granted* it access.  An op with
@@ -30,7 +33,8 @@ Only counters change when a read is pushed or finished: nothing grows with the n
 so 10,000 reads of one ``x`` cost the same per op as one.
 
 An op that both reads and writes a var (``x += 1``) is a write of that var: exclusive access
-implies reading.  :func:`split_access` removes such duplicates before the rules run.
+implies reading.  :func:`split_access` removes such duplicates before the rules run.  An op's
+fresh output (``Op.out``: ``y`` in ``y = x + 1``) is a write nothing can precede: granted at push.
 """
 
 from __future__ import annotations
@@ -38,8 +42,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Iterable
 
-__all__ = ["Var", "Op", "split_access", "push_op", "finish_op", "add_read", "add_write",
-           "finish_read", "finish_write"]
+__all__ = ["Var", "Op", "split_access", "push_op", "finish_op", "finish_write"]
 
 
 class Var:
@@ -70,14 +73,18 @@ class Op:
     Attributes:
         reads: vars the op reads (and does not write).
         writes: vars the op writes (reading them too is implied).
+        out: a *fresh* var the op creates (``y`` in ``y = x + 1``), or None.  It is a write that
+            needs no rules: nothing can have touched a var before the op that creates it, so it
+            is granted at once (and costs no tuple).
         wait: vars that have not yet granted access; the op is ready at 0.
     """
 
-    __slots__ = ("reads", "writes", "wait")
+    __slots__ = ("reads", "writes", "out", "wait")
 
-    def __init__(self, reads: tuple = (), writes: tuple = ()) -> None:
+    def __init__(self, reads: tuple = (), writes: tuple = (), out: Var | None = None) -> None:
         self.reads = reads
         self.writes = writes
+        self.out = out
         self.wait = 0
 
 
@@ -91,35 +98,6 @@ def split_access(reads: Iterable[Var], writes: Iterable[Var]) -> tuple[tuple, tu
     ws = set(map(id, w))
     r = tuple(v for v in dict.fromkeys(reads) if id(v) not in ws)
     return r, w
-
-
-def add_read(var: Var, op: Op) -> bool:
-    """Register a read of ``var`` by ``op``; True when granted at once."""
-    if var.writer is None:
-        var.readers += 1
-        return True
-    if var.waiting is None:
-        var.waiting = deque()
-    var.waiting.append((op, False))
-    return False
-
-
-def add_write(var: Var, op: Op) -> bool:
-    """Register a write of ``var`` by ``op``; True when granted at once."""
-    if var.writer is None:
-        var.writer = op
-        return var.readers == 0
-    if var.waiting is None:
-        var.waiting = deque()
-    var.waiting.append((op, True))
-    return False
-
-
-def finish_read(var: Var, granted: list) -> None:
-    """A read of ``var`` finished; append to ``granted`` the op that got access (a writer)."""
-    var.readers -= 1
-    if var.readers == 0 and var.writer is not None:
-        granted.append(var.writer)
 
 
 def finish_write(var: Var, granted: list) -> None:
@@ -138,32 +116,70 @@ def finish_write(var: Var, granted: list) -> None:
 
 
 def push_op(op: Op) -> bool:
-    """Register all of ``op``'s accesses (``op.reads``/``op.writes`` already split).
+    """Register all of ``op``'s accesses (``op.reads``/``op.writes`` already split) and its fresh
+    output: the "push R" and "push W" rules above, and sets ``op.wait``.
 
     Returns:
         True when the op is ready at once (every var granted access).
     """
     wait = 0
-    for v in op.reads:
-        if not add_read(v, op):
+    for v in op.reads:  # push R
+        if v.writer is None:
+            v.readers += 1
+        else:
+            if v.waiting is None:
+                v.waiting = deque()
+            v.waiting.append((op, False))
             wait += 1
-    for v in op.writes:
-        if not add_write(v, op):
+    for v in op.writes:  # push W
+        if v.writer is None:
+            v.writer = op
+            if v.readers:
+                wait += 1
+        else:
+            if v.waiting is None:
+                v.waiting = deque()
+            v.waiting.append((op, True))
             wait += 1
+    if op.out is not None:  # a fresh var: nothing touched it before, so granted at once
+        op.out.writer = op
     op.wait = wait
     return wait == 0
 
 
 def finish_op(op: Op) -> list:
-    """Release ``op``'s accesses; returns the ops that became ready, in grant order."""
-    granted: list = []
-    for v in op.reads:
-        finish_read(v, granted)
-    for v in op.writes:
-        finish_write(v, granted)
+    """Release ``op``'s accesses: the "finish R" and "finish W" rules above.
+
+    Returns:
+        The ops that became ready (``wait`` dropped to 0), in grant order; a new list, empty when
+        none did.
+    """
+    granted = None  # most finishes grant nothing: no list to make
+    for v in op.reads:  # finish R
+        v.readers -= 1
+        if v.readers == 0 and v.writer is not None:
+            if granted is None:
+                granted = []
+            granted.append(v.writer)
+    for v in op.writes:  # finish W
+        if v.waiting:
+            if granted is None:
+                granted = []
+            finish_write(v, granted)
+        else:
+            v.writer = None
+    v = op.out
+    if v is not None:
+        if v.waiting:
+            if granted is None:
+                granted = []
+            finish_write(v, granted)
+        else:
+            v.writer = None
     ready = []
-    for o in granted:
-        o.wait -= 1
-        if o.wait == 0:
-            ready.append(o)
+    if granted:
+        for o in granted:
+            o.wait -= 1
+            if o.wait == 0:
+                ready.append(o)
     return ready

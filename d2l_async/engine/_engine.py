@@ -3,7 +3,12 @@
 Both have the same API; only *when* an op runs differs.  ``ThreadedEngine`` hands each op to
 worker threads and returns at once; ``NaiveEngine`` runs it at push time on the calling thread,
 like MXNet's ``NaiveEngine`` and dask's ``get_sync``: the baseline for "how much did asynchrony
-buy?" and the debugging mode (``D2L_ASYNC_ENGINE=naive``).
+buy?" and the debugging mode.
+
+:func:`make_engine` is the one place the package's experiments (and so its dashboards) create an
+engine: a ``ThreadedEngine``, or a ``NaiveEngine`` when the environment says
+``D2L_ASYNC_ENGINE=naive`` -- every experiment then runs synchronously, and its traces say so
+(``meta["engine"] == "naive"``).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from ..config import ENGINE_KINDS, engine_kind
 from ..trace import Trace
 from ._array import EngineArray
 from ._errors import EngineError
@@ -22,7 +28,7 @@ from ._modelled import modelled_meta, resolve_models
 from ._op import EngineOp
 from ._scheduler import Scheduler
 
-__all__ = ["ThreadedEngine", "NaiveEngine"]
+__all__ = ["ThreadedEngine", "NaiveEngine", "make_engine"]
 
 
 def _run_push(op: EngineOp) -> None:
@@ -43,16 +49,16 @@ class _ArrayAPI(Scheduler):
         else:
             raise ValueError(f"record={record!r}: pass True, False, or the number of events to record")
         if record:
-            self._start_recorder(self._t0)
+            self._start_recorder(self.t0)
 
     def _start_recorder(self, t0: float | None) -> None:
         rec = Recorder(self.devices, self.workers, self.engine_kind, t0, limit=self._record_limit)
         # at the limit the recorder stops, and so does the stamping of ops (they run at full speed)
         ref = weakref.ref(self)  # not the engine itself: the recorder must not keep it alive
-        rec.on_full = lambda: ref() is not None and ref()._set_observers(())
+        rec.on_full = lambda: ref() is not None and ref().set_observers(())
         self._recorder_base = self._done + self._failed  # ops finished before this recording
         self._recorder = rec
-        self._set_observers((rec,))
+        self.set_observers((rec,))
 
     def array(self, data: Any, *, device: str | None = None, name: str | None = None,
               dtype: torch.dtype | None = None) -> EngineArray:
@@ -65,7 +71,7 @@ class _ArrayAPI(Scheduler):
         """
         if self.closed:
             raise EngineError("this engine is shut down; create a new one (use it in a `with` block)")
-        dev = self._device(device)
+        dev = self.device_record(device)
         if name is not None and not isinstance(name, str):
             raise TypeError(f"name={name!r}: pass a str label")
         if isinstance(data, EngineArray):
@@ -115,16 +121,24 @@ class _ArrayAPI(Scheduler):
         # MXNet's PushAsync: a custom op may touch arrays of several devices (communication is a
         # custom op too); it runs on ``device``, else where it writes, else where it reads
         home = (*writes, *reads)
-        dev = self._device(device) if device is not None else (home[0]._dev if home else self._device(None))
+        dev = self.device_record(device) if device is not None else (home[0]._dev if home else self.device_record(None))
         r, w = split_access(reads, writes)
         label = name if name is not None else getattr(fn, "__name__", "op")
         op = EngineOp(str(label), kind, _run_push, fn, (tuple(reads), tuple(writes), args), r, w, dev, 0)
-        self._submit(op, 2)
+        self.submit(op, 2)
         return op.id
 
     # -- traces ------------------------------------------------------------------------------
     def trace(self) -> Trace:
-        """Everything recorded so far (finished ops, their pushes, and the frontend's blocks)."""
+        """Everything recorded so far (finished ops, their pushes, and the frontend's blocks).
+
+        Returns:
+            A :class:`~d2l_async.trace.Trace`; ``meta`` says the engine kind, that its devices are
+            virtual, which are modelled, and where recording stopped if it hit its limit.
+
+        Raises:
+            EngineError: the engine was created with ``record=False``.
+        """
         rec = self._recorder
         if rec is None:
             raise EngineError("recording is off; create the engine with record=True to get a trace")
@@ -210,3 +224,31 @@ class NaiveEngine(_ArrayAPI):
         self._attach_models(model)
         self._setup_recording(record)
 
+
+
+def make_engine(*, workers: int = 1, devices: Sequence[str] = ("cpu:0",), max_pending: int | None = None,
+                record: bool | int = True, torch_threads: int | None = 1, model: Any = None,
+                kind: str | None = None) -> ThreadedEngine | NaiveEngine:
+    """The engine an experiment or a dashboard runs on: the one factory they all use.
+
+    Args:
+        workers, devices, max_pending, record, torch_threads, model: as :class:`ThreadedEngine`
+            takes them.  A naive engine takes ``devices``, ``record`` and ``model``; it has no
+            workers and no queue (every op runs at push time), so the other three do not apply.
+        kind: ``"threaded"`` or ``"naive"``; None (default): the ``D2L_ASYNC_ENGINE`` environment
+            variable, ``"threaded"`` when it is unset (see :func:`d2l_async.config.engine_kind`).
+
+    Returns:
+        A new engine (use it in a ``with`` block); ``engine.engine_kind`` names which.
+
+    Raises:
+        ValueError: ``kind`` or ``D2L_ASYNC_ENGINE`` is neither ``"threaded"`` nor ``"naive"``.
+    """
+    if kind is None:
+        kind = engine_kind()
+    elif kind not in ENGINE_KINDS:
+        raise ValueError(f"kind={kind!r}: pass one of {list(ENGINE_KINDS)}, or None for D2L_ASYNC_ENGINE's")
+    if kind == "naive":
+        return NaiveEngine(devices=devices, record=record, model=model)
+    return ThreadedEngine(workers=workers, devices=devices, max_pending=max_pending, record=record,
+                          torch_threads=torch_threads, model=model)

@@ -69,11 +69,11 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-__all__ = ["DeviceModel", "OpCost", "ModelledDevice", "LABEL", "op_cost", "with_flops", "resolve_models",
+__all__ = ["DeviceModel", "OpCost", "ModelledDevice", "MODELLED_LABEL", "op_cost", "with_flops", "resolve_models",
            "modelled_meta"]
 
 #: What every figure, label and printout of a modelled device says.
-LABEL = "modelled device: durations from a cost model, not measured"
+MODELLED_LABEL = "modelled device: durations from a cost model, not measured"
 #: Attribute a custom op's function carries to declare its FLOPs (see :func:`with_flops`).
 FLOPS_ATTR = "__d2l_async_flops__"
 #: A holding worker wakes at least this often to see whether its engine is shutting down.
@@ -124,7 +124,7 @@ class DeviceModel:
     def describe(self) -> str:
         """One line: the stated speed, and that it is a model."""
         return (f"{self.name}: {self.flops_per_s / 1e9:g} GFLOP/s, {self.bytes_per_s / 1e9:g} GB/s memory, "
-                f"{self.link_bytes_per_s / 1e9:g} GB/s link, {self.launch_s * 1e6:g} µs launch ({LABEL})")
+                f"{self.link_bytes_per_s / 1e9:g} GB/s link, {self.launch_s * 1e6:g} µs launch ({MODELLED_LABEL})")
 
 
 @dataclass(frozen=True)
@@ -294,6 +294,6 @@ def modelled_meta(devices: Mapping[str, Any]) -> dict[str, Any]:
     plain = [n for n in devices if n not in modelled]
     rest = f"; {', '.join(plain)}: threads on this CPU (measured)" if plain else ""
     speed = next(iter(modelled.values()))
-    return {"modelled": modelled, "modelled_label": LABEL,
-            "device": (f"{names}: {LABEL} ({speed['flops_per_s'] / 1e9:g} GFLOP/s, "
+    return {"modelled": modelled, "modelled_label": MODELLED_LABEL,
+            "device": (f"{names}: {MODELLED_LABEL} ({speed['flops_per_s'] / 1e9:g} GFLOP/s, "
                        f"{speed['bytes_per_s'] / 1e9:g} GB/s){rest}")}

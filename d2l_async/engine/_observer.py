@@ -9,7 +9,13 @@ The engine calls each observer at six moments (all times are ``time.perf_counter
     on_block_begin(reason, t, source)    the frontend starts to wait: "wait_to_read", "print", ...
     on_block_end(reason, t, deps)        ... and stops; deps = ids of the ops it waited for
 
-``on_push``/``on_ready``/``on_finish`` run with the engine's lock held: keep them to an append.
+``on_ready`` and ``on_finish`` run with the engine's lock held (on a worker, or on the frontend
+of a naive engine); ``on_push`` runs on the frontend thread without it, before the op enters the
+inbox (no worker can see the op yet); ``on_start`` runs on the worker without it, and the block
+moments on the frontend without it.  Keep every one to an append: they are on the path of every op.
+Observers are given to the scheduler (``observers=``, :meth:`Scheduler.set_observers`, declared in
+:mod:`d2l_async.engine.core`); the engines readers use attach their :class:`Recorder` themselves
+(``record=``).
 With no observer (``record=False``) the engine skips every stamp and call: recording costs
 nothing when it is off.  :class:`Recorder` turns the calls into a :class:`~d2l_async.trace.Trace`.
 
@@ -36,7 +42,7 @@ from typing import Any, Callable, Protocol, Sequence
 import numpy as np
 
 from ..trace import Kind, Lane, LaneRole, Trace
-from ..trace._columns import Coded, Ragged, segments
+from ..trace import Coded, Ragged, segments
 from ._source import format_source
 
 __all__ = ["Observer", "Recorder", "RECORD_LIMIT"]
@@ -224,6 +230,7 @@ class Recorder:
 
     # -- the result ------------------------------------------------------------------------
     def lanes(self) -> list[Lane]:
+        """Returns the trace's lanes: the frontend, then one per worker of each device (virtual)."""
         lanes = [Lane("frontend", LaneRole.FRONTEND)]
         for d in self.devices:
             for k in range(max(self.workers, 1)):
@@ -248,8 +255,8 @@ class Recorder:
     def trace(self, **meta: Any) -> Trace:
         """Everything finished so far, as a Trace (ops, their launches, and the frontend's blocks).
 
-        The columns are lean (issue 21, :mod:`d2l_async.trace._columns`): strings by code, tuples
-        flat, decoded when first read -- about 100 bytes per row instead of 370.
+        The columns are lean (:class:`d2l_async.trace.Coded`, :class:`~d2l_async.trace.Ragged`):
+        strings by code, tuples flat, decoded when first read -- about 100 bytes per row, not 370.
         """
         rows = bytes(self._rows)  # first (one C copy): its rows' deps and labels are already stored
         n = len(rows) // _ROW.size

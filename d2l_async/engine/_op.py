@@ -82,7 +82,7 @@ class EngineOp(Op):
             a tuple: no object to allocate per op).
     """
 
-    __slots__ = ("out", "id", "name", "kind", "run", "fn", "arg", "device", "state", "error", "origin",
+    __slots__ = ("id", "name", "kind", "run", "fn", "arg", "device", "state", "error", "origin",
                  "nbytes", "t_launch", "t_issue", "t_start", "t_end", "worker", "deps", "file", "line",
                  "watched")
 

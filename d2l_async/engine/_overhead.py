@@ -23,7 +23,7 @@ from typing import Sequence
 
 import torch
 
-from ._engine import ThreadedEngine
+from ._engine import make_engine
 
 __all__ = ["SchedulingOverhead", "measure_scheduling_overhead", "quantiles"]
 
@@ -95,6 +95,11 @@ def measure_scheduling_overhead(workers: Sequence[int] = (1, 2, 4, 8, 16), ops: 
         ops: ops per run.
         repeats: runs per count; the median is reported, all runs are kept.
         record: record traces while measuring (off: measure the scheduler alone).
+
+    Returns:
+        One :class:`SchedulingOverhead` per worker count, in the order given.  The engines come
+        from :func:`~d2l_async.engine.make_engine`: with ``D2L_ASYNC_ENGINE=naive`` every count
+        runs on a naive engine (no worker threads at all), so the counts do not differ in kind.
     """
     counts = tuple(workers)
     if not counts or any(isinstance(w, bool) or not isinstance(w, int) or w < 1 for w in counts):
@@ -103,7 +108,7 @@ def measure_scheduling_overhead(workers: Sequence[int] = (1, 2, 4, 8, 16), ops: 
         raise ValueError(f"ops={ops}, repeats={repeats}: both must be positive")
     out = []
     for w in counts:
-        with ThreadedEngine(workers=w, devices=("cpu:0",), record=record) as eng:
+        with make_engine(workers=w, devices=("cpu:0",), record=record) as eng:
             x = eng.array(torch.ones(1))
             for _ in range(min(ops, 200)):  # warm up: caches, thread start
                 y = x + 1

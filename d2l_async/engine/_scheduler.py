@@ -77,7 +77,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ._completion import Completion
-from ._deps import finish_write
+from ._deps import finish_op, finish_write, push_op
 from ._errors import EngineError
 from ._fork import forked_error, install as _install_fork_hook
 from ._guard import inside, inside_op, observer_failed as _observer_failed
@@ -135,7 +135,7 @@ class Scheduler(Completion, Waits, Shutdown):
         self.workers = 0 if inline else workers
         self.max_pending = max_pending
         self._inline = inline
-        self._set_observers(observers)
+        self.set_observers(observers)
         self._inbox: deque[EngineOp] = deque()
         self._ids = itertools.count()
         self._booked = self._running = self._done = self._failed = 0
@@ -170,9 +170,12 @@ class Scheduler(Completion, Waits, Shutdown):
                 t.start()
         _LIVE.add(self)
 
-    def _set_observers(self, observers: Sequence["Observer"]) -> None:
-        """Keep the observers, and per moment the bound methods to call (an observer may name the
-        moments it needs in ``hooks``; the others are not called at all)."""
+    def set_observers(self, observers: Sequence["Observer"]) -> None:
+        """Replace the observers (subclass hook, frontend thread; ``()``: no observer, no stamps).
+
+        Keeps, per moment, the bound methods to call: an observer may name the moments it needs
+        in ``hooks``; the others are not called at all.
+        """
         self._observers = tuple(observers)
 
         def bound(name: str) -> tuple:
@@ -185,9 +188,18 @@ class Scheduler(Completion, Waits, Shutdown):
     # -- devices ---------------------------------------------------------------------------
     @property
     def devices(self) -> tuple[str, ...]:
+        """The names of this engine's virtual devices, in the order given."""
         return tuple(self._devices)
 
-    def _device(self, name: str | None) -> Device:
+    def device_record(self, name: str | None) -> Device:
+        """The :class:`Device` record an op is queued on (subclass hook: ``EngineOp(device=...)``).
+
+        Returns:
+            The record of the virtual device ``name``; of the first device when ``name`` is None.
+
+        Raises:
+            ValueError: ``name`` is not one of this engine's devices.
+        """
         if name is None:
             return next(iter(self._devices.values()))
         try:
@@ -197,11 +209,19 @@ class Scheduler(Completion, Waits, Shutdown):
                              f"{list(self._devices)}; create the engine with devices=(...)") from None
 
     # -- pushing ---------------------------------------------------------------------------
-    def _submit(self, op: EngineOp, depth: int = 2) -> None:
-        """Push ``op``: the per-op cost of every ``y = x + 1``, so every line here counts.
+    def submit(self, op: EngineOp, depth: int = 2) -> None:
+        """Push ``op`` and return at once: the per-op cost of every ``y = x + 1``, so every line counts.
+
+        The subclass hook for pushing (:mod:`d2l_async.engine.core`): called on the frontend thread,
+        with **no lock held**.  An override may add frontend bookkeeping before calling
+        ``super().submit(op, depth + 1)`` exactly once; it must not change ``op.reads``/``op.writes``
+        after that call (a worker may book the op at once) and must not wait.
 
         ``depth``: how many frames above this one the user's code is when the op comes by a fixed
         path (``x + 1``: 3, through ``__add__`` and ``_binary``); a hint for :func:`user_source`.
+
+        Raises:
+            EngineError: the engine is shut down.
         """
         if self.closed:
             raise EngineError("this engine is shut down; create a new one (use it in a `with` block)")
@@ -253,35 +273,20 @@ class Scheduler(Completion, Waits, Shutdown):
             self._bytes_pending += op.nbytes
             if self._observers:
                 self._record_deps(op)
-            # ._deps.push_op, inlined
-            wait = 0
-            for v in op.reads:
-                if v.writer is None:
-                    v.readers += 1
-                else:
-                    if v.waiting is None:
-                        v.waiting = deque()
-                    v.waiting.append((op, False))
-                    wait += 1
-            for v in op.writes:
-                if v.writer is None:
-                    v.writer = op
-                    if v.readers:
-                        wait += 1
-                else:
-                    if v.waiting is None:
-                        v.waiting = deque()
-                    v.waiting.append((op, True))
-                    wait += 1
-            if op.out is not None:  # a fresh array: nothing touched it before, so granted at once
-                op.out.writer = op
-            op.wait = wait
-            if wait == 0:
-                self._ready(op, obs)
+            if push_op(op):
+                self.queue_ready(op, obs)
 
-    def _ready(self, op: EngineOp, obs: tuple, first: bool = False) -> None:
-        """Queue a ready op on its device (lock held): last in line, or ``first`` (a wait for the
-        data that runs no work, torch_async's escapes); tell the observers, wake a worker."""
+    def queue_ready(self, op: EngineOp, obs: tuple, first: bool = False) -> None:
+        """Queue a ready op on its device: last in line, or ``first`` (a wait for the data that
+        runs no work, torch_async's escapes); tell the observers ``obs``, wake a worker.
+
+        The subclass hook for *when* a granted op may start (:mod:`d2l_async.engine.core`): called
+        with the engine's **lock held**, by a worker or by the frontend of a naive engine, once per
+        op, when its last var granted access.  An override may hold an op back and queue it later
+        from another call of this hook, but every op must reach ``super().queue_ready(op, obs)``
+        exactly once (an op held forever hangs its blockers); it must not take the lock, wait, or
+        run user code.  Pass ``obs`` through unchanged (the observers' ``on_ready`` methods).
+        """
         op.state = _READY
         dev = op.device
         if self._inline:  # the pushing thread runs it (_drain), in the order ops became ready
@@ -326,6 +331,25 @@ class Scheduler(Completion, Waits, Shutdown):
         if op.out is not None:
             op.out.last_write = op.id
         op.deps = tuple(deps) if len(deps) < 2 else tuple(dict.fromkeys(deps))
+
+    @property
+    def t0(self) -> float:
+        """``time.perf_counter()`` when the engine was created: the zero of its traces' times."""
+        return self._t0
+
+    def has_pending(self) -> bool:
+        """True while an op is pushed and not finished (taken under the lock: a consistent answer)."""
+        with self._lock:
+            return bool(self._booked or self._inbox)
+
+    def mark_raised(self, error: BaseException) -> None:
+        """``error`` was raised to the reader at a blocker: ``waitall`` will not raise it again.
+
+        Subclass hook for a blocker of its own; takes the lock (do not hold it).
+        """
+        with self._lock:
+            if self._unreported:
+                self._unreported = [o for o in self._unreported if o.error is not error]
 
     def _wait_for_space(self) -> None:
         """Back-pressure: block while ``max_pending`` ops are pending (recorded as "full queue")."""
@@ -410,8 +434,8 @@ class Scheduler(Completion, Waits, Shutdown):
 
     # -- state -----------------------------------------------------------------------------
     def statistics(self) -> EngineStatistics:
-        """A consistent snapshot of the counters (taken under the lock; ops still in the inbox count
-        as pending)."""
+        """Returns a consistent :class:`EngineStatistics` snapshot of the counters (taken under the
+        lock; ops still in the inbox count as pending)."""
         with self._lock:
             inbox = list(self._inbox)  # one C call: a consistent copy even while the frontend pushes
             per_device = {n: d.pending for n, d in self._devices.items()}
@@ -426,8 +450,8 @@ class Scheduler(Completion, Waits, Shutdown):
 
 # Ctrl-C and the bookkeeping (._shield, issue 21): an interrupt that arrives in these is raised
 # just after them; one that arrives in an op the naive engine runs, or in a wait, is raised there.
-shield(Scheduler._submit, Scheduler._book, Scheduler._ready, Scheduler._record_deps, Scheduler._drain,
-       Scheduler._finish, Scheduler._failed_op, Scheduler._interrupted, finish_write)
+shield(Scheduler.submit, Scheduler._book, Scheduler.queue_ready, Scheduler._record_deps, Scheduler._drain,
+       Scheduler._finish, Scheduler._failed_op, Scheduler._interrupted, push_op, finish_op, finish_write)
 expose(Scheduler._execute, Scheduler._wait_for_space, _take)
 # in a child made by os.fork(), every live engine is orphaned: a clear error at its next use (._fork)
 _install_fork_hook(_LIVE)

@@ -76,8 +76,15 @@ def _limit_left() -> float | None:
 class Waits:
     """Blockers and barriers of :class:`._scheduler.Scheduler` (a mixin: no state of its own)."""
 
-    def _wait_op(self, op: EngineOp, reason: str, timeout: float | None = None) -> None:
-        """Block the frontend until ``op`` finished (return at once when it has)."""
+    def wait_op(self, op: EngineOp, reason: str, timeout: float | None = None) -> None:
+        """Block the frontend until ``op`` finished (return at once when it has); a recorded block
+        named ``reason``.  Subclass hook for blockers: frontend thread, no lock held.  It raises
+        nothing of the op's: read ``op.error`` afterwards.
+
+        Raises:
+            EngineError: called from inside an op of this engine, or the op was cancelled.
+            TimeoutError: ``timeout`` seconds (or a run's time limit, :func:`wait_limit`) passed.
+        """
         st = op.state
         if st is _DONE or st is _FAILED:  # identity, not `in {...}`: an Enum's hash runs Python code
             return
@@ -110,12 +117,10 @@ class Waits:
         """A blocker: wait for the last write of ``var``, then raise its error if it has one."""
         op = var.producer
         if op is not None:
-            self._wait_op(op, reason, timeout)
+            self.wait_op(op, reason, timeout)
         if var.error is not None:
             error = var.error
-            with self._lock:  # delivered here: waitall does not raise it again (issue 11)
-                if self._unreported:
-                    self._unreported = [o for o in self._unreported if o.error is not error]
+            self.mark_raised(error)  # delivered here: waitall does not raise it again
             raise deferred(error, f"a failed op, raised at {reason}") from error
 
     def waitall(self, *, timeout: float | None = None) -> None:
@@ -139,12 +144,18 @@ class Waits:
         if self._inbox or self._booked:
             if inside_op(self._token):  # the op calling it is pending: it would wait for itself
                 raise wait_inside_op("waitall()")
-            self._wait_idle("waitall", t0, deadline)
+            self.wait_idle("waitall", t0, deadline)
         self._raise_unreported("waitall")
 
-    def _wait_idle(self, reason: str, t0: float, deadline: float | None) -> None:
+    def wait_idle(self, reason: str, t0: float, deadline: float | None) -> None:
         """Wait until no op is queued or running: a block named ``reason`` from ``t0``, in slices
-        (:meth:`_slice` raises past ``deadline``).  Raises no op's error."""
+        (:meth:`_slice` raises past ``deadline``, a ``perf_counter`` time).  Raises no op's error
+        (``waitall`` does that).  Subclass hook for barriers: frontend thread, no lock held.
+
+        Raises:
+            TimeoutError: past ``deadline`` (or a run's time limit).
+            EngineError: in a child of ``os.fork()`` (the engine's workers are in the parent).
+        """
         if self._forked_from:
             raise forked_error(reason, self._forked_from)
         self._block_begin(reason, t0)

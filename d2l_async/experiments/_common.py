@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
+from .. import config
 from ..benchmark import no_collector_pauses
 from .deadline import checkpoint
 
@@ -44,13 +45,19 @@ class Setup:
 
 def engine_label(n_devices: int, workers: int = 1) -> str:
     """The honest description of an engine run with ``n_devices`` virtual devices, and how many CPUs
-    their threads really had (:func:`d2l_async._machine.read_machine`: affinity and cgroup quota)."""
+    their threads really had (:func:`d2l_async._machine.read_machine`: affinity and cgroup quota).
+
+    Returns:
+        A one-line label; it names the naive engine when ``D2L_ASYNC_ENGINE=naive``.
+    """
     from d2l_async._machine import read_machine
 
     dev = "virtual device" if n_devices == 1 else "virtual devices"
     thr = "" if workers == 1 else f", {workers} workers each"
     usable = read_machine("/", sample_s=0).usable_cpus
     cpus = f"{usable:g} usable CPU{'' if usable == 1 else 's'}"
+    if config.engine_kind() == "naive":  # engine.make_engine made a NaiveEngine: no threads at all
+        return f"CPU naive engine (D2L_ASYNC_ENGINE=naive: each op runs at push time), {n_devices} {dev} on {cpus}"
     return f"CPU engine, {n_devices} {dev} (threads{thr}) on {cpus}"
 
 

@@ -112,9 +112,9 @@ def run_asynchrony(
 def _engine(size: int, matmuls: int, repeat: int, setup: Setup):
     import torch
 
-    from d2l_async.engine import ThreadedEngine
+    from d2l_async.engine import make_engine
 
-    with ThreadedEngine(workers=1, devices=("cpu:0",)) as eng:
+    with make_engine(workers=1, devices=("cpu:0",)) as eng:
         a = eng.array(torch.randn(size, size, generator=torch.Generator().manual_seed(0)), name="a")
 
         def queue_work() -> None:  # pushes only: the input exists before the timer starts

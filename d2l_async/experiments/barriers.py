@@ -130,7 +130,7 @@ def _nexts(runs: list[tuple]) -> tuple[float, ...]:
 def _engine(long_ops: int, size: int, follow_ops: int, repeat: int, setup: Setup) -> BarrierResult:
     import torch
 
-    from d2l_async.engine import ThreadedEngine
+    from d2l_async.engine import make_engine
 
     def run(eng: Any, barrier: str) -> tuple[float, float, float, Any]:
         eng.reset_trace()
@@ -157,7 +157,7 @@ def _engine(long_ops: int, size: int, follow_ops: int, repeat: int, setup: Setup
         total = time.perf_counter() - t_start
         return waited, total, useful, eng.trace()
 
-    with ThreadedEngine(workers=1, devices=("cpu:0", "cpu:1")) as eng:
+    with make_engine(workers=1, devices=("cpu:0", "cpu:1")) as eng:
         m = eng.array(stable_matrix(size), device="cpu:1", name="m")
         m0 = eng.array(stable_matrix(size, seed=1), device="cpu:0", name="m0")
         run(eng, "waitall")  # warm-up

@@ -226,9 +226,9 @@ def _measure_all(make: Callable[..., Any], barrier: Callable[[], None], calls: M
 def _engine(steps: int, size: int, repeat: int, setup: Setup) -> BlockersResult:
     import torch
 
-    from d2l_async.engine import ThreadedEngine
+    from d2l_async.engine import make_engine
 
-    with ThreadedEngine(workers=1, devices=("cpu:0",)) as eng:
+    with make_engine(workers=1, devices=("cpu:0",)) as eng:
         def make(shape: tuple[int, int], fill: float | None) -> Any:
             t = torch.rand(*shape) / shape[0] if fill is None else torch.full(shape, fill)
             return eng.array(t)

@@ -218,13 +218,13 @@ def run_expression(
     workers = positive_int("workers", workers, maximum=64)
     import torch
 
-    from d2l_async.engine import ThreadedEngine
+    from d2l_async.engine import make_engine
 
     gen = torch.Generator().manual_seed(int(seed))
     tensors = {name: torch.rand(size, size, generator=gen) + 0.5 for name in NAMES}
     expected = _evaluate(tree, dict(tensors))
     expected = expected.numpy() if hasattr(expected, "numpy") else expected
-    with ThreadedEngine(workers=workers, devices=("cpu:0",)) as eng:
+    with make_engine(workers=workers, devices=("cpu:0",)) as eng:
         env = {name: eng.array(t.clone(), name=name) for name, t in tensors.items()}
         out = _evaluate(tree, env)
         if not hasattr(out, "asnumpy"):
@@ -315,7 +315,7 @@ def run_independent_vs_dependent(
     repeat = positive_int("repeat", repeat if repeat is not None else config.scale(3, 2), maximum=1000)
     import statistics
 
-    from d2l_async.engine import ThreadedEngine
+    from d2l_async.engine import MODELLED_LABEL, make_engine
 
     from .parallel_lessons import run_facts
 
@@ -324,7 +324,7 @@ def run_independent_vs_dependent(
     base = stable_matrix(size)  # long chains stay bounded, no denormals
     out = []
     for w in workers:
-        with ThreadedEngine(workers=w, devices=("cpu:0",), model=model) as eng:
+        with make_engine(workers=w, devices=("cpu:0",), model=model) as eng:
             m = eng.array(base.clone(), name="m")
             _chain_run(eng, m, [base] * chains, ops // chains)  # warm-up: threads, allocator
             ind_runs, dep_runs, ind_cpu = [], [], []
@@ -340,9 +340,7 @@ def run_independent_vs_dependent(
             ind, dep = statistics.median(ind_runs), statistics.median(dep_runs)
         label = engine_label(1, w)
         if model is not None:
-            from d2l_async.engine._modelled import LABEL
-
-            label = (f"CPU engine, 1 modelled device, {w} worker(s) ({LABEL}; "
+            label = (f"CPU engine, 1 modelled device, {w} worker(s) ({MODELLED_LABEL}; "
                      f"{model.flops_per_s / 1e9:g} GFLOP/s)")
         out.append(IndependenceResult(w, (ops // chains) * chains, chains, size, ind, dep,
                                       t_ind.with_meta(device=label, virtual=True, experiment="independent"),

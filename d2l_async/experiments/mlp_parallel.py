@@ -148,7 +148,7 @@ def _mlp_engine(batches: int, batch_size: int, hidden: int, features: int, lr: f
                 setup: Setup, model: Any = None) -> MLPResult:
     import torch
 
-    from d2l_async.engine import ThreadedEngine, with_flops
+    from d2l_async.engine import make_engine, with_flops
 
     facts = run_facts()
     host, devs = "cpu:0", ("cpu:1", "cpu:2")
@@ -186,7 +186,7 @@ def _mlp_engine(batches: int, batch_size: int, hidden: int, features: int, lr: f
         w.sub_(0.5 * lr * g)  # g is the sum of the two devices' gradients: average it
 
     losses_arrays = []
-    with ThreadedEngine(workers=1, devices=(host, *devs), model={d: model for d in devs} if model else None) as eng:
+    with make_engine(workers=1, devices=(host, *devs), model={d: model for d in devs} if model else None) as eng:
         params = {d: (eng.array(w1_0.clone(), device=d, name=f"W1@{d}"),
                       eng.array(w2_0.clone(), device=d, name=f"W2@{d}")) for d in devs}
         eng.waitall()

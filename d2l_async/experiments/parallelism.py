@@ -52,13 +52,12 @@ def device_setup(backend: str, model: Any, *, n_devices: int, min_gpus: int = 2)
             raise ValueError(f"model= is for backend='modelled' (got backend={backend!r}); drop it or pass "
                              "backend='modelled'")
         return resolve_backend(backend, n_devices=n_devices, min_gpus=min_gpus), None
-    from d2l_async.engine import DeviceModel
-    from d2l_async.engine._modelled import LABEL
+    from d2l_async.engine import MODELLED_LABEL, DeviceModel
 
     model = DeviceModel() if model is None else model
     if not isinstance(model, DeviceModel):
         raise ValueError(f"model={model!r}: pass a d2l_async.engine.DeviceModel")
-    label = (f"CPU engine, {n_devices} modelled virtual devices ({LABEL}; {model.flops_per_s / 1e9:g} GFLOP/s, "
+    label = (f"CPU engine, {n_devices} modelled virtual devices ({MODELLED_LABEL}; {model.flops_per_s / 1e9:g} GFLOP/s, "
              f"{model.bytes_per_s / 1e9:g} GB/s, link {model.link_bytes_per_s / 1e9:g} GB/s)")
     return Setup("modelled", label, True), model
 
@@ -142,10 +141,10 @@ def run_two_devices(
         t_c, t_s = statistics.median(times["c"]), statistics.median(times["s"])
         tr_c, tr_s = capture(concurrent, device="cuda"), capture(serialized, device="cuda")
     else:
-        from d2l_async.engine import ThreadedEngine
+        from d2l_async.engine import make_engine
 
         devs = ("cpu:0", "cpu:1")
-        with ThreadedEngine(workers=1, devices=devs, model=model) as eng:
+        with make_engine(workers=1, devices=devs, model=model) as eng:
             mats = {d: eng.array(stable_matrix(size), device=d, name=f"m{d[-1]}") for d in devs}
 
             def barrier(d: str) -> None:

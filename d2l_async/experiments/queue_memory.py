@@ -133,7 +133,7 @@ def run_queue_memory(
     import torch
 
     from d2l_async.analysis import blocked_time, pending_memory_series, queue_length_summary
-    from d2l_async.engine import ThreadedEngine
+    from d2l_async.engine import make_engine
 
     from d2l_async.devices import machine
 
@@ -145,7 +145,7 @@ def run_queue_memory(
         # it waits for the whole minibatch
         w.sub_(lr * (x.T @ h))
 
-    with ThreadedEngine(workers=1, devices=("cpu:0",), max_pending=max_pending) as eng:
+    with make_engine(workers=1, devices=("cpu:0",), max_pending=max_pending) as eng:
         w = eng.array(torch.eye(features), name="W")
         # a few source batches; each minibatch is *copied* from one (an op that holds its bytes,
         # like a host-to-device copy of the batch)

@@ -229,9 +229,9 @@ class _Runner:
             self.wait_one = self.barrier
             self.eng = None
         else:
-            from d2l_async.engine import ThreadedEngine
+            from d2l_async.engine import make_engine
 
-            self.eng = ThreadedEngine(workers=1, devices=("cpu:0",))
+            self.eng = make_engine(workers=1, devices=("cpu:0",))
             self.eng.__enter__()
             self.x = self.eng.array(torch.ones(self.numel), name="x")
             self.barrier = self.eng.waitall

@@ -27,7 +27,7 @@ from typing import Any, Iterator
 
 import torch
 
-from ..engine._source import add_internal_dir
+from ..engine.core import add_internal_dir
 from . import _fork  # noqa: F401 - registers the fork hooks
 from ._compat import check_torch
 from ._guards import patch_torch, unpatch_torch

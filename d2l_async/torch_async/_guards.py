@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator
 import torch
 from torch.utils._python_dispatch import _disable_current_modes
 
-from ..engine import _gcfreeze as gc_freeze
+from ..engine.core import hold_gc_freeze, release_gc_freeze
 from ._compat import UnsupportedTorchError
 from ._mode import current_runtime
 from ._module import lazy_patches
@@ -193,7 +193,7 @@ def patch_torch() -> None:
         _open_blocks[0] += 1
         if _open_blocks[0] > 1:
             return
-        gc_freeze.hold()  # queued ops outlive young collections: see engine._gcfreeze
+        hold_gc_freeze()  # queued ops outlive young collections: see engine.core
         for mod in (torch, torch.random):
             for name in _RNG_FUNCS:
                 fn = getattr(mod, name, None)
@@ -228,4 +228,4 @@ def unpatch_torch() -> None:
             setattr(mod, name, fn)
         _patched.clear()
         del torch.Tensor.data  # TensorBase's descriptor again
-        gc_freeze.release()
+        release_gc_freeze()

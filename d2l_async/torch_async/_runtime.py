@@ -11,10 +11,11 @@ aten op -- ``torch.ones`` as much as ``x @ y`` or autograd's backward ops -- to
       4. push an engine op:  reads = {x's storage var}, out = y's new storage var
          -> returns y at once;  a worker later runs aten.add(x._real, 1) and sets y._real
 
-It is the engine's own scheduler (:class:`d2l_async.engine._scheduler.Scheduler`): the same
-inbox, workers, dependency rules, deferred errors and observer protocol -- so a plain-torch run
-gives the same :class:`~d2l_async.trace.Trace` (pushes, ops, blocks with the user's line) that
-every figure, blocker report and queue plot of the package reads.
+It is the engine's own scheduler (:class:`d2l_async.engine.core.Scheduler`, through its declared
+subclass hooks ``submit`` and ``queue_ready``): the same inbox, workers, dependency rules, deferred
+errors and observer protocol -- so a plain-torch run gives the same :class:`~d2l_async.trace.Trace`
+(pushes, ops, blocks with the user's line) that every figure, blocker report and queue plot of
+the package reads.
 
 Dependencies (what lets N > 1 workers run plain torch correctly):
 
@@ -65,11 +66,8 @@ from typing import Any, Sequence
 import torch
 from torch.nn.parameter import UninitializedTensorMixin
 
-from ..engine._deps import split_access
-from ..engine._observer import Recorder
-from ..engine._op import EngineOp, EngineVar
-from ..engine._scheduler import Scheduler
-from ..engine._worker import lower_priority
+from ..engine import live_engines
+from ..engine.core import EngineError, EngineOp, EngineVar, Recorder, lower_priority, split_access
 from ..trace import Trace
 from ._meta import MetaCache, compute_specs, meta_of
 from ._openmp import AUTO, others_runnable, should_free, usable_cpus
@@ -90,7 +88,7 @@ CACHE = MetaCache()
 _make = AsyncTensor.make
 _LAZY = "an uninitialized (lazy) parameter"
 #: How many steps of OS priority (``nice``) the workers give up to the frontend (Linux only; see
-#: :func:`d2l_async.engine._worker.lower_priority`).  On 2 cores the worker and its torch thread
+#: :func:`d2l_async.engine.core.lower_priority`).  On 2 cores the worker and its torch thread
 #: otherwise take the frontend's CPU as often as not: the book's MLP loop returned after 49-52 %
 #: of its finish time at 0, 28-31 % at 5 (medians of 7, alternating runs beside another process's
 #: test run; benchmarks/bench_torch_async.py measures both).
@@ -188,15 +186,15 @@ class AsyncRuntime(SyncPaths, OrderedReady):
         self._held: dict[int, EngineOp] = {}
         self._next = 0
         super().__init__(devices=("cpu:0",), workers=workers, thread_init=thread_init)
-        self._dev = self._device(None)
+        self._dev = self.device_record(None)
         self._rng = RngVar("RNG")
         self._plain: dict[int, EngineVar] = {}
         self._labels = itertools.count()
         self._plain_lock = threading.Lock()
         self._recorder: Recorder | None = None
         if record:
-            self._recorder = Recorder(self.devices, self.workers, self.engine_kind, self._t0, label_prefix="t")
-            self._set_observers((self._recorder,))
+            self._recorder = Recorder(self.devices, self.workers, self.engine_kind, self.t0, label_prefix="t")
+            self.set_observers((self._recorder,))
 
     @property
     def worker_nice(self) -> int:
@@ -223,7 +221,8 @@ class AsyncRuntime(SyncPaths, OrderedReady):
         return t._var if type(t) is AsyncTensor else self._plain_var(t)
 
     def adopt(self, t: torch.Tensor) -> AsyncTensor:
-        """Wrap a plain tensor whose data exists as a finished AsyncTensor of this runtime."""
+        """Returns ``t`` as a finished AsyncTensor of this runtime (``t`` itself if it is one): a
+        plain tensor whose data exists, wrapped with a fresh variable."""
         if type(t) is AsyncTensor:
             return t
         return _make(self, meta_of(t), self._var_new(), t, None)
@@ -421,13 +420,7 @@ class AsyncRuntime(SyncPaths, OrderedReady):
         op = EngineOp(info.name, info.kind, _run_op, info.call, (args, kwargs, fill, capture()), r, wr, self._dev, nbytes, out_var)
         for _, w, _ in fill:
             w._op = op
-        for v in r:  # ._sync.idle: the last op of each var (what _submit below does for other paths)
-            v.last = op
-        for v in wr:
-            v.last = op
-        if out_var is not None:
-            out_var.last = op
-        Scheduler._submit(self, op, depth)
+        self.submit(op, depth)  # ._order.OrderedReady.submit: each var's last op, then the engine's push
         if structure == 0:
             return outs[0]
         if structure == 3:
@@ -449,9 +442,15 @@ class AsyncRuntime(SyncPaths, OrderedReady):
 
     # -- traces --------------------------------------------------------------------------------
     def trace(self) -> Trace:
-        """Everything recorded so far: ops, their pushes, and the frontend's blocks."""
+        """Everything recorded so far: ops, their pushes, and the frontend's blocks.
+
+        Returns:
+            A :class:`~d2l_async.trace.Trace` (``meta["frontend"] == "plain PyTorch"``).
+
+        Raises:
+            EngineError: the block records nothing (``asynchronous(record=False)``).
+        """
         if self._recorder is None:
-            from ..engine import EngineError
             raise EngineError("recording is off; use asynchronous(record=True) to get a trace")
         return self._recorder.trace(pending=self.statistics().pending, frontend="plain PyTorch",
                                     torch_threads=self.torch_threads, worker_nice=self.worker_nice,
@@ -489,5 +488,5 @@ set_dispatch(dispatch_any)
 
 
 def live_runtimes() -> Sequence[AsyncRuntime]:
-    from ..engine import live_engines
+    """The runtimes of ``asynchronous()`` blocks that are not finished (``live_engines`` of this kind)."""
     return [e for e in live_engines() if isinstance(e, AsyncRuntime)]

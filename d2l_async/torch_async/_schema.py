@@ -5,7 +5,7 @@ Every aten op carries a schema (``add_.Tensor(Tensor(a!) self, Tensor other, *, 
 op is queued:
 
 * ``writes``: which arguments it mutates (``(a!)``): their storages become *writes* of the op, so
-  later readers wait for it and it waits for earlier readers (the engine's rules, ``engine._deps``);
+  later readers wait for it and it waits for earlier readers (the engine's rules, ``engine.core``);
 * ``seeded``: tag ``nondeterministic_seeded`` (``randn``, ``dropout``, ...): it draws from the
   global generator, so it also writes the one RNG variable -- random ops run in program order;
 * ``sync`` and its reason: ops that cannot be queued because their *result* is needed now --

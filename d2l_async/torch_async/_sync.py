@@ -18,9 +18,7 @@ from typing import Any
 
 import torch
 
-from ..engine._deps import split_access
-from ..engine._errors import deferred
-from ..engine._op import _DONE, EngineOp, EngineVar
+from ..engine.core import EngineOp, EngineVar, OpState, deferred, split_access
 from ._meta import map_tensors, meta_of, meta_tensor
 from ._schema import _CACHE as _INFO, func_info
 from ._state import capture, enter
@@ -29,6 +27,7 @@ from ._tensor import AsyncTensor, set_meta
 __all__ = ["SyncPaths", "answer_query", "run_eager", "dispatch_any", "ESCAPE", "TVar", "RngVar", "escaped"]
 
 aten = torch.ops.aten
+_DONE = OpState.DONE
 _make = AsyncTensor.make
 
 
@@ -41,7 +40,7 @@ _LABEL = EngineVar.label  # the slot's own descriptor: TVar's ``label`` is a pro
 
 class TVar(EngineVar):
     """A storage's variable, and ``last``: the last op pushed that touches it (set by
-    ``AsyncRuntime._submit``).  When that op is done and the engine holds no reader or writer of
+    ``AsyncRuntime.submit``).  When that op is done and the engine holds no reader or writer of
     it, no queued op can touch the data any more: the variable is *idle* (:func:`idle`).
 
     ``TVar(17)`` is the runtime's 17th variable, labelled ``"t17"`` when someone reads the label:
@@ -157,7 +156,7 @@ class SyncPaths:
         op = EngineOp("set_data", "op", run, None, None, reads, writes, self._dev, 0, own)
         t._m, t._var = value._m, value._var
         t._own, t._op = own, op  # blockers on t wait for set_data; earlier ops keep t's old data
-        self._submit(op, 4)
+        self.submit(op, 4)
 
     def run_sync(self, func, args: tuple, kwargs: dict, reason: str, depth: int = 3) -> Any:
         """Queue ``func`` like any op, wait for it (a recorded block), return its outputs."""
@@ -191,12 +190,11 @@ class SyncPaths:
             r, w = split_access(reads, writes)
             op = EngineOp(info.name, info.kind, _run_sync_op, func, (args, kwargs, holder, capture()), r, w,
                           self._dev, 0, None)
-            self._submit(op, depth)
-            self._wait_op(op, reason)
+            self.submit(op, depth)
+            self.wait_op(op, reason)
             if op.error is not None:
                 exc = op.error
-                with self._lock:  # raised here, at the call (its own error or a failed input's): once
-                    self._unreported = [o for o in self._unreported if o is not op and o.error is not exc]
+                self.mark_raised(exc)  # raised here, at the call (its own error or a failed input's): once
                 raise deferred(exc, f"{info.name!r}, run synchronously ({reason})") from exc
             res = holder[0]
         return self._sync_results(res, info, leaves, written)
@@ -268,15 +266,13 @@ class SyncPaths:
         if not self.closed:
             op = t._op
             if op is not None:
-                self._wait_op(op, reason)
+                self.wait_op(op, reason)
             p = t._var.producer
             if p is not None and p is not op:
-                self._wait_op(p, reason)
+                self.wait_op(p, reason)
         err = t._var.error
         if err is not None:
-            with self._lock:  # delivered here: synchronize() does not raise it again (as the engine)
-                if self._unreported:
-                    self._unreported = [o for o in self._unreported if o.error is not err]
+            self.mark_raised(err)  # delivered here: synchronize() does not raise it again (as the engine)
             raise deferred(err, f"a failed op, raised at {reason}") from err
         if t._real is None:
             raise RuntimeError(f"{reason}: this asynchronous tensor was never computed (its block ended early)")
@@ -290,8 +286,8 @@ class SyncPaths:
         if not self.closed:
             reads = (t._own,) if t._own is not None else ()
             op = EngineOp(reason, "op", ESCAPE, ESCAPE, None, reads, (t._var,), self._dev, 0, None)
-            self._submit(op, 4)
-            self._wait_op(op, reason)
+            self.submit(op, 4)
+            self.wait_op(op, reason)
         return self.value(t, reason)
 
     def hold_escaped(self, t: AsyncTensor, arr: Any) -> None:
@@ -309,22 +305,20 @@ class SyncPaths:
         """Block until every queued random op has drawn its numbers (before the state changes)."""
         p = self._rng.producer
         if p is not None and not self.closed:
-            self._wait_op(p, reason)
+            self.wait_op(p, reason)
 
     def drain(self, reason: str, timeout: float | None = None) -> None:
         """Wait until every queued op has run, raising nothing (errors wait for the next blocking
         point): the barrier before a process-wide setting changes (see ._state)."""
-        if self.closed or not (self._inbox or self._booked):
+        if self.closed or not self.has_pending():
             return
         t0 = time.perf_counter()
-        self._wait_idle(reason, t0, None if timeout is None else t0 + timeout)
+        self.wait_idle(reason, t0, None if timeout is None else t0 + timeout)
 
     def synchronize(self, *, timeout: float | None = None) -> None:
         """Wait for every queued op; raise, once, the first error not yet raised (``waitall``)."""
         self.waitall(timeout=timeout)
-        with self._lock:
-            idle = not self._booked and not self._inbox
-        if idle:
+        if not self.has_pending():
             with self._plain_lock:
                 self._plain.clear()  # no op refers to them any more: plain storages may be freed
 

@@ -14,7 +14,7 @@ Fields (set by the runtime, read by the worker)::
            Python (most of an op's calls were size queries); an in-place ``t_()`` or ``resize_()``
            changes both at once (:func:`set_meta`)
     _var   the engine variable of its *storage*: views share their base's, so a write through
-           any view orders against reads of any other (d2l_async.engine._deps's rules)
+           any view orders against reads of any other (the rules of d2l_async.engine.core)
     _own   a view's own variable, written by the op that makes the view: its readers wait for
            that op (None for a tensor with storage of its own: ``_var`` does that job)
     _op    the op that makes ``_real`` (None when it was made already)
@@ -83,6 +83,8 @@ class AsyncTensor(torch.Tensor):
 
     @staticmethod
     def make(rt: Any, m: tuple, var: Any, real: torch.Tensor | None = None, op: Any = None) -> "AsyncTensor":
+        """Returns a wrapper of runtime ``rt`` with metadata ``m`` and storage variable ``var``;
+        ``real`` is its data when it exists, ``op`` the queued op that will make it."""
         t = AsyncTensor.bare(m)
         t._var = var
         t._rt = rt
@@ -168,6 +170,7 @@ class AsyncTensor(torch.Tensor):
 
     @property
     def data(self) -> torch.Tensor:
+        """``t.data``: returns ``t.detach()``, as torch does (a queued op, no wait)."""
         return self.detach()
 
     @data.setter

@@ -16,6 +16,7 @@ Loads neither torch, plotly nor ipywidgets.
 from __future__ import annotations
 
 from ._chrome import EmptyTrace, read_chrome_trace
+from ._columns import Coded, Ragged, segments
 from ._job import MixedJobs
 from ._json import HAVE_MSGSPEC
 from ._kineto import (BLOCKING_COPIES, BLOCKING_COPY_REASON, CATEGORIES, COLLECTIVE_PREFIXES, LAUNCH_CALLS, SYNC_CALLS,
@@ -30,5 +31,5 @@ from ._stack import PYTHON_GROUP, is_python_lane
 __all__ = [
     "BACKEND_KINDS", "BLOCKING_COPIES", "BLOCKING_COPY_REASON", "CATEGORIES", "EmptyTrace", "COLLECTIVE_PREFIXES", "HAVE_MSGSPEC", "MissingRanks", "MixedJobs", "NameConflict", "SkippedEntries", "PYTHON_GROUP", "UnplacedDeviceEvents",
     "hta_tie_ranks", "hta_window_mask", "is_python_lane", "last_step_starts", "launch_calls", "COLUMNS", "RankLanes", "merge_ranks", "rank_lanes", "rank_metas", "read_trace_dir", "Event", "Kind", "LAUNCH_CALLS", "Lane", "LaneRole", "SYNC_CALLS",
-    "Trace", "TraceError", "queue_steps", "queued_mask", "read_chrome_trace", "split_ranks", "write_chrome_trace", "write_trace_dir",
+    "Trace", "TraceError", "Coded", "Ragged", "segments", "queue_steps", "queued_mask", "read_chrome_trace", "split_ranks", "write_chrome_trace", "write_trace_dir",
 ]

@@ -16,7 +16,8 @@ import pytest
 import torch
 
 from d2l_async.engine import DeviceModel, NaiveEngine, ThreadedEngine, with_flops
-from d2l_async.engine._modelled import LABEL, ModelledDevice, OpCost, op_cost, resolve_models
+from d2l_async.engine import MODELLED_LABEL
+from d2l_async.engine._modelled import ModelledDevice, OpCost, op_cost, resolve_models
 
 N = 64  # a 64x64 product is ~0.1 ms of real work: far below its modelled time
 MODEL = DeviceModel(flops_per_s=2e9 * 64 ** 3 / 256 ** 3, launch_s=0.0)  # 64x64 product: ~16.8 ms
@@ -135,7 +136,7 @@ def test_dependent_chain_takes_n_times_the_op_time():
         assert s1 >= e0  # each product waited for the one before: a second worker cannot help
     assert all(e - s >= T * 0.999 for _, s, e in rows)  # held at least the modelled time
     assert n * T <= _span(rows) <= n * T * 1.25 + 0.02
-    assert trace.meta["modelled_label"] == LABEL and LABEL in trace.meta["device"]
+    assert trace.meta["modelled_label"] == MODELLED_LABEL and MODELLED_LABEL in trace.meta["device"]
     assert trace.meta["modelled"]["cpu:0"]["ops"] >= n
 
 

@@ -182,7 +182,7 @@ def test_a_failing_observer_warns_and_the_engine_keeps_working():
         def on_block_end(self, reason, t, deps): seen.append("end")
 
     with ThreadedEngine(record=False) as eng:
-        eng._set_observers((Broken(), Counter()))
+        eng.set_observers((Broken(), Counter()))
         with pytest.warns(RuntimeWarning, match="observer bug"):
             y = eng.array([1.0]) + 1
             assert y.wait_to_read(timeout=WAIT).item() == 2.0

@@ -227,7 +227,7 @@ def test_naive_engine_says_an_interrupted_output_was_not_computed():
 
     with NaiveEngine(record=False) as eng:
         x = eng.array([1.0])
-        eng._set_observers((CtrlCAtStart(),))
+        eng.set_observers((CtrlCAtStart(),))
         with pytest.raises(KeyboardInterrupt):
             x + 1
         y = x + 1  # the same op again runs fine

@@ -45,7 +45,7 @@ def hold(rt) -> threading.Event:
     queued after it is then certainly still pending."""
     ev = threading.Event()
     op = EngineOp("gate", "op", lambda op: ev.wait(WAIT), None, None, (), (), rt._dev, 0, None)
-    rt._submit(op)
+    rt.submit(op)
     return ev
 
 
@@ -64,7 +64,7 @@ class _ReleaseOnBlock:
 def hold_until_blocked(rt) -> threading.Event:
     """:func:`hold`, released by the frontend's next wait."""
     ev = hold(rt)
-    rt._set_observers((*rt._observers, _ReleaseOnBlock(ev)))
+    rt.set_observers((*rt._observers, _ReleaseOnBlock(ev)))
     return ev
 
 

@@ -204,7 +204,7 @@ def test_workers_use_the_frontends_thread_count():
     with asynchronous() as rt:
         op = EngineOp("probe", "op", lambda op: seen.append(torch.get_num_threads()), None, None, (), (),
                       rt._dev, 0, None)
-        rt._submit(op)
+        rt.submit(op)
         synchronize(timeout=WAIT)
     assert seen == [torch.get_num_threads()] == [rt.torch_threads]
     x = torch.randn(1_000_000, generator=torch.Generator().manual_seed(0))
@@ -232,7 +232,7 @@ def test_workers_give_the_frontend_cpu_priority(asked):
         seen.append(_nice())
 
     with asynchronous(worker_nice=asked) as rt:
-        rt._submit(EngineOp("probe", "op", probe, None, None, (), (), rt._dev, 0, None))
+        rt.submit(EngineOp("probe", "op", probe, None, None, (), (), rt._dev, 0, None))
         synchronize(timeout=WAIT)
         assert _nice() == me
     want = min(me + asked, 19)

@@ -60,9 +60,9 @@ def test_a_training_loop_is_queued_while_the_worker_is_held(name):
         sched = torch.optim.lr_scheduler.StepLR(opt, 2, 0.5)
         gate = threading.Event()
         from d2l_async.engine._op import EngineOp
-        rt._submit(EngineOp("gate", "op", lambda op: gate.wait(WAIT), None, None, (), (), rt._dev, 0, None))
+        rt.submit(EngineOp("gate", "op", lambda op: gate.wait(WAIT), None, None, (), (), rt._dev, 0, None))
         seen = _Blocked(gate)
-        rt._set_observers((*rt._observers, seen))
+        rt.set_observers((*rt._observers, seen))
         losses = _loop(net, opt, sched, X, y, 4)  # every step queued behind the gate
         queued = rt.statistics().pending
         waited = list(seen.reasons)

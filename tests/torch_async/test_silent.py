@@ -24,7 +24,7 @@ from .helpers import WAIT, CpuHog, hold, hold_until_blocked, slow
 def gate_on(rt, var) -> threading.Event:
     """A gate op that *writes* ``var``: readers of ``var`` queued after it wait for the gate."""
     ev = threading.Event()
-    rt._submit(EngineOp("gate", "op", lambda op: ev.wait(WAIT), None, None, (), (var,), rt._dev, 0, None))
+    rt.submit(EngineOp("gate", "op", lambda op: ev.wait(WAIT), None, None, (), (var,), rt._dev, 0, None))
     return ev
 
 
@@ -121,7 +121,7 @@ def test_set_shares_the_variable_of_its_source():
         while rt._inbox and time.monotonic() < deadline:  # until a worker has booked it
             time.sleep(0.001)
         if add.state is not OpState.WAITING:  # free to run: let it finish before the read (old code)
-            rt._wait_op(add, "test", timeout=WAIT)
+            rt.wait_op(add, "test", timeout=WAIT)
         ev.set()
         assert s.item() == 3.0
         assert x.tolist() == [2.0, 2.0, 2.0]
