@@ -84,9 +84,32 @@ def _groups() -> list[Group]:
         plan = pl.plan_devices()
         return pl.two_device_checks(ex.run_two_devices(backend="engine" if plan.threads else "modelled"))
 
-    def sweep() -> list[Any]:
-        numels = (1, 100, 10_000, 100_000, 1_000_000)  # notebook 5's default-mode sweep
-        return ex.sweep_sync_async(ops=(300,), numels=numels, repeat=3, backend="auto").lessons()
+    def sweep() -> list[Any]:  # notebook 5's default-mode sweep (its default sizes)
+        return ex.sweep_sync_async(ops=(300,), repeat=3, backend="auto").lessons()
+
+    def book_loop() -> list[Any]:  # notebook 5's hand-timed cell, on the engine as a CPU-only reader runs it
+        import torch
+
+        from d2l_async.benchmark import Benchmark
+        from d2l_async.devices import machine
+        from d2l_async.engine import ThreadedEngine
+
+        n = 10_000
+        with ThreadedEngine(workers=1, devices=("cpu:0",)) as eng:
+            x = eng.array(torch.ones(1), name="x")
+            (x + 1).wait_to_read()
+            sync_runs, async_runs = [], []
+            for _ in range(3):
+                with Benchmark("synchronous", file=None) as t:
+                    for _ in range(n):
+                        y = x + 1
+                        y.wait_to_read()
+                sync_runs.append(t.elapsed)
+                with Benchmark("asynchronous", file=None) as t:
+                    for _ in range(n):
+                        y = x + 1
+                async_runs.append(t.elapsed)
+        return [ex.sync_async.book_loop_check(sync_runs, async_runs, ops=n, machine=machine())]
 
     def overlap() -> list[Any]:
         ov = dd.run_overlap(bucket_cap_mb=1.0)
@@ -97,7 +120,8 @@ def _groups() -> list[Group]:
         Group("02 independent chains", devices_02, (0,)),
         Group("03 barriers", lambda: ex.barriers.checks(ex.run_barriers(backend="auto")), (0,)),
         Group("04 blockers", lambda: ex.blockers.checks(ex.run_blockers(backend="auto")), (0, 1, 2)),
-        Group("05 sync vs async", lambda: ex.run_sync_async(backend="auto").lessons(), (0,)),
+        Group("05 book's loop", book_loop, (0,)),
+        Group("05 sync vs async", lambda: ex.run_sync_async(backend="auto").lessons(), (0, 1)),
         Group("05 sweep", sweep, (0,)),
         Group("06 sync every k", queue, (2, 3)),
         Group("07 two devices", devices_07, (0,)),
