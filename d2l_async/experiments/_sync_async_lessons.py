@@ -104,10 +104,9 @@ def _above_bound(r: Any) -> str:
     if cpu is None or cpu.wall <= 0:
         return ""
     serial = m.async_serial
-    turns = f"taking turns, n·(t1 + t2) + t3 = {fmt_time(serial)}"
     if cpu.concurrency >= TAKES_TURNS:
-        return (f"; the two sides ran side by side ({overlap_clause(cpu)}), so the run is near the overlap the "
-                f"book assumes ({turns})")
+        return (f"; the two sides ran side by side ({overlap_clause(cpu)}), the overlap the book assumes (taking "
+                f"turns would give n·(t1 + t2) + t3 = {fmt_time(serial)})")
     if few_cpus(r.machine, 2):
         cause = (f"with {cpus_clause(r.machine)} there was not a CPU for each thread (and Python's interpreter lock "
                  "runs one thread's Python at a time anyway)")
@@ -116,9 +115,9 @@ def _above_bound(r: Any) -> str:
                  "the engine's bookkeeping for each op is Python code, and one thread runs Python at a time")
     short = (f"; the process ran only {cpu.concurrency:.0%} of the wall time, waiting for a CPU the rest"
              if cpu.concurrency < 0.9 else "")
-    near = "at or above" if measured >= serial else "below"
-    return (f"; the book's overlap did not happen here: {overlap_clause(cpu)}{short}; {cause}. So the run is {near} "
-            f"{turns}")
+    side = "above" if measured >= serial else "below"
+    return (f"; the book's overlap did not happen here: {overlap_clause(cpu)}{short}; {cause}. So the run took "
+            f"{fmt_time(measured)}, {side} what taking turns gives: n·(t1 + t2) + t3 = {fmt_time(serial)}")
 
 
 def _why_below_bound(r: Any) -> str:

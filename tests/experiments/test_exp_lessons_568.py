@@ -91,7 +91,7 @@ def test_a_run_above_the_bound_that_took_turns_names_the_interpreter_lock():
     assert predicted.holds is True and predicted.number("ratio") == pytest.approx(9e-3 / r.model.async_pipeline)
     assert "interpreter lock" in predicted.shown and "concurrency 1.00" in predicted.shown
     # the serial model: 1000 × 8 µs + 15 µs = 8.02 ms, below the 9 ms measured
-    assert "n·(t1 + t2) + t3 = 8.0" in predicted.shown and "at or above taking turns" in predicted.shown
+    assert "n·(t1 + t2) + t3 = 8.0" in predicted.shown and "9 ms, above what taking turns gives" in predicted.shown
 
 
 def test_a_run_above_the_bound_on_one_cpu_names_the_cpus():
