@@ -16,7 +16,8 @@ Two conditions matter (see ``README``):
 
 The load average is read before and after each run of each group and stored with the counts.
 Writes ``benchmarks/results/claims.json``: one entry per condition (a rerun replaces that
-condition's entry and keeps the others), each with every check's counts and texts.
+condition's entry and keeps the others; a rerun with ``--only`` replaces only those groups' rows, each
+marked with its own load and date under ``measured``), each with every check's counts and texts.
 
 Run: ``.venv/bin/python benchmarks/bench_claims.py [--runs 5] [--pin CPU] [--only 06 --only 10]``.
 """
@@ -203,13 +204,28 @@ def main() -> int:
         "only": args.only, "claims": rows,
     }
     old = json.loads(OUT.read_text()) if OUT.exists() else {}
-    conditions = {c["condition"]: c for c in old.get("conditions", []) if c.get("condition") != condition}
+    conditions = {c["condition"]: c for c in old.get("conditions", [])}
+    previous = conditions.get(condition)
+    if args.only and previous is not None:
+        # a rerun of some groups replaces only their rows: the other groups keep theirs, and the entry's
+        # own load and date (which describe those rows); this run is recorded under "updates"
+        mine = {g.key for g in groups}
+        update = {k: entry[k] for k in ("runs", "machine", "load_avg_min", "load_avg_max", "load_avg_median",
+                                         "seconds", "python", "when", "only")}
+        for r in rows:
+            r["measured"] = {k: update[k] for k in ("when", "runs", "load_avg_min", "load_avg_max", "load_avg_median")}
+        kept = [r for r in previous.get("claims", []) if r.get("group") not in mine]
+        order = [g.key for g in _groups()]
+        merged = sorted(kept + rows, key=lambda r: (order.index(r["group"]) if r.get("group") in order else len(order),
+                                                    r.get("index", -1)))
+        entry = {**previous, "claims": merged,
+                 "updates": [u for u in previous.get("updates", []) if u.get("only") != args.only] + [update]}
     conditions[condition] = entry
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps({"what": __doc__.splitlines()[0], "conditions": list(conditions.values())},
                               indent=1, ensure_ascii=False) + "\n")
-    print(f"\n{condition}; load {entry['load_avg_min']}-{entry['load_avg_max']} (median {entry['load_avg_median']}); "
-          f"{entry['seconds']} s")
+    print(f"\n{condition}; load {round(min(loads), 2)}-{round(max(loads), 2)} (median "
+          f"{round(sorted(loads)[len(loads) // 2], 2)}); {round(time.perf_counter() - t0, 1)} s")
     for r in rows:
         if "holds" not in r:
             print(f"  {r['group']:22s} raised {len(r['errors'])}x: {r['errors'][0][:120]}")

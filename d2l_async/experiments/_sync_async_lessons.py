@@ -15,13 +15,14 @@ turns is read from the machine snapshot; on CUDA it is read from the capture
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 from . import _cuda_why as cuda_why
 from ._common import backend_work
-from .book import BOOK
 from ._cost_model import side_costs, t2_share
 from ._why import cpus_clause, few_cpus, fmt_time, overlap_clause
+from .book import BOOK
 
 __all__ = ["MODEL_SLACK", "TAKES_TURNS", "book_loop_check", "queue_check", "run_checks", "slower_side", "sweep_checks"]
 
@@ -159,8 +160,6 @@ def book_loop_check(sync_s: Any, async_s: Any, *, ops: int, machine: Any = None)
     if not sync_runs or not async_runs or min(sync_runs + async_runs) <= 0:
         raise ValueError(f"sync_s and async_s must be positive seconds, got {sync_s!r} and {async_s!r}")
     v = compare(sync_runs, async_runs, less=False, names=("synchronous", "asynchronous"))
-    import statistics
-
     s, a = statistics.median(sync_runs), statistics.median(async_runs)
     runs = f"{len(sync_runs)} run(s) each" if len(sync_runs) == len(async_runs) else (
         f"{len(sync_runs)} and {len(async_runs)} runs")
@@ -250,14 +249,14 @@ def sweep_checks(sweep: Any) -> list[Any]:
 
 def _against(pts: Any, values: list[float], *, falling: bool, fmt: str, what: str) -> str:
     """The steps of a series that went against the claimed direction, from its own numbers:
-    ``"the ratio went up and down: it rose from 1 el. (7.79×) to 100 el. (8.63×)"``; when no step did, that it went the claimed
-    way at every step but not beyond the spread."""
+    ``"the ratio went up and down: it rose from 1 el. (7.79×) to 100 el. (8.63×)"``; when no step did,
+    that it went the claimed way at every step but not beyond the spread."""
     steps = [(a, b, x, y) for a, b, x, y in zip(pts, pts[1:], values, values[1:]) if (y > x if falling else y < x)]
     if not steps:
         return f"{what} went the claimed way at every step, but not far enough beyond the spread"
     verb = "rose" if falling else "fell"
-    return f"{what} went up and down: it {verb} " + ", and ".join(f"from {a.numel:,} el. ({fmt.format(x)}) to {b.numel:,} el. ({fmt.format(y)})"
-                                        for a, b, x, y in steps)
+    return f"{what} went up and down: it {verb} " + ", and ".join(
+        f"from {a.numel:,} el. ({fmt.format(x)}) to {b.numel:,} el. ({fmt.format(y)})" for a, b, x, y in steps)
 
 
 def _cpu_compare(p: Any) -> str:

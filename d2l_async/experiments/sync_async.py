@@ -129,8 +129,8 @@ class SyncAsyncResult:
         return self.async_.median - self.model.async_pipeline
 
     def lessons(self) -> list[Any]:
-        """The run's lesson checks (not displayed): asynchrony wins, and whether the pipeline model
-        predicts the asynchronous time, explained from the measured CPU share when it does not."""
+        """The run's lesson checks (not displayed): asynchrony wins, and no run beats the pipeline model's
+        best case (full overlap), with where between overlap and taking turns the run landed, from the CPU clock."""
         return run_checks(self)
 
     @property
