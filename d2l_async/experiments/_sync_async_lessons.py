@@ -188,7 +188,11 @@ def _largest_ops(sweep: Any) -> list[Any]:
 def sweep_checks(sweep: Any) -> list[Any]:
     """Two checks at the largest op count swept, each decided from the whole series (Spearman's rank
     correlation over every size, :func:`d2l_async._verdict.trend`): the ratio falls as ops grow; t2
-    takes over an op's cost (its share read from the backend's own clock, :func:`t2_share`: a claim about work)."""
+    takes over an op's cost (its share read from the backend's own clock, :func:`t2_share`: a claim about work).
+
+    Where the sweep kept every round (``sweep.runs``), the trend is over every round's point -- each size
+    once per round, its ties sharing their rank -- so one round's outlier at one size moves one point of
+    many, not the size's only one; the numbers shown are the medians over the rounds."""
     from dataclasses import replace
 
     from d2l_async import lesson
@@ -207,7 +211,9 @@ def sweep_checks(sweep: Any) -> list[Any]:
     if last.ratio < 0.9:
         below = (f" (below 1 at {last.numel:,} elements: the asynchronous run was the slower one"
                  + _cpu_compare(last) + ")")
-    falls = trend([p.numel for p in pts], [p.ratio for p in pts], falling=True)
+    most = pts[0].ops
+    series = [p for p in getattr(sweep, "runs", ()) if p.ops == most] or pts  # every round's point, or the medians
+    falls = trend([p.numel for p in series], [p.ratio for p in series], falling=True)
     cuda = getattr(sweep, "backend", "") == "cuda"  # the GPU's terms, not CPU clocks and wake-ups
     shrinks = lesson.check(
         "the advantage of asynchrony shrinks as the ops grow",
@@ -224,7 +230,8 @@ def sweep_checks(sweep: Any) -> list[Any]:
     )
     read = [t2_share(p, getattr(sweep, "backend", "engine")) for p in pts]
     shares = [sh for sh, _ in read]
-    grows = trend([p.numel for p in pts], shares, falling=False)
+    grows = trend([p.numel for p in series],
+                  [t2_share(p, getattr(sweep, "backend", "engine"))[0] for p in series], falling=False)
     clocks = {how for _, how in read}
     clock = clocks.pop() if len(clocks) == 1 else "wall-time model t2 / (t1 + t2 + t3)"
     m = last.model

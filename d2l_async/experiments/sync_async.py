@@ -51,6 +51,9 @@ bookkeeping per op, so the ratio is flat there and a rank test over those sizes 
 measured 7.8×, 8.6×, 8.2× at 1, 100 and 10,000 elements); from 10⁵ elements on ``t2`` grows with the
 tensor and the ratio falls.  Above 10⁶ elements each op allocates megabytes, the wake-up ``t3``
 grows with it, and the ratio levels off near 1.5 rather than falling further, so the sweep stops there.
+The sweep times every size once per round, ``repeat`` rounds interleaved, and keeps every round's point
+(:attr:`SyncAsyncSweep.runs`): one size's time per op varies by 2-4× from one run to the next (the same
+800 KB op took 60 µs or 410 µs synchronously), and a trend over every round's point survives that.
 """
 
 from __future__ import annotations
@@ -317,9 +320,13 @@ class SyncAsyncSweep:
     """Sync vs async over op counts and tensor sizes.
 
     Attributes:
-        points: one :class:`SweepPoint` per (ops, numel), ops varying fastest.
+        points: one :class:`SweepPoint` per (ops, numel), ops varying fastest: the medians over the rounds.
         backend, device, virtual: where it ran.
         machine: :func:`d2l_async.devices.machine` when the sweep started.
+        runs: every round's point, in the order measured (each round visits every size once, so a burst of
+            other work, or the allocator's state at one moment, hits one round of every size rather than
+            every run of one size); the lesson checks decide their trends over all of them.  Empty for a
+            sweep built from medians only.
     """
 
     points: tuple[SweepPoint, ...]
@@ -327,6 +334,7 @@ class SyncAsyncSweep:
     device: str
     virtual: bool
     machine: Any = None
+    runs: tuple[SweepPoint, ...] = ()
 
     def lessons(self) -> list[Any]:
         """The sweep's lesson checks (not displayed): does the advantage shrink as ops grow, and does
@@ -357,7 +365,8 @@ def sweep_sync_async(
         ops: op counts; default (100, 1000, 10000) (quick mode (100, 400)).
         numels: elements per op; default :data:`SWEEP_NUMELS` (quick mode :data:`SWEEP_NUMELS_QUICK`): the
             book's one element, then the sizes where ``t2`` grows with the tensor.
-        repeat: timed runs per point.
+        repeat: rounds: each round times every point once (one synchronous and one asynchronous run), the
+            rounds interleaved across sizes; each point reports the medians over the rounds.
         backend: ``"auto"``, ``"engine"`` or ``"cuda"``.
 
     Raises:
@@ -374,9 +383,24 @@ def sweep_sync_async(
     from d2l_async.devices import machine
 
     here = machine()
-    points = []
-    for numel in numels:
-        for n in ops:
-            r = run_sync_async(ops=n, numel=numel, repeat=repeat, trace_ops=min(n, 200), backend=setup.backend)
-            points.append(SweepPoint(n, numel, r.sync.median, r.async_.median, r.model, r.cpu_sync, r.cpu_async))
-    return SyncAsyncSweep(tuple(points), setup.backend, setup.device, setup.virtual, here)
+    runs: list[SweepPoint] = []
+    for _ in range(repeat):  # rounds, each over every size: interleaved, so a change of load hits all alike
+        for numel in numels:
+            for n in ops:
+                r = run_sync_async(ops=n, numel=numel, repeat=1, trace_ops=min(n, 200), backend=setup.backend)
+                runs.append(SweepPoint(n, numel, r.sync.median, r.async_.median, r.model, r.cpu_sync, r.cpu_async))
+    points = tuple(_median_point([p for p in runs if (p.numel, p.ops) == (numel, n)]) for numel in numels for n in ops)
+    return SyncAsyncSweep(points, setup.backend, setup.device, setup.virtual, here, tuple(runs))
+
+
+def _median_point(rounds: list[SweepPoint]) -> SweepPoint:
+    """One size's point over its rounds: the median times, the median of each cost-model term, the CPU
+    clocks summed (their ratios are what the checks read)."""
+    first = rounds[0]
+    model = CostModel(first.ops, *(statistics.median(getattr(p.model, t) for p in rounds) for t in ("t1", "t2", "t3")),
+                      statistics.mode(p.model.t2_source for p in rounds))
+    cpus = [p.cpu_sync for p in rounds if p.cpu_sync is not None], [p.cpu_async for p in rounds if p.cpu_async is not None]
+    return SweepPoint(first.ops, first.numel, statistics.median(p.sync_seconds for p in rounds),
+                      statistics.median(p.async_seconds for p in rounds), model,
+                      total(cpus[0]) if len(cpus[0]) == len(rounds) else None,
+                      total(cpus[1]) if len(cpus[1]) == len(rounds) else None)

@@ -10,7 +10,7 @@ import pytest
 
 from d2l_async._machine import Machine
 from d2l_async.engine._overhead import SchedulingOverhead, quantiles
-from d2l_async.experiments import CostModel, QueueMemoryResult, SchedulingResult
+from d2l_async.experiments import CostModel, QueueMemoryResult, SchedulingResult, sweep_sync_async
 from d2l_async.experiments._cpu import CpuClock, CpuTimes, total
 from d2l_async.experiments._queue_lessons import backpressure_check, launch_cap_check, queue_checks, time_check
 from d2l_async.experiments._sync_async_lessons import book_loop_check, run_checks, sweep_checks
@@ -261,6 +261,34 @@ def test_the_default_sizes_decide_a_fall_that_noise_swapped_in_places():
                                 enumerate(zip((1, 100, 10_000, 100_000, 10**6), (7.8, 8.6, 8.2, 5.9, 2.4)))),
                           "engine", "cpu", True, machine())
     assert five.lessons()[0].holds is None  # the old default's one swapped pair: can't tell
+
+
+def test_the_trend_counts_every_rounds_point_so_one_slow_round_of_one_size_cannot_hide_it():
+    """Per size, one sweep's median ratio 6.31× at 100,000 elements (2.5× in the next sweep) left 'shrinks'
+    at p = 0.055 over seven medians; over every round's point the same runs decide it."""
+    rounds = ((3.8, 4.4, 6.3, 3.3, 3.9, 1.9, 1.2), (3.6, 3.9, 2.5, 2.4, 2.0, 1.7, 1.3), (4.1, 3.2, 2.6, 2.2, 2.3, 1.6, 1.4))
+    runs = tuple(point(n, q, t1=3e-6, t2=10e-6 * (1 + i), t3=30e-6) for r in rounds
+                 for i, (n, q) in enumerate(zip(SWEEP_NUMELS, r)))
+    medians = tuple(point(n, sorted(r[i] for r in rounds)[1], t1=3e-6, t2=10e-6 * (1 + i), t3=30e-6)
+                    for i, n in enumerate(SWEEP_NUMELS))
+    one = SyncAsyncSweep(tuple(point(n, q, t1=3e-6, t2=10e-6 * (1 + i), t3=30e-6) for i, (n, q) in
+                               enumerate(zip(SWEEP_NUMELS, rounds[0]))), "engine", "cpu", True, machine())
+    assert one.lessons()[0].holds is None  # that sweep's seven points alone
+    sw = SyncAsyncSweep(medians, "engine", "cpu", True, machine(), runs)
+    shrinks, takes_over = sw.lessons()
+    assert shrinks.holds is True and shrinks.number("n") == 3 * len(SWEEP_NUMELS) and shrinks.number("p") < 0.01
+    assert takes_over.number("n") == 3 * len(SWEEP_NUMELS)
+    assert f"100,000 el. {sorted(r[2] for r in rounds)[1]:.2f}×" in shrinks.shown  # the medians are shown
+
+
+def test_the_sweep_interleaves_its_rounds_and_reports_their_medians():
+    sw = sweep_sync_async(ops=(30,), numels=(1, 1000), repeat=2, backend="engine")
+    assert [(p.numel, p.ops) for p in sw.runs] == [(1, 30), (1000, 30), (1, 30), (1000, 30)]  # round by round
+    for p in sw.points:
+        mine = [q for q in sw.runs if q.numel == p.numel]
+        assert p.sync_seconds == pytest.approx(sorted(q.sync_seconds for q in mine)[0] / 2 +
+                                               sorted(q.sync_seconds for q in mine)[1] / 2)
+        assert p.cpu_sync.wall == pytest.approx(sum(q.cpu_sync.wall for q in mine))
 
 
 def test_a_sweep_that_cannot_tell_names_the_steps_that_went_the_other_way():
