@@ -16,7 +16,8 @@ Two conditions matter (see ``README``):
 
 The load average is read before and after each run of each group and stored with the counts.
 Writes ``benchmarks/results/claims.json``: one entry per condition (a rerun replaces that
-condition's entry and keeps the others), each with every check's counts and texts.
+condition's entry and keeps the others; a rerun with ``--only`` replaces only those groups' rows, each
+marked with its own load and date under ``measured``), each with every check's counts and texts.
 
 Run: ``.venv/bin/python benchmarks/bench_claims.py [--runs 5] [--pin CPU] [--only 06 --only 10]``.
 """
@@ -83,9 +84,32 @@ def _groups() -> list[Group]:
         plan = pl.plan_devices()
         return pl.two_device_checks(ex.run_two_devices(backend="engine" if plan.threads else "modelled"))
 
-    def sweep() -> list[Any]:
-        numels = (1, 100, 10_000, 100_000, 1_000_000)  # notebook 5's default-mode sweep
-        return ex.sweep_sync_async(ops=(300,), numels=numels, repeat=3, backend="auto").lessons()
+    def sweep() -> list[Any]:  # notebook 5's default-mode sweep (its default sizes)
+        return ex.sweep_sync_async(ops=(300,), repeat=3, backend="auto").lessons()
+
+    def book_loop() -> list[Any]:  # notebook 5's hand-timed cell, on the engine as a CPU-only reader runs it
+        import torch
+
+        from d2l_async.benchmark import Benchmark
+        from d2l_async.devices import machine
+        from d2l_async.engine import ThreadedEngine
+
+        n = 10_000
+        with ThreadedEngine(workers=1, devices=("cpu:0",)) as eng:
+            x = eng.array(torch.ones(1), name="x")
+            (x + 1).wait_to_read()
+            sync_runs, async_runs = [], []
+            for _ in range(3):
+                with Benchmark("synchronous", file=None) as t:
+                    for _ in range(n):
+                        y = x + 1
+                        y.wait_to_read()
+                sync_runs.append(t.elapsed)
+                with Benchmark("asynchronous", file=None) as t:
+                    for _ in range(n):
+                        y = x + 1
+                async_runs.append(t.elapsed)
+        return [ex.sync_async.book_loop_check(sync_runs, async_runs, ops=n, machine=machine())]
 
     def overlap() -> list[Any]:
         ov = ex.run_overlap(bucket_cap_mb=1.0)
@@ -96,7 +120,8 @@ def _groups() -> list[Group]:
         Group("02 independent chains", devices_02, (0,)),
         Group("03 barriers", lambda: ex.barriers.checks(ex.run_barriers(backend="auto")), (0,)),
         Group("04 blockers", lambda: ex.blockers.checks(ex.run_blockers(backend="auto")), (0, 1, 2)),
-        Group("05 sync vs async", lambda: ex.run_sync_async(backend="auto").lessons(), (0,)),
+        Group("05 book's loop", book_loop, (0,)),
+        Group("05 sync vs async", lambda: ex.run_sync_async(backend="auto").lessons(), (0, 1)),
         Group("05 sweep", sweep, (0,)),
         Group("06 sync every k", queue, (2, 3)),
         Group("07 two devices", devices_07, (0,)),
@@ -178,13 +203,28 @@ def main() -> int:
         "only": args.only, "claims": rows,
     }
     old = json.loads(OUT.read_text()) if OUT.exists() else {}
-    conditions = {c["condition"]: c for c in old.get("conditions", []) if c.get("condition") != condition}
+    conditions = {c["condition"]: c for c in old.get("conditions", [])}
+    previous = conditions.get(condition)
+    if args.only and previous is not None:
+        # a rerun of some groups replaces only their rows: the other groups keep theirs, and the entry's
+        # own load and date (which describe those rows); this run is recorded under "updates"
+        mine = {g.key for g in groups}
+        update = {k: entry[k] for k in ("runs", "machine", "load_avg_min", "load_avg_max", "load_avg_median",
+                                         "seconds", "python", "when", "only")}
+        for r in rows:
+            r["measured"] = {k: update[k] for k in ("when", "runs", "load_avg_min", "load_avg_max", "load_avg_median")}
+        kept = [r for r in previous.get("claims", []) if r.get("group") not in mine]
+        order = [g.key for g in _groups()]
+        merged = sorted(kept + rows, key=lambda r: (order.index(r["group"]) if r.get("group") in order else len(order),
+                                                    r.get("index", -1)))
+        entry = {**previous, "claims": merged,
+                 "updates": [u for u in previous.get("updates", []) if u.get("only") != args.only] + [update]}
     conditions[condition] = entry
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps({"what": __doc__.splitlines()[0], "conditions": list(conditions.values())},
                               indent=1, ensure_ascii=False) + "\n")
-    print(f"\n{condition}; load {entry['load_avg_min']}-{entry['load_avg_max']} (median {entry['load_avg_median']}); "
-          f"{entry['seconds']} s")
+    print(f"\n{condition}; load {round(min(loads), 2)}-{round(max(loads), 2)} (median "
+          f"{round(sorted(loads)[len(loads) // 2], 2)}); {round(time.perf_counter() - t0, 1)} s")
     for r in rows:
         if "holds" not in r:
             print(f"  {r['group']:22s} raised {len(r['errors'])}x: {r['errors'][0][:120]}")

@@ -22,6 +22,10 @@ Two helpers, both pure functions of numbers (standard library only, deterministi
   than its first.  It is the one rule for "grows" and "shrinks" in every notebook (05's sizes, 08's
   worker threads, where ``x`` repeats once per run: ties share their rank).
 
+Built on :func:`compare`'s interval: :func:`similar` ("about the same"), :func:`within` ("within a
+tolerance of a target") and :func:`at_least` ("not below a bound": a model's best case, which a run may
+exceed but not beat).
+
 Each returns a frozen record with ``holds``, the numbers, and ``method`` (which helper decided it);
 a comparison also keeps the ``names`` of its two sides, the kind of ``interval`` and the ``rule`` the
 claim needs, so its words (:mod:`d2l_async._words`, :attr:`Verdict.spread`) state the ratio in the
@@ -42,7 +46,7 @@ from typing import Any
 
 from ._words import fmt_interval, spread_words
 
-__all__ = ["Verdict", "Trend", "compare", "compare_paired", "similar", "within", "overruled", "trend", "spearman", "UNREPEATED_FACTOR", "LEVEL"]
+__all__ = ["Verdict", "Trend", "compare", "compare_paired", "similar", "within", "at_least", "overruled", "trend", "spearman", "UNREPEATED_FACTOR", "LEVEL"]
 
 #: With one sample per side there is no spread: decide only beyond this factor.
 UNREPEATED_FACTOR = 2.0
@@ -253,6 +257,32 @@ def within(samples: Sequence[float] | float, target: float, *, tolerance: float,
     interval = v.interval if len(xs) > 1 else ""
     rule = f"wholly inside {fmt_interval(lo, hi)}" if len(xs) > 1 else f"inside {fmt_interval(lo, hi)}"
     return Verdict(holds, v.ratio, v.low, v.high, len(xs), 1, 1.0, True, method, v.names, interval, rule)
+
+
+def at_least(samples: Sequence[float] | float, bound: float, *, slack: float = 0.0,
+             names: tuple[str, str] = ("measured", "bound")) -> Verdict:
+    """Decide "the samples' median is not below ``bound``" (a lower bound: a best case no run can beat)
+    against their spread, allowing the bound's own estimation error ``slack`` (relative).
+
+    True when the interval of ``median(samples) / bound`` (as in :func:`compare`) lies wholly at or above
+    ``1 - slack``, False when it lies wholly below it, None otherwise; one sample has no spread, so the
+    point itself decides (as in :func:`within`).
+    """
+    if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not bound > 0:
+        raise ValueError(f"bound must be a positive number, got {bound!r}")
+    if isinstance(slack, bool) or not isinstance(slack, (int, float)) or not 0 <= slack < 1:
+        raise ValueError(f"slack must be in [0, 1), got {slack!r}")
+    xs = _samples("samples", samples)
+    floor = 1 - float(slack)
+    v = compare(xs, [float(bound)] * 3 if len(xs) >= 3 else [float(bound)] * len(xs), names=names)
+    if len(xs) == 1:  # no spread: the point itself decides, as there is nothing to weigh it against
+        holds: bool | None = v.ratio >= floor
+    else:
+        holds = True if v.low >= floor else False if v.high < floor else None
+    method = "at_least: " + v.method.split(":", 1)[1].strip() + f" at or above {floor:g}"
+    interval = v.interval if len(xs) > 1 else ""
+    rule = f"wholly at or above {floor:.2f}" if len(xs) > 1 else f"at or above {floor:.2f}"
+    return Verdict(holds, v.ratio, v.low, v.high, len(xs), 1, floor, False, method, v.names, interval, rule)
 
 
 def _ranks(values: Sequence[float]) -> list[float]:

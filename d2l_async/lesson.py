@@ -60,8 +60,7 @@ decided with :mod:`d2l_async._verdict` and worded with :mod:`d2l_async._words`. 
 experiment module itself (``blockers``, ``scheduling``, ``collective``,
 ``ddp``), or, where that module would pass about 400 lines, its private
 ``_<topic>_lessons`` module, imported at the top of the experiment module and re-exported by it
-(``queue_memory`` and ``_queue_lessons``; ``sync_async`` still reaches ``_sync_async_lessons`` from its
-methods);
+(``queue_memory`` and ``_queue_lessons``, ``sync_async`` and ``_sync_async_lessons``);
 ``parallel_lessons`` is the public home of notebooks 02 and 07's device checks, since its
 :func:`~d2l_async.experiments.parallel_lessons.plan_devices` is public.  The one exception is a notebook
 whose own cells are the experiment (plain PyTorch inside ``asynchronous()``): it passes what it

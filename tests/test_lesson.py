@@ -358,3 +358,14 @@ def test_a_change_carries_its_sign_once_and_a_negative_cost_is_not_added():
     assert fmt_change(0.0032) == "+3.2 ms" and fmt_change(-0.0097) == "-9.7 ms"
     assert added(239e-6) == "adds 239 µs" and "nothing measurable" in added(-239e-6)
     assert not rules.check_problems(Check("x", True, f"a conversion alone {added(-239e-6)}"))
+
+
+def test_plain_torch_increments_state_their_ratio_in_the_direction_they_decided_it():
+    """05's plain-PyTorch cell printed "(0.75x)" beside a can't-tell whose spread said "ratio 1.34"."""
+    from d2l_async.torch_async import lessons as pt
+
+    for sync_s, async_s in (((0.25, 0.26, 0.24), (0.33, 0.34, 0.32)), ((0.30, 0.31, 0.29), (0.20, 0.21, 0.19))):
+        faster = pt.increments(sync_s, async_s, (0.05,) * 3, 10_000)[0]
+        assert (faster.number("a"), faster.number("b")) == ("synchronous", "asynchronous")
+        assert faster.number("ratio") == pytest.approx(sorted(sync_s)[1] / sorted(async_s)[1])  # of the medians
+        assert not [p for p in rules.check_problems(faster) if p.rule == "ratio-both-ways"], faster.text

@@ -97,6 +97,22 @@ def test_within_a_tolerance_against_the_spread():
         within([1.0], 0.0, tolerance=0.2)
 
 
+def test_a_lower_bound_against_the_spread_with_its_estimates_slack():
+    from d2l_async._verdict import at_least
+
+    above = at_least([2.0, 2.1, 1.9], 1.0, names=("measured", "model"))
+    assert above.holds is True and above.ratio == pytest.approx(2.0) and (above.n_a, above.n_b) == (3, 1)
+    assert above.method.startswith("at_least:") and "measured / model = 2.00" in above.spread
+    assert "3 runs against a fixed model" in above.spread and above.spread.count("1.00") == 1
+    assert at_least([0.5, 0.55, 0.45], 1.0, slack=0.25).holds is False  # beat the best case beyond its slack
+    assert at_least([0.8, 0.85, 0.9], 1.0, slack=0.25).holds is True  # within the estimates' error
+    assert at_least([0.6, 0.8, 1.0, 0.7, 0.9], 1.0, slack=0.25).holds is None  # the runs straddle 0.75
+    assert at_least(0.74, 1.0, slack=0.25).holds is False and at_least(0.76, 1.0, slack=0.25).holds is True
+    for bad in ({"bound": 0.0}, {"bound": 1.0, "slack": 1.0}, {"bound": 1.0, "slack": -0.1}):
+        with pytest.raises(ValueError, match="bound|slack"):
+            at_least([1.0], **bad)
+
+
 def test_paired_samples_are_not_widened_by_a_shared_load():
     from d2l_async._verdict import compare_paired
 

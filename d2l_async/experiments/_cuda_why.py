@@ -364,34 +364,34 @@ def why_async_not_faster(m: Any, f: CudaFacts, *, unclear: bool = False) -> str:
 
 
 def why_model_missed(m: Any, measured: float, f: CudaFacts) -> str:
-    """Why ``n·max(t1, t2) + min(t1, t2) + t3`` missed the asynchronous time on a GPU."""
+    """Why a GPU run beat the pipeline model's best case ``n·max(t1, t2) + min(t1, t2) + t3``."""
+    return (f"the model over-predicts ({fmt_time(m.async_pipeline)} against {fmt_time(measured)}; {_terms(m)} "
+            f"({m.t2_source})): its costs come from the traced run, where the profiler adds its own work to every "
+            "launch, while the timed runs ran without it. More ops per run (trace_ops) steady the estimate")
+
+
+def above_bound(m: Any, measured: float, f: CudaFacts) -> str:
+    """Where a GPU run's time sits above the pipeline model's best case, and what the capture says held it."""
     model = m.async_pipeline
-    terms = f"{_terms(m)} ({m.t2_source})"
-    if model > measured:
-        return (f"the model over-predicts ({fmt_time(model)} against {fmt_time(measured)}; {terms}): its costs come "
-                "from the traced run, where the profiler adds its own work to every launch, while the timed runs ran "
-                "without it. More ops per run (trace_ops) steady the estimate")
+    head = f"{fmt_time(measured - model)} above the model ({_terms(m)}, {m.t2_source})"
     if f.at_cap or f.slow_launches:
-        return (f"the model under-predicts ({fmt_time(model)} against {fmt_time(measured)}; {terms}): the launch queue "
-                f"reached {f.max_queue}, CUDA's cap is about {LAUNCH_QUEUE_CAP}, and {f.slow_launches} launch calls "
-                "waited there for a kernel to start, so the CPU's loop ran at the GPU's pace from then on")
+        return (f"{head}: the launch queue reached {f.max_queue}, CUDA's cap is about {LAUNCH_QUEUE_CAP}, and "
+                f"{f.slow_launches} launch calls waited there for a kernel to start, so the CPU's loop ran at the "
+                "GPU's pace from then on")
     if f.waits:
-        return (f"the model under-predicts ({fmt_time(model)} against {fmt_time(measured)}; {terms}): {f.waits} "
-                f"synchronizing call(s) inside the asynchronous loop held the CPU {fmt_time(f.wait_s)}, a round trip "
-                "each that the model does not count")
-    return (f"the model under-predicts ({fmt_time(model)} against {fmt_time(measured)}; {terms}): the traced run shows "
-            f"no wait and no full queue ({f.sentence()}), so the timed runs cost more per op than the traced one. "
-            "Rerun; more ops per run steady the estimate")
+        return (f"{head}: {f.waits} synchronizing call(s) inside the asynchronous loop held the CPU "
+                f"{fmt_time(f.wait_s)}, a round trip each that the model does not count")
+    return f"{head}; the traced run shows no wait and no full queue ({f.sentence()})"
 
 
-def why_ratio_rose(last: Any, *, unclear_spread: str = "") -> str:
+def why_ratio_rose(last: Any, *, unclear: bool = False) -> str:
     """Why the sync/async ratio did not fall with the size on a GPU (``last``: the largest size's point)."""
     m = last.model
     head = (f"at {last.numel:,} elements t2 (the GPU's time per kernel) was {fmt_time(m.t2)} against t1 + t3 "
             f"{fmt_time(m.t1 + m.t3)} (the CPU's launch and the synchronize's round trip)")
-    if unclear_spread:
-        return (f"the ratio went up and down across the sizes ({unclear_spread}); {head}. Microsecond GPU timings "
-                "scatter with the CPU's launch times: more repeats, or larger sizes, decide it")
+    if unclear:
+        return (f"{head}. Microsecond GPU timings scatter with the CPU's launch times: more repeats, or larger sizes, "
+                "decide it")
     if m.t2 < m.t1 + m.t3:
         return (f"the ratio rose with the size: {head}, so the kernel is still shorter than the launch and the round "
                 "trip, which do not grow with the tensor. Sweep larger sizes (10**7 and 10**8 elements)")
@@ -399,15 +399,14 @@ def why_ratio_rose(last: Any, *, unclear_spread: str = "") -> str:
             "sizes' timings moved the trend. Rerun with more repeats")
 
 
-def why_t2_share(pts: Any, shares: list[float], *, unclear_spread: str = "") -> str:
+def why_t2_share(pts: Any, shares: list[float], *, unclear: bool = False) -> str:
     """Why t2 did not take most of an op's synchronous cost on a GPU, from each size's share."""
     last, m = pts[-1], pts[-1].model
     head = (f"at {last.numel:,} elements t2 (the GPU's time per kernel) was {fmt_time(m.t2)}, {shares[-1]:.0%} of an "
             f"op's synchronous cost, against t1 + t3 {fmt_time(m.t1 + m.t3)} for the CPU's launch and the "
             "synchronize's round trip")
-    if unclear_spread:
-        return (f"t2's share went up and down across the sizes ({unclear_spread}); {head}. More repeats, or larger "
-                "sizes (10**7 elements), decide it")
+    if unclear:
+        return f"{head}. More repeats, or larger sizes (10**7 elements), decide it"
     if shares[-1] < 0.5:
         return (f"{head}: the launch and the round trip do not grow with the tensor, so t2 takes over only at larger "
                 "sizes: sweep 10**7 and 10**8 elements")

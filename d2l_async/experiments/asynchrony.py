@@ -9,8 +9,8 @@ On CPU the framework side runs on the dependency engine (one virtual device); on
 default CUDA stream and the trace comes from ``torch.profiler`` (:mod:`d2l_async.capture`).
 
 Every timed loop does only what it names: the inputs are made *before* the timer starts, so the
-naive timer times the pushes (issue 10: a loop that also made a fresh 4 MB input per product had its
-naive timer measure the copies).  Whether the lesson held on this run is :func:`checks`, a pure
+naive timer times the pushes (a loop that also made a fresh 4 MB input per product had its naive
+timer measure the copies).  Whether the lesson held on this run is :func:`checks`, a pure
 function of the result: on one busy CPU the worker thread may take the frontend's core while it is
 still pushing, and then the naive timer does see part of the work — the check says so, with the
 share of the work that ran before the last push.
@@ -25,8 +25,8 @@ from typing import Any, Mapping
 from d2l_async import config, lesson
 
 from ._common import Setup, backend_work, launches, make_measurement, positive_int, resolve_backend, time_runs
+from ._why import few_cpus, fmt_time, machine_words
 from .deadline import checkpoint
-from ._why import machine_words
 
 __all__ = ["AsynchronyResult", "Ahead", "run_asynchrony", "checks", "issue_and_finish", "ran_ahead_check",
            "timer_check", "machine_words"]
@@ -216,16 +216,27 @@ def issue_and_finish(trace: Any) -> Ahead:
 def ran_ahead_check(trace: Any, machine: Any = None, *, share: float = 0.5) -> lesson.Check:
     """Check that the frontend finished issuing before ``share`` of the backend's time had passed."""
     a = issue_and_finish(trace)
-    shown = (f"last push at {a.issued * 1e3:.2f} ms, backend finished at {a.finished * 1e3:.2f} ms "
+    pushes = len(launches(trace))
+    shown = (f"last push at {fmt_time(a.issued)}, backend finished at {fmt_time(a.finished)} "
              f"({a.issued / a.finished:.0%} of the way)") if a.finished > 0 else "the backend took no time"
     return lesson.check(
         "the frontend is done issuing long before the backend is done",
         a.finished > 0 and a.issued < share * a.finished,
         shown=shown,
         otherwise=(f"the backend had already done {a.share_before:.0%} of its work when the frontend pushed its "
-                   f"last op ({machine_words(machine)}): the worker thread and the frontend took turns on one "
-                   "CPU, so pushing waited for computing. Make each op larger (the size slider) or run where a "
-                   "core is spare (or on a GPU)."))
+                   f"last op, {fmt_time(a.issued / max(pushes, 1))} per push ({machine_words(machine)}): "
+                   + _turns(machine) + ". Make each op larger (the size slider) or run where a core is spare (or on "
+                   "a GPU)."))
+
+
+def _turns(machine: Any) -> str:
+    """Why pushing waited for computing, from the CPUs the run had."""
+    if machine is None:
+        return "pushing waited for computing, and the machine was not recorded to say why"
+    if few_cpus(machine, 2):
+        return "the worker thread and the frontend had no CPU each and took turns, so pushing waited for computing"
+    return ("the CPUs were there, so the pushes waited for the interpreter lock the worker takes between products "
+            "(or for other processes)")
 
 
 def timer_check(naive_s: Any, synced_s: Any, machine: Any = None, *, share_before: float | None = None,
@@ -244,17 +255,17 @@ def timer_check(naive_s: Any, synced_s: Any, machine: Any = None, *, share_befor
         raise ValueError(f"timings must be seconds >= 0 (synchronized > 0), got {naive_s!r}, {synced_s!r}")
     naive_m, synced_m = statistics.median(naive), statistics.median(synced)
     missed = max(0.0, 1.0 - naive_m / synced_m)
-    naive_s, synced_s = naive_m, synced_m
     before = (f"in the traced run the backend did {share_before:.0%} of its work before the last push; "
               if share_before is not None else "")
     return lesson.check(
         name, compare(naive, synced, by=0.5, names=("naive", "synchronized")),
-        shown=(f"naive {naive_s * 1e3:.2f} ms vs synchronized {synced_s * 1e3:.2f} ms (naive / synchronized = "
-               f"{naive_s / synced_s:.2f}): it missed {missed:.0%}"),
-        otherwise=(f"the frontend's pushes were slowed by the work itself: {before}{machine_words(machine)}. With "
-                   "one CPU for the frontend and the worker, a push waits for the core; use larger matrices "
-                   "(fewer, longer ops), or a machine with a spare core, or a GPU."),
-        unclear=(f"the naive timer saw about half of the work, within the spread of the runs: {before}"
+        shown=(f"naive {fmt_time(naive_m)} vs synchronized {fmt_time(synced_m)} (naive / synchronized = "
+               f"{naive_m / synced_m:.2f}): it missed {missed:.0%}"),
+        otherwise=(f"the naive timer saw {1 - missed:.0%} of the synchronized time: the frontend's pushes were "
+                   f"slowed by the work itself; {before}{machine_words(machine)}: {_turns(machine)}. Use larger "
+                   "matrices (fewer, longer ops), or a machine with a spare core, or a GPU."),
+        unclear=(f"the naive timer saw {1 - missed:.0%} of the synchronized time over {len(naive)} and "
+                 f"{len(synced)} run(s), and their spread covers the half the claim draws: {before}"
                  f"{machine_words(machine)}. Larger matrices (fewer, longer ops) or a spare core make it clear"))
 
 

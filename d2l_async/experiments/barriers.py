@@ -10,7 +10,7 @@ What the narrow wait buys is measured where it happens: the frontend's time from
 next useful statement (``z``'s value in hand, the follow-up about to be pushed).  Whether the whole
 program also ends sooner depends on whether the two devices' work can really run at once — with a
 spare core (or on a GPU) it does; on one shared core the two devices take turns and the total barely
-moves (issue 10 measured it 13–200 ms *longer*).  So the totals are reported, and the timelines show
+moves (it measured 13–200 ms *longer* there).  So the totals are reported, and the timelines show
 them, but no lesson is claimed from them; :func:`checks` states what held on this run.
 
 On CUDA the same two barriers are ``torch.cuda.synchronize(device)`` and waiting on one CUDA event
@@ -27,7 +27,12 @@ from typing import Any
 
 from d2l_async import config, lesson
 
+from d2l_async._verdict import compare
+from d2l_async._words import fmt_time
+
 from ._common import Setup, backend_work, positive_int, resolve_backend, stable_matrix
+from ._cuda_why import explain, why_chain_ended, why_streams, z_wait
+from ._why import few_cpus, machine_words
 from .deadline import checkpoint
 
 __all__ = ["BarrierResult", "run_barriers", "checks", "overlap_seconds"]
@@ -236,7 +241,7 @@ def overlap_seconds(trace: Any) -> tuple[float, float]:
 
     The first wait is the first one with work queued before it: a wait before any work was issued
     (the CUDA run's opening ``torch.cuda.synchronize``) waits for nothing and is not the barrier
-    (issue 18: split there, the lesson was silently dropped).
+    (split there, the lesson was silently dropped).
 
     NaN, NaN when the trace has no wait or no work after it.
     """
@@ -261,8 +266,37 @@ def overlap_seconds(trace: Any) -> tuple[float, float]:
     return overlap, float(np.sum(np.clip(ends - starts, 0, None)))
 
 
-def _ms(s: float) -> str:
-    return f"{s * 1e3:.2f} ms"
+def _sooner_why(r: BarrierResult) -> str:
+    """Why the narrow wait was not sooner on the engine, read from the traced ``wait_to_read`` run: whether z's
+    two ops waited behind the chain, or the chain had ended before z was pushed."""
+    full, narrow = r.barrier_names
+    times = f"{narrow} took {fmt_time(r.wait_to_read_wait)} and {full} {fmt_time(r.waitall_wait)}"
+    where = machine_words(r.machine)
+    w = z_wait(r.trace_wait_to_read)
+    if w is None:
+        return (f"{times} ({where}); the traced run has no wait after work queued on two devices, so it cannot say "
+                "what z waited for. Rerun")
+    if w.chain_done_first:
+        return (f"{times} ({where}): in the traced run the chain's {w.chain_ops} products had ended "
+                f"{fmt_time(w.z_issue - w.chain_end)} before z was pushed, so there was nothing for the narrow wait "
+                "to skip. Queue more unrelated work (the slider)")
+    late = w.z_start - w.z_issue
+    if w.z_held_back or not w.z_beside_chain:
+        held = ("with one CPU for both devices' threads they take turns, so z's ops waited for the chain's turn"
+                if few_cpus(r.machine, 2) else
+                "the CPUs were there, so z's ops waited for the interpreter lock, which the chain's worker takes "
+                "between products")
+        return (f"{times} ({where}): in the traced run z's two ops started {fmt_time(late)} after their push and "
+                f"were done {fmt_time(w.z_end - w.z_issue)} after it, while the chain's {w.chain_ops} products of "
+                f"{r.size}x{r.size} ran until {fmt_time(w.chain_end - w.z_issue)} after it: {held}. Queue more "
+                "unrelated work (the slider), or run where a core is spare")
+    return (f"{times} ({where}): in the traced run z was done {fmt_time(w.z_end - w.z_issue)} after its push, "
+            f"{fmt_time(w.chain_end - w.z_end)} before the chain's end, but the timed runs did not repeat that: "
+            "rerun, or raise repeat")
+
+
+def _spread_of(runs: tuple[float, ...], median: float) -> str:
+    return f"{fmt_time(min(runs))}–{fmt_time(max(runs))}" if len(runs) > 1 else fmt_time(median)
 
 
 def checks(r: BarrierResult) -> list[lesson.Check]:
@@ -271,41 +305,35 @@ def checks(r: BarrierResult) -> list[lesson.Check]:
     The whole-program totals are not judged here: whether they differ depends on spare cores,
     and the notebook shows them beside the timelines.
     """
-    from .asynchrony import machine_words
-
-    from d2l_async._verdict import compare
-
     full, narrow = r.barrier_names
     # at least twice as soon, beyond the spread of the interleaved runs (one median each when the
     # runs were not kept)
     sooner = lesson.check(
         "the narrow wait lets the frontend go on sooner",
-        compare(r.wait_to_read_next_runs or r.wait_to_read_next, r.waitall_next_runs or r.waitall_next, by=0.5)
+        compare(r.wait_to_read_next_runs or r.wait_to_read_next, r.waitall_next_runs or r.waitall_next, by=0.5,
+                names=(narrow, full))
         if r.waitall_next > 0 and r.wait_to_read_next >= 0 else False,
-        shown=f"next useful statement after {_ms(r.wait_to_read_next)} with {narrow} vs {_ms(r.waitall_next)} "
-              f"with {full}",
-        otherwise=(f"{narrow} took {_ms(r.wait_to_read_wait)}: z's two tiny ops waited for a CPU while the "
-                   f"chain's {r.long_ops} products of {r.size}x{r.size} ran ({machine_words(r.machine)}), and "
-                   f"{full} took {_ms(r.waitall_wait)}. Queue more unrelated work (the slider), or run where a "
-                   "core is spare."),
-        unclear=(f"the runs scatter across the factor 2 ({machine_words(r.machine)}): more repeats, or more "
-                 "unrelated work queued (the slider), decide it"))
+        shown=f"next useful statement after {fmt_time(r.wait_to_read_next)} with {narrow} vs "
+              f"{fmt_time(r.waitall_next)} with {full}",
+        otherwise=_sooner_why(r),
+        unclear=(f"the runs took {_spread_of(r.wait_to_read_next_runs, r.wait_to_read_next)} with {narrow} and "
+                 f"{_spread_of(r.waitall_next_runs, r.waitall_next)} with {full} ({machine_words(r.machine)}): more "
+                 "repeats, or more unrelated work queued (the slider), decide it"))
     overlap, follow = overlap_seconds(r.trace_wait_to_read)
-    if r.backend == "cuda":  # a GPU's reasons: streams share the SMs, not CPUs (issue 18)
-        from ._cuda_why import explain, why_streams
-
+    if r.backend == "cuda":  # a GPU's reasons: streams share the SMs, not CPUs
         sooner = explain([sooner], why_streams(r))[0]
     if overlap != overlap:  # NaN: the trace has no wait to split it at
         return [sooner]
+    w = z_wait(r.trace_wait_to_read)
+    ended = (f" ({fmt_time(w.wait_end - w.chain_end)} before the wait for z returned in the traced run)"
+             if w is not None and w.chain_end <= w.wait_end else "")
     beside = lesson.check(
         f"after {narrow}, the follow-up work starts while the unrelated chain still runs",
         overlap > 0,
-        shown=f"{_ms(overlap)} of the {_ms(follow)} of follow-up work ran before the chain ended",
-        otherwise=(f"the chain had already ended when the first follow-up op started: the frontend got z after "
-                   f"{_ms(r.wait_to_read_next)}, by which time the {r.long_ops} products were done "
+        shown=f"{fmt_time(overlap)} of the {fmt_time(follow)} of follow-up work ran before the chain ended",
+        otherwise=(f"the chain had already ended when the first follow-up op started{ended}: the frontend got z "
+                   f"after {fmt_time(r.wait_to_read_next)}, by which time the {r.long_ops} products were done "
                    f"({machine_words(r.machine)}). Queue more unrelated work (the slider)."))
     if r.backend == "cuda":
-        from ._cuda_why import explain, why_chain_ended
-
         beside = explain([beside], why_chain_ended(r))[0]
     return [sooner, beside]

@@ -44,7 +44,16 @@ states which, with the numbers.
 
 As ops grow (more elements per op), ``t2`` takes a growing share of an op's synchronous cost and
 the ratio falls toward 1: less is left for asynchrony to hide.  :func:`sweep_sync_async` measures
-where, and :meth:`SyncAsyncSweep.lessons` says whether this run showed it.
+where, and :meth:`SyncAsyncSweep.lessons` says whether this run showed it.  Its default sizes
+(:data:`SWEEP_NUMELS`) start at the book's one element and then sample where ``t2`` starts to grow:
+on a CPU, adding 1 to up to some 10,000 elements costs a few µs beside some 10 µs of the engine's
+bookkeeping per op, so the ratio is flat there and a rank test over those sizes is noise (the sweep
+measured 7.8×, 8.6×, 8.2× at 1, 100 and 10,000 elements); from 10⁵ elements on ``t2`` grows with the
+tensor and the ratio falls.  Above 10⁶ elements each op allocates megabytes, the wake-up ``t3``
+grows with it, and the ratio levels off near 1.5 rather than falling further, so the sweep stops there.
+The sweep times every size once per round, ``repeat`` rounds interleaved, and keeps every round's point
+(:attr:`SyncAsyncSweep.runs`): one size's time per op varies by 2-4× from one run to the next (the same
+800 KB op took 60 µs or 410 µs synchronously), and a trend over every round's point survives that.
 """
 
 from __future__ import annotations
@@ -59,9 +68,18 @@ from d2l_async import config
 from ._common import Setup, make_measurement, positive_int, positive_ints, resolve_backend, time_runs
 from ._cost_model import MIN_BACKLOGGED_PAIRS, CostModel, SideCosts, backend_pace, side_costs, t2_share
 from ._cpu import CpuClock, CpuTimes, total
+from ._sync_async_lessons import book_loop_check, queue_check, run_checks, sweep_checks
 
-__all__ = ["MIN_BACKLOGGED_PAIRS", "CostModel", "CpuTimes", "SweepPoint", "SyncAsyncResult", "SyncAsyncSweep",
-           "backend_pace", "run_sync_async", "sweep_sync_async"]
+__all__ = ["MIN_BACKLOGGED_PAIRS", "SWEEP_NUMELS", "SWEEP_NUMELS_QUICK", "CostModel", "CpuTimes", "SweepPoint",
+           "SyncAsyncResult", "SyncAsyncSweep", "backend_pace", "book_loop_check", "run_sync_async",
+           "sweep_sync_async"]
+
+#: Tensor sizes :func:`sweep_sync_async` sweeps by default: the book's one element, then six sizes where
+#: ``t2`` grows with the tensor, so the trend over every point (Spearman's rho, 7 points) survives a few
+#: neighbours swapped by noise (three swapped pairs leave rho -0.89, one-sided p = 0.006).
+SWEEP_NUMELS = (1, 30_000, 100_000, 200_000, 400_000, 700_000, 1_000_000)
+#: The same in quick mode: five sizes, the fewest whose trend can survive one swapped pair.
+SWEEP_NUMELS_QUICK = (1, 100_000, 200_000, 500_000, 1_000_000)
 
 
 @dataclass(frozen=True)
@@ -114,10 +132,8 @@ class SyncAsyncResult:
         return self.async_.median - self.model.async_pipeline
 
     def lessons(self) -> list[Any]:
-        """The run's lesson checks (not displayed): asynchrony wins, and whether the pipeline model
-        predicts the asynchronous time, explained from the measured CPU share when it does not."""
-        from ._sync_async_lessons import run_checks
-
+        """The run's lesson checks (not displayed): asynchrony wins, and no run beats the pipeline model's
+        best case (full overlap), with where between overlap and taking turns the run landed, from the CPU clock."""
         return run_checks(self)
 
     @property
@@ -137,8 +153,6 @@ class SyncAsyncResult:
 
     def queue_lesson(self) -> Any:
         """Lesson check (not displayed): the traced run's queue agrees with the model's bottleneck."""
-        from ._sync_async_lessons import queue_check
-
         return queue_check(self)
 
     @property
@@ -306,9 +320,13 @@ class SyncAsyncSweep:
     """Sync vs async over op counts and tensor sizes.
 
     Attributes:
-        points: one :class:`SweepPoint` per (ops, numel), ops varying fastest.
+        points: one :class:`SweepPoint` per (ops, numel), ops varying fastest: the medians over the rounds.
         backend, device, virtual: where it ran.
         machine: :func:`d2l_async.devices.machine` when the sweep started.
+        runs: every round's point, in the order measured (each round visits every size once, so a burst of
+            other work, or the allocator's state at one moment, hits one round of every size rather than
+            every run of one size); the lesson checks decide their trends over all of them.  Empty for a
+            sweep built from medians only.
     """
 
     points: tuple[SweepPoint, ...]
@@ -316,12 +334,11 @@ class SyncAsyncSweep:
     device: str
     virtual: bool
     machine: Any = None
+    runs: tuple[SweepPoint, ...] = ()
 
     def lessons(self) -> list[Any]:
         """The sweep's lesson checks (not displayed): does the advantage shrink as ops grow, and does
         ``t2`` take over an op's cost?  Computed at the largest op count swept."""
-        from ._sync_async_lessons import sweep_checks
-
         return sweep_checks(self)
 
     def t2_shares(self) -> tuple[tuple[float, str], ...]:
@@ -346,9 +363,10 @@ def sweep_sync_async(
 
     Args:
         ops: op counts; default (100, 1000, 10000) (quick mode (100, 400)).
-        numels: elements per op; default (1, 10**2, 10**4, 10**6) (quick mode (1, 10**3, 10**5, 10**6)):
-            four sizes, the fewest a rank trend can decide.
-        repeat: timed runs per point.
+        numels: elements per op; default :data:`SWEEP_NUMELS` (quick mode :data:`SWEEP_NUMELS_QUICK`): the
+            book's one element, then the sizes where ``t2`` grows with the tensor.
+        repeat: rounds: each round times every point once (one synchronous and one asynchronous run), the
+            rounds interleaved across sizes; each point reports the medians over the rounds.
         backend: ``"auto"``, ``"engine"`` or ``"cuda"``.
 
     Raises:
@@ -357,17 +375,32 @@ def sweep_sync_async(
     quick = config.quick_mode()
     ops = positive_ints("ops", ops if ops is not None else ((100, 400) if quick else (100, 1000, 10_000)),
                         maximum=1_000_000)
-    # four sizes at least: a trend is decided over every point, and three points never decide one
+    # a trend is decided over every point: three points never decide one, five survive one swapped pair
     numels = positive_ints("numels", numels if numels is not None else
-                           ((1, 10**3, 10**5, 10**6) if quick else (1, 10**2, 10**4, 10**6)), maximum=1 << 28)
+                           (SWEEP_NUMELS_QUICK if quick else SWEEP_NUMELS), maximum=1 << 28)
     repeat = positive_int("repeat", repeat, maximum=100)
     setup = resolve_backend(backend, n_devices=1)
     from d2l_async.devices import machine
 
     here = machine()
-    points = []
-    for numel in numels:
-        for n in ops:
-            r = run_sync_async(ops=n, numel=numel, repeat=repeat, trace_ops=min(n, 200), backend=setup.backend)
-            points.append(SweepPoint(n, numel, r.sync.median, r.async_.median, r.model, r.cpu_sync, r.cpu_async))
-    return SyncAsyncSweep(tuple(points), setup.backend, setup.device, setup.virtual, here)
+    runs: list[SweepPoint] = []
+    for _ in range(repeat):  # rounds, each over every size: interleaved, so a change of load hits all alike
+        for numel in numels:
+            for n in ops:
+                r = run_sync_async(ops=n, numel=numel, repeat=1, trace_ops=min(n, 200), backend=setup.backend)
+                runs.append(SweepPoint(n, numel, r.sync.median, r.async_.median, r.model, r.cpu_sync, r.cpu_async))
+    points = tuple(_median_point([p for p in runs if (p.numel, p.ops) == (numel, n)]) for numel in numels for n in ops)
+    return SyncAsyncSweep(points, setup.backend, setup.device, setup.virtual, here, tuple(runs))
+
+
+def _median_point(rounds: list[SweepPoint]) -> SweepPoint:
+    """One size's point over its rounds: the median times, the median of each cost-model term, the CPU
+    clocks summed (their ratios are what the checks read)."""
+    first = rounds[0]
+    model = CostModel(first.ops, *(statistics.median(getattr(p.model, t) for p in rounds) for t in ("t1", "t2", "t3")),
+                      statistics.mode(p.model.t2_source for p in rounds))
+    cpus = [p.cpu_sync for p in rounds if p.cpu_sync is not None], [p.cpu_async for p in rounds if p.cpu_async is not None]
+    return SweepPoint(first.ops, first.numel, statistics.median(p.sync_seconds for p in rounds),
+                      statistics.median(p.async_seconds for p in rounds), model,
+                      total(cpus[0]) if len(cpus[0]) == len(rounds) else None,
+                      total(cpus[1]) if len(cpus[1]) == len(rounds) else None)

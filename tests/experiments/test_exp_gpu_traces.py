@@ -223,14 +223,14 @@ def test_asynchrony_on_cuda_explains_itself_with_the_gpus_reasons(tmp_path, case
             _cuda_words_only(c.otherwise)
 
 
-def _sync_async_cuda(trace, t1, t2, t3, ops):
+def _sync_async_cuda(trace, t1, t2, t3, ops, *, miss=1.6):
     from d2l_async.experiments._common import make_measurement as mm
     from d2l_async.experiments._cost_model import CostModel
     from d2l_async.experiments.sync_async import SyncAsyncResult
 
     model = CostModel(ops, t1, t2, t3, "backend pace")
     sync = [ops * (t1 + t2 + t3) * f for f in (0.99, 1.0, 1.01)]
-    asyn = [ops * max(t1, t2) * f * 1.6 for f in (0.99, 1.0, 1.01)]  # the model misses by 60%
+    asyn = [ops * max(t1, t2) * f * miss for f in (0.99, 1.0, 1.01)]  # the model misses by 60% (default)
     return SyncAsyncResult(mm("sync", sync), mm("async", asyn), model, trace, trace, ops, 1, "cuda", "NVIDIA H200",
                            False)
 
@@ -247,9 +247,13 @@ def test_sync_async_on_cuda_explains_the_model_in_cudas_terms(tmp_path):
     trace = C.increments(tmp_path, ops=50, launch_us=5, kernel_us=2)
     r = _sync_async_cuda(trace, 5e-6, 2e-6, 20e-6, 50)
     faster, predicted = r.lessons()
-    assert predicted.holds is False
-    assert "launch" in predicted.otherwise and "round trip" in predicted.otherwise
-    _cuda_words_only(predicted.otherwise)
+    assert predicted.holds is True  # 60% above the best case: the bound holds, and its numbers say by how much
+    assert "launch" in predicted.shown and "round trip" in predicted.shown and "above the model" in predicted.shown
+    _cuda_words_only(predicted.shown)
+    beat = _sync_async_cuda(trace, 5e-6, 2e-6, 20e-6, 50, miss=0.6)  # faster than the model's best case
+    _, below = beat.lessons()
+    assert below.holds is False and "over-predicts" in below.otherwise and "profiler" in below.otherwise
+    _cuda_words_only(below.otherwise)
     q = r.queue_lesson()
     if q.holds is not True:
         _cuda_words_only(q.otherwise)

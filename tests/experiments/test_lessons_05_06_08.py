@@ -10,11 +10,12 @@ import pytest
 
 from d2l_async._machine import Machine
 from d2l_async.engine._overhead import SchedulingOverhead, quantiles
-from d2l_async.experiments import CostModel, QueueMemoryResult, SchedulingResult
+from d2l_async.experiments import CostModel, QueueMemoryResult, SchedulingResult, sweep_sync_async
 from d2l_async.experiments._cpu import CpuClock, CpuTimes, total
 from d2l_async.experiments._queue_lessons import backpressure_check, launch_cap_check, queue_checks, time_check
-from d2l_async.experiments._sync_async_lessons import run_checks, sweep_checks
-from d2l_async.experiments.sync_async import SweepPoint, SyncAsyncSweep
+from d2l_async.experiments._sync_async_lessons import book_loop_check, run_checks, sweep_checks
+from d2l_async.experiments.sync_async import SWEEP_NUMELS, SWEEP_NUMELS_QUICK, SweepPoint, SyncAsyncSweep
+from tests.one_core import rules
 
 
 def machine(usable: float = 2.0, busy: float = 0.0) -> Machine:
@@ -76,39 +77,104 @@ def sync_async(*, async_s: float, concurrency: float, m: Machine | None, t1=2e-6
 def test_model_that_fits_holds():
     r = sync_async(async_s=1000 * 6e-6 * 1.1, concurrency=1.6, m=machine())
     faster, predicted = run_checks(r)
-    assert faster.holds and predicted.holds and "%" in predicted.shown
+    assert faster.holds and predicted.holds is True and predicted.decided_by.startswith("at_least:")
+    assert predicted.number("ratio") == pytest.approx(6.6e-3 / r.model.async_pipeline)
+    assert (predicted.number("a"), predicted.number("b")) == ("measured", "pipeline model")
+    assert "side by side" in predicted.shown and "took turns" not in predicted.shown
 
 
-def test_model_missed_because_of_the_interpreter_lock():
-    # two free CPUs, but CPU times add up to the wall time: the lock serialized them
+def test_a_run_above_the_bound_that_took_turns_names_the_interpreter_lock():
+    # two free CPUs, but CPU times add up to the wall time: the lock serialized them; the bound holds and
+    # its numbers say why the book's overlap did not happen
     r = sync_async(async_s=1000 * 9e-6, concurrency=1.0, m=machine(2.0, busy=0.0))
     _, predicted = run_checks(r)
-    assert not predicted.holds and predicted.explained
-    assert "interpreter lock" in predicted.otherwise and "concurrency 1.00" in predicted.otherwise
-    # the serial model, with its error: 1000 × 8 µs + 15 µs = 8.02 ms against 9 ms measured
-    assert "n·(t1 + t2) + t3 = 8.0" in predicted.otherwise and "(-11% of the measurement)" in predicted.otherwise
+    assert predicted.holds is True and predicted.number("ratio") == pytest.approx(9e-3 / r.model.async_pipeline)
+    assert "interpreter lock" in predicted.shown and "concurrency 1.00" in predicted.shown
+    # the serial model: 1000 × 8 µs + 15 µs = 8.02 ms, below the 9 ms measured
+    assert "n·(t1 + t2) + t3 = 8.0" in predicted.shown and "9 ms, above what taking turns gives" in predicted.shown
 
 
-def test_model_missed_on_one_cpu_names_the_cpus():
+def test_a_run_above_the_bound_on_one_cpu_names_the_cpus():
     r = sync_async(async_s=1000 * 16e-6, concurrency=0.5, m=machine(1.0, busy=1.0))
     _, predicted = run_checks(r)
-    assert not predicted.holds and "1 usable CPU" in predicted.otherwise
-    assert "ran only 50% of the wall time" in predicted.otherwise
+    assert predicted.holds is True and "1 usable CPU" in predicted.shown
+    assert "ran only 50% of the wall time" in predicted.shown
 
 
-def test_model_missed_although_they_overlapped():
+def test_a_run_above_the_bound_although_they_overlapped_says_so():
     r = sync_async(async_s=1000 * 12e-6, concurrency=1.8, m=machine())
     _, predicted = run_checks(r)
-    assert not predicted.holds and "did overlap" in predicted.otherwise
+    assert predicted.holds is True and "side by side" in predicted.shown and "interpreter lock" not in predicted.shown
 
 
 def test_model_over_predicting_blames_the_traced_t2_not_the_lock():
-    # measured faster than the model: the workers' CPU per op (4 µs) is below t2 (6 µs)
+    # measured faster than the model's best case: the workers' CPU per op (4 µs) is below t2 (6 µs)
     r = sync_async(async_s=1000 * 4.5e-6, concurrency=1.0, m=machine())
     r.cpu_async = CpuTimes(wall=4.5e-3, frontend=0.5e-3, process=4.5e-3)
     _, predicted = run_checks(r)
-    assert not predicted.holds and "over-predicts" in predicted.otherwise
+    assert predicted.holds is False and "over-predicts" in predicted.otherwise
     assert "4 µs of CPU per op" in predicted.otherwise and "took turns" not in predicted.otherwise
+
+
+def test_the_bound_allows_its_estimates_error_and_decides_against_the_runs_spread():
+    r = sync_async(async_s=1000 * 5e-6, concurrency=1.0, m=machine())  # 0.83 of the model: inside its slack
+    _, predicted = run_checks(r)
+    assert predicted.holds is True
+    bound = r.model.async_pipeline
+    r.async_ = SimpleNamespace(median=bound, raw=(0.6 * bound, bound, 1.4 * bound))  # straddles 0.75
+    _, predicted = run_checks(r)
+    assert predicted.holds is None and predicted.number("n_a") == 3 and not rules.check_problems(predicted)
+
+
+def test_the_faster_check_prints_its_ratio_in_the_direction_it_was_decided():
+    """05 printed "(5.01×)" beside a verdict of asynchronous / synchronous = 0.20: one comparison both ways."""
+    r = sync_async(async_s=1000 * 9e-6, concurrency=1.0, m=machine())
+    r.sync = SimpleNamespace(median=30e-3, raw=(29e-3, 30e-3, 32e-3))
+    r.async_ = SimpleNamespace(median=9e-3, raw=(8.5e-3, 9e-3, 9.6e-3))
+    faster, _ = run_checks(r)
+    assert faster.holds is True and (faster.number("a"), faster.number("b")) == ("synchronous", "asynchronous")
+    assert faster.number("ratio") == pytest.approx(30 / 9)
+    assert "synchronous / asynchronous = 3.33" in faster.shown
+    assert [p.rule for p in rules.check_problems(faster)] == []
+
+
+def test_the_books_hand_timed_loop_is_decided_against_its_runs():
+    """05's hand-timed cell printed "synchronous / asynchronous = 0.73x; the book's 3.4 ×" with no check."""
+    ok = book_loop_check([1.2, 1.3, 1.25], [0.14, 0.15, 0.13], ops=10_000, machine=machine())
+    assert ok.holds is True and ok.decided_by.startswith("compare: bootstrap")
+    assert (ok.number("a"), ok.number("b"), ok.number("n_a")) == ("synchronous", "asynchronous", 3)
+    assert ok.number("ratio") == pytest.approx(1.25 / 0.14)
+    assert f"synchronous / asynchronous = {1.25 / 0.14:.2f}" in ok.shown
+    assert rules.problems([rules.Cell((ok,), ("synchronous: 1.2000 sec", "asynchronous: 0.1400 sec"))]) == []
+    slower = book_loop_check([0.50, 0.52, 0.51], [0.70, 0.72, 0.69], ops=10_000, machine=machine(1.0, busy=1.0))
+    assert slower.holds is False and slower.explained and "1 usable CPU" in slower.otherwise
+    assert "70 µs per op against 51 µs" in slower.otherwise and not rules.check_problems(slower)
+    unsure = book_loop_check([0.5, 0.9, 0.6], [0.4, 0.7, 0.8], ops=10_000, machine=machine())
+    assert unsure.holds is None and not rules.check_problems(unsure)
+    one = book_loop_check(0.6, 0.4, ops=1000)
+    assert one.holds is None and "one run each" in one.decided_by
+    with pytest.raises(ValueError, match="ops"):
+        book_loop_check(0.6, 0.4, ops=0)
+    with pytest.raises(ValueError, match="positive seconds"):
+        book_loop_check(0.6, -1.0, ops=10)
+
+
+def test_the_slower_side_is_printed_with_the_numbers_that_decided_it():
+    """05's queue cell printed "t1 13.60 µs, t2 5.70 µs/op -> backend slower": wall-time numbers beside a
+    conclusion read from the CPU clock."""
+    from d2l_async.experiments._cost_model import side_costs
+
+    r = sync_async(async_s=20e-3, concurrency=1.0, m=machine(), t1=13.6e-6, t2=5.7e-6)
+    r.async_ = SimpleNamespace(median=20e-3, raw=(20e-3,))
+    r.cpu_async = CpuTimes(wall=20e-3, frontend=2.1e-3, process=2.1e-3 + 6.76e-3)  # workers 6.76 µs per op
+    costs = side_costs(r)
+    assert costs.slower == "backend" and r.model.bottleneck == "frontend"  # the two clocks disagree
+    line = f"1 element         {costs.words()}; longest queue 1000 of 1000 ops"
+    assert line.startswith("1 element         backend slower (CPU per op: frontend 2.1 µs vs workers 6.76 µs)")
+    assert rules.problems([rules.Cell((), (line,))]) == []
+    even = side_costs(SimpleNamespace(backend="engine", ops=1000, model=r.model, async_=r.async_,
+                                      cpu_async=CpuTimes(wall=20e-3, frontend=3e-3, process=7e-3)))
+    assert even.slower is None and even.words().startswith("neither side clearly slower (CPU per op")
 
 
 def test_async_slower_is_explained():
@@ -178,6 +244,62 @@ def test_sweep_below_one_is_said():
                          point(10**6, 0.6, t1=3e-6, t2=600e-6, t3=10e-6)), "engine", "cpu", True, machine())
     shrinks, _ = sweep_checks(sw)
     assert shrinks.holds and "below 1" in shrinks.shown
+
+
+def test_the_default_sizes_decide_a_fall_that_noise_swapped_in_places():
+    """Five sizes (1 to 10**6, mostly where the ratio is flat) decided 'shrinks' in 1 of 10 sweeps: one swapped
+    pair left p = 0.12.  The default sizes start at 1 and then sample where t2 grows."""
+    assert SWEEP_NUMELS[0] == 1 and len(SWEEP_NUMELS) >= 7 and len(SWEEP_NUMELS_QUICK) >= 5
+    assert list(SWEEP_NUMELS) == sorted(SWEEP_NUMELS) and all(n >= 10**4 for n in SWEEP_NUMELS[1:])
+    ratios = (3.23, 3.48, 2.34, 1.99, 1.57, 1.61, 1.40)[: len(SWEEP_NUMELS)]
+    ratios = (ratios[1], ratios[0], ratios[2], ratios[3], ratios[5], ratios[4], ratios[6])  # two pairs swapped
+    sw = SyncAsyncSweep(tuple(point(n, q, t1=3e-6, t2=10e-6 * (1 + i), t3=30e-6) for i, (n, q) in
+                              enumerate(zip(SWEEP_NUMELS, ratios))), "engine", "cpu", True, machine())
+    shrinks, _ = sw.lessons()
+    assert shrinks.holds is True and shrinks.number("p") < 0.05 and shrinks.number("n") == len(SWEEP_NUMELS)
+    five = SyncAsyncSweep(tuple(point(n, q, t1=3e-6, t2=10e-6 * (1 + i), t3=30e-6) for i, (n, q) in
+                                enumerate(zip((1, 100, 10_000, 100_000, 10**6), (7.8, 8.6, 8.2, 5.9, 2.4)))),
+                          "engine", "cpu", True, machine())
+    assert five.lessons()[0].holds is None  # the old default's one swapped pair: can't tell
+
+
+def test_the_trend_counts_every_rounds_point_so_one_slow_round_of_one_size_cannot_hide_it():
+    """Per size, one sweep's median ratio 6.31× at 100,000 elements (2.5× in the next sweep) left 'shrinks'
+    at p = 0.055 over seven medians; over every round's point the same runs decide it."""
+    rounds = ((3.8, 4.4, 6.3, 3.3, 3.9, 1.9, 1.2), (3.6, 3.9, 2.5, 2.4, 2.0, 1.7, 1.3), (4.1, 3.2, 2.6, 2.2, 2.3, 1.6, 1.4))
+    runs = tuple(point(n, q, t1=3e-6, t2=10e-6 * (1 + i), t3=30e-6) for r in rounds
+                 for i, (n, q) in enumerate(zip(SWEEP_NUMELS, r)))
+    medians = tuple(point(n, sorted(r[i] for r in rounds)[1], t1=3e-6, t2=10e-6 * (1 + i), t3=30e-6)
+                    for i, n in enumerate(SWEEP_NUMELS))
+    one = SyncAsyncSweep(tuple(point(n, q, t1=3e-6, t2=10e-6 * (1 + i), t3=30e-6) for i, (n, q) in
+                               enumerate(zip(SWEEP_NUMELS, rounds[0]))), "engine", "cpu", True, machine())
+    assert one.lessons()[0].holds is None  # that sweep's seven points alone
+    sw = SyncAsyncSweep(medians, "engine", "cpu", True, machine(), runs)
+    shrinks, takes_over = sw.lessons()
+    assert shrinks.holds is True and shrinks.number("n") == 3 * len(SWEEP_NUMELS) and shrinks.number("p") < 0.01
+    assert takes_over.number("n") == 3 * len(SWEEP_NUMELS)
+    assert f"100,000 el. {sorted(r[2] for r in rounds)[1]:.2f}×" in shrinks.shown  # the medians are shown
+
+
+def test_the_sweep_interleaves_its_rounds_and_reports_their_medians():
+    sw = sweep_sync_async(ops=(30,), numels=(1, 1000), repeat=2, backend="engine")
+    assert [(p.numel, p.ops) for p in sw.runs] == [(1, 30), (1000, 30), (1, 30), (1000, 30)]  # round by round
+    for p in sw.points:
+        mine = [q for q in sw.runs if q.numel == p.numel]
+        assert p.sync_seconds == pytest.approx(sorted(q.sync_seconds for q in mine)[0] / 2 +
+                                               sorted(q.sync_seconds for q in mine)[1] / 2)
+        assert p.cpu_sync.wall == pytest.approx(sum(q.cpu_sync.wall for q in mine))
+
+
+def test_a_sweep_that_cannot_tell_names_the_steps_that_went_the_other_way():
+    sw = SyncAsyncSweep(tuple(point(n, q, t1=2e-6, t2=6e-6 * (1 + i), t3=15e-6) for i, (n, q) in
+                              enumerate(zip((1, 100, 10_000, 100_000), (2.0, 2.6, 1.9, 2.1)))),
+                        "engine", "cpu", True, machine())
+    shrinks, _ = sw.lessons()
+    assert shrinks.holds is None
+    assert "it rose from 1 el. (2.00×) to 100 el. (2.60×), and from 10,000 el. (1.90×) to 100,000 el. (2.10×)" \
+        in shrinks.otherwise
+    assert shrinks.otherwise.count("Spearman") == 1 and not rules.check_problems(shrinks)
 
 
 def test_sweep_of_one_size_cannot_show_a_trend():
