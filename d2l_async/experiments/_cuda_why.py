@@ -31,7 +31,7 @@ from typing import Any, Iterable
 
 from ._common import backend_work, launches
 from ._why import fmt_time
-from .parallel_lessons import _union, device_intervals
+from .parallel_lessons import busy_seconds, device_intervals
 
 __all__ = ["LAUNCH_QUEUE_CAP", "CudaFacts", "ZWait", "cuda_facts", "z_wait", "why_not_ahead", "why_queue",
            "queue_full", "explain", "why_streams", "why_chain_ended", "cpu_per_launch"]
@@ -159,7 +159,7 @@ def cuda_facts(trace: Any) -> CudaFacts:
     busy = float("nan")
     if len(work):
         span = float(work["end"].max() - work["start"].min())
-        busy = sum(e - s for s, e in _union(device_intervals(trace))) / span if span > 0 else 1.0
+        busy = busy_seconds(device_intervals(trace)) / span if span > 0 else 1.0
     return CudaFacts(len(calls), per_op, kernel_s, q, int(inside.sum()), float(wait.sum()), slow, call_s, busy)
 
 

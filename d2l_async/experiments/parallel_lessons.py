@@ -29,7 +29,7 @@ from d2l_async import lesson
 from d2l_async.analysis import intersection_seconds, intervals_union, union_seconds
 from d2l_async._verdict import compare, overruled
 
-__all__ = ["RunFacts", "run_facts", "DevicePlan", "plan_devices", "device_intervals", "overlap_seconds",
+__all__ = ["RunFacts", "run_facts", "DevicePlan", "plan_devices", "device_intervals", "busy_seconds", "overlap_seconds",
            "max_concurrency", "gap_after", "two_device_checks", "independence_checks", "mlp_checks",
            "frontend_wait_check", "SIDE_BY_SIDE", "SERIAL", "HIDDEN", "CONCURRENCY"]
 
@@ -121,7 +121,7 @@ def device_intervals(trace: Any, device: str | None = None, *, kinds: Sequence[s
     return sorted(out)
 
 
-def _busy(iv: list[tuple[float, float]]) -> float:
+def busy_seconds(iv: list[tuple[float, float]]) -> float:
     """Seconds covered by the intervals (each instant counted once)."""
     return union_seconds(np.array([a for a, _ in iv]), np.array([b for _, b in iv]))
 
@@ -267,7 +267,7 @@ def two_device_checks(r: Any) -> list[lesson.Check]:
     iv = device_intervals(r.trace_concurrent)
     if r.modelled and iv:  # where the time went, measured: the devices' busy time against the run's span
         span = max(e for _, e in iv) - min(s for s, _ in iv)
-        busy = max(_busy(device_intervals(r.trace_concurrent, d)) for d in r.devices)
+        busy = max(busy_seconds(device_intervals(r.trace_concurrent, d)) for d in r.devices)
         why += f" (the busier device held its ops {busy * 1e3:.1f} ms of the {span * 1e3:.1f} ms its work spanned)"
     bound = "at most 2×"
     if round(r.speedup, 2) > 2.0:  # above the bound as printed: say, measured, why (ops took longer one by one)
@@ -346,7 +346,7 @@ def mlp_checks(r: Any) -> list[lesson.Check]:
     hidden = o.both / copies if copies > 0 else 0.0
     devs = [d for d in r.roles if not str(r.roles[d]).startswith("host")]
     both = overlap_seconds(r.trace, devs[0], devs[1]) if len(devs) >= 2 else 0.0
-    busy = _busy(device_intervals(r.trace, devs[0])) if devs else 0.0
+    busy = busy_seconds(device_intervals(r.trace, devs[0])) if devs else 0.0
     what = "modelled devices" if r.modelled else ("GPUs" if not r.virtual else "thread-devices")
     why = _why_slow(r.facts, r.modelled, _THREADS_HINT) if r.virtual else _GPU_WHY
     cpu = getattr(r, "cpu_seconds", float("nan"))
