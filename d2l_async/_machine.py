@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["Machine", "read_machine", "cpu_quota", "memory_limit_and_usage", "mem_available",
-           "cgroup_dirs", "parse_proc_stat", "busy_between"]
+           "cgroup_dirs", "parse_proc_stat", "busy_between", "format_bytes"]
 
 #: cgroup v1 writes "no limit" as PAGE_COUNTER_MAX pages (9223372036854771712 with 4 KiB pages).
 _V1_NO_LIMIT = 1 << 62
@@ -95,6 +95,15 @@ class Machine:
             ram += f" (container limit {self.mem_limit_bytes / _GiB:.1f} GiB)"
         gpu = f"GPU: {', '.join(self.gpus)}" if self.gpus else "no GPU"
         return f"{cpus} ({', '.join(why)}), {busy}; {ram}; {gpu}"
+
+
+def format_bytes(n: float) -> str:
+    """``1536`` -> ``"1.5 KiB"``: bytes in binary units, as memory is counted here."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
 
 
 def _num(x: float) -> str:

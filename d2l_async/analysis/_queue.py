@@ -11,12 +11,16 @@ a time, the last one holds.
 
 HTA's defaults, reproduced: work *launched* in the last ``ProfilerStep`` of a trace with two
 steps or more is left out (``include_last_profiler_step=False``: the recording may have cut that
-step short; pass ``True`` to count the whole file), only HTA's launch calls fill the queue, and at
-equal timestamps rows are ordered as HTA's own sort orders them (:func:`~d2l_async.trace.hta_tie_ranks`;
-traces without a profiler clock: a launch before a start).  With these, :func:`queue_length_summary` gives
-HTA 0.5.0's ``count`` and ``max`` per stream on every public trace the tests carry (2021 Kineto,
-ROCm, MTIA, multi-rank NCCL, Triton, multi-step training steps), and its ``mean`` (over change
-points, as HTA's is) to 0.5% where HTA's unstable sort reorders equal-time steps.  The
+step short; pass ``True`` to count the whole file; on ROCm the last step begins where the GPU's
+copy of it does, as HTA reads it), only launch calls fill the queue, and at equal timestamps rows
+are ordered as HTA's own sort orders them, rank by rank (:func:`~d2l_async.trace.hta_tie_ranks`;
+traces without a profiler clock: a launch before a start).  With these,
+:func:`queue_length_summary` gives HTA 0.5.0's ``count``, ``max`` and ``mean`` (over change points,
+as HTA's is) per rank and stream on every trace the tests carry (2021 Kineto, ROCm with several
+steps, MTIA, multi-rank NCCL, Triton, multi-step training steps; ``tests/trace/test_hta_oracle.py``),
+with one difference on purpose: ``cuLaunchKernelEx`` (CUDA 12's extended launch: Triton and
+cuBLASLt kernels) counts as the launch it is, and HTA 0.5.0 does not count it, so its ``count`` is
+lower by two per such launch (``trace.meta["launches_not_in_hta"]`` says how many a trace has).  The
 time-weighted mean and the time spent at the maximum are what a figure should show, since they
 weigh each level by how long it lasted.  The step function itself is
 :func:`d2l_async.trace.queue_steps`.

@@ -8,6 +8,7 @@ engine exists for quick experiments and for :func:`d2l_async.benchmark.synchroni
 from __future__ import annotations
 
 import atexit
+import os
 import threading
 
 from typing import TYPE_CHECKING
@@ -34,6 +35,17 @@ def get_engine() -> "ThreadedEngine | NaiveEngine":
         if _default is None or _default.closed:
             _default = NaiveEngine() if engine_kind() == "naive" else ThreadedEngine()
         return _default
+
+
+def _forget_default() -> None:
+    """In a child made by os.fork(): the parent's default engine is an orphan there (._fork), so the
+    child's first ``get_engine()`` makes its own."""
+    global _default, _default_lock
+    _default, _default_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_default)
 
 
 def waitall_all(timeout: float | None = None) -> None:

@@ -54,7 +54,8 @@ Two details keep this honest under threads and Ctrl-C:
 The rest of the engine core lives beside this module: the waits (:mod:`._waits`), shutting down
 and cancelling (:mod:`._shutdown`), and what keeps a student from wedging the engine -- waits
 inside an op (:mod:`._guard`), the workers' weak hold on a dropped engine (:mod:`._worker`, issue 11),
-and the naive engine's bookkeeping shielded from Ctrl-C (:mod:`._shield`, issue 21).
+the naive engine's bookkeeping shielded from Ctrl-C (:mod:`._shield`, issue 21), and what a child
+made by ``os.fork()`` inherits: an orphan that refuses at its next use (:mod:`._fork`).
 
 What an op costs (``benchmarks/bench_engine.py``; CPU time on the 2-core machine this was built
 on, where eager ``y = x + 1`` costs about 3 us): a push about 1.3 us (2.3 us while recording), a
@@ -78,6 +79,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from ._completion import Completion
 from ._deps import finish_write
 from ._errors import EngineError
+from ._fork import forked_error, install as _install_fork_hook
 from ._guard import inside, inside_op, observer_failed as _observer_failed
 from ._op import _READY, _RUNNING, Device, EngineOp, EngineStatistics, parse_devices
 from ._shield import expose, shield, shield_ctrl_c
@@ -115,6 +117,8 @@ class Scheduler(Completion, Waits, Shutdown):
     """
 
     engine_kind = "threaded"
+    #: the parent's pid in a child made by os.fork() after this engine started (._fork); else 0
+    _forked_from = 0
 
     def __init__(self, *, devices: Sequence[str] = ("cpu:0",), workers: int = 1,
                  max_pending: int | None = None, observers: Sequence["Observer"] = (),
@@ -201,6 +205,8 @@ class Scheduler(Completion, Waits, Shutdown):
         """
         if self.closed:
             raise EngineError("this engine is shut down; create a new one (use it in a `with` block)")
+        if self._forked_from:
+            raise forked_error("push", self._forked_from)
         obs = self._observers
         if obs:
             f = user_frame(depth + 1)
@@ -327,6 +333,8 @@ class Scheduler(Completion, Waits, Shutdown):
             return
         if inside_op(self._token):  # a push from inside an op never waits: the op that would make
             return                  # room is the one pushing (issue 11: it waited on itself)
+        if self._forked_from:
+            raise forked_error("a full queue", self._forked_from)
         t0 = _perf()
         self._block_begin("full queue", t0)
         try:
@@ -421,3 +429,5 @@ class Scheduler(Completion, Waits, Shutdown):
 shield(Scheduler._submit, Scheduler._book, Scheduler._ready, Scheduler._record_deps, Scheduler._drain,
        Scheduler._finish, Scheduler._failed_op, Scheduler._interrupted, finish_write)
 expose(Scheduler._execute, Scheduler._wait_for_space, _take)
+# in a child made by os.fork(), every live engine is orphaned: a clear error at its next use (._fork)
+_install_fork_hook(_LIVE)

@@ -46,6 +46,10 @@ class Shutdown:
             EngineError: a worker did not stop within ``timeout`` seconds (an op still running), or
                 ``wait=True`` from inside an op of this engine.
         """
+        if self._forked_from and not self.closed:  # a child of os.fork(): its workers are not here
+            self.closed = True
+            self._forget()
+            return
         if self.closed:  # again: join the workers an exception left finishing an op (__exit__)
             me, end = threading.current_thread(), _perf() + timeout
             for d in self._devices.values():

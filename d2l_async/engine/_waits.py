@@ -25,6 +25,7 @@ from contextvars import ContextVar
 from typing import Callable, Iterator
 
 from ._errors import EngineError, deferred
+from ._fork import forked_error
 from ._guard import inside_op, observer_failed as _observer_failed, wait_inside_op
 from ._op import _DONE, _FAILED, _RUNNING, EngineOp, EngineVar
 from ._source import user_source
@@ -82,6 +83,8 @@ class Waits:
             return
         if inside_op(self._token):  # it would wait on itself (issue 11): refuse at once
             raise wait_inside_op(f"a blocker ({reason})")
+        if self._forked_from:  # a child of os.fork(): the op's worker is in the parent (._fork)
+            raise forked_error(f"a blocker ({reason})", self._forked_from)
         t0 = _perf()
         deadline = None if timeout is None else t0 + timeout
         if self._inline:  # ops pushed from inside an op, or left by a Ctrl-C, run now
@@ -125,6 +128,10 @@ class Waits:
         Raises:
             EngineError: called from inside an op of this engine (it would wait for itself).
         """
+        if self._forked_from:  # a child of os.fork(): the parent's ops are the parent's to wait for
+            if self._inbox or self._booked:
+                raise forked_error("waitall()", self._forked_from)
+            return
         t0 = _perf()
         deadline = None if timeout is None else t0 + timeout
         if self._inline and (self._inbox or self._inline_ready) and not inside_op(self._token):
@@ -138,6 +145,8 @@ class Waits:
     def _wait_idle(self, reason: str, t0: float, deadline: float | None) -> None:
         """Wait until no op is queued or running: a block named ``reason`` from ``t0``, in slices
         (:meth:`_slice` raises past ``deadline``).  Raises no op's error."""
+        if self._forked_from:
+            raise forked_error(reason, self._forked_from)
         self._block_begin(reason, t0)
         try:
             with self._lock:
@@ -153,6 +162,8 @@ class Waits:
             self._block_end(reason, t1, ())
 
     def _raise_unreported(self, reason: str) -> None:
+        if self._forked_from:  # the parent's errors: the parent raises them
+            return
         with self._lock:
             failed, self._unreported = self._unreported, []
         if failed:

@@ -18,15 +18,17 @@ from __future__ import annotations
 from ._chrome import EmptyTrace, read_chrome_trace
 from ._job import MixedJobs
 from ._json import HAVE_MSGSPEC
-from ._kineto import BLOCKING_COPIES, BLOCKING_COPY_REASON, CATEGORIES, LAUNCH_CALLS, SYNC_CALLS, UnplacedDeviceEvents
+from ._kineto import (BLOCKING_COPIES, BLOCKING_COPY_REASON, CATEGORIES, LAUNCH_CALLS, SYNC_CALLS, NameConflict,
+                      UnplacedDeviceEvents)
 from ._model import BACKEND_KINDS, COLUMNS, Event, Kind, Lane, LaneRole, Trace, TraceError
 from ._perfetto import write_chrome_trace, write_trace_dir
 from ._queue import hta_tie_ranks, hta_window_mask, last_step_starts, launch_calls, queue_steps, queued_mask
-from ._ranks import COLLECTIVE_PREFIXES, RankLanes, merge_ranks, rank_lanes, rank_metas, read_trace_dir, split_ranks
+from ._ranks import (COLLECTIVE_PREFIXES, MissingRanks, RankLanes, SkippedEntries, merge_ranks, rank_lanes,
+                     rank_metas, read_trace_dir, split_ranks)
 from ._stack import PYTHON_GROUP, is_python_lane
 
 __all__ = [
-    "BACKEND_KINDS", "BLOCKING_COPIES", "BLOCKING_COPY_REASON", "CATEGORIES", "EmptyTrace", "COLLECTIVE_PREFIXES", "HAVE_MSGSPEC", "MixedJobs", "PYTHON_GROUP", "UnplacedDeviceEvents",
+    "BACKEND_KINDS", "BLOCKING_COPIES", "BLOCKING_COPY_REASON", "CATEGORIES", "EmptyTrace", "COLLECTIVE_PREFIXES", "HAVE_MSGSPEC", "MissingRanks", "MixedJobs", "NameConflict", "SkippedEntries", "PYTHON_GROUP", "UnplacedDeviceEvents",
     "hta_tie_ranks", "hta_window_mask", "is_python_lane", "last_step_starts", "launch_calls", "COLUMNS", "RankLanes", "merge_ranks", "rank_lanes", "rank_metas", "read_trace_dir", "Event", "Kind", "LAUNCH_CALLS", "Lane", "LaneRole", "SYNC_CALLS",
     "Trace", "TraceError", "queue_steps", "queued_mask", "read_chrome_trace", "split_ranks", "write_chrome_trace", "write_trace_dir",
 ]

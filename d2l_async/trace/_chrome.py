@@ -25,10 +25,16 @@ holds seconds from its first event (``meta["origin_us"]``, ``meta["base_time_ns"
 absolute zero, which :func:`~d2l_async.trace.merge_ranks` uses to put ranks on one clock).  The
 ``ProfilerStep#N`` ranges are kept in ``meta["steps"]`` and the other CPU ``user_annotation``
 ranges in ``meta["annotations"]`` (name, start, end, lane), not as events: they span whole steps
-and would hide when the thread was really busy; the writer exports both as slices again.  As
-events they are skipped and counted in ``meta["skipped"]``, as are ``cuda_sync`` markers, the GPU's
-copies of annotations and the profiler's own spans.  A file with no work at all loads as an empty
-trace with an :class:`EmptyTrace` warning that says so.
+and would hide when the thread was really busy; the GPU's copies of them (``gpu_user_annotation``;
+ROCm writes one of every ``ProfilerStep#N``, without a stream) in ``meta["device_annotations"]``;
+the writer exports all three as slices again.  As events they are skipped and counted in
+``meta["skipped"]``, as are ``cuda_sync`` markers and the profiler's own spans.  A file with no
+work at all loads as an empty trace with an :class:`EmptyTrace` warning that says so; a process
+named twice, differently, warns with :class:`NameConflict`.
+
+The file is read within a size limit, and only if it is a regular file (``_json.py``); its
+strings stay codes into tables of distinct values all the way into the trace (``Trace.from_lean``):
+a column is made a plain array the first time it is read.
 
 Numbers are read as each vendor spells them (``_convert.py``: ROCm's ``"stream": "0x0"``, times
 as strings); lanes are built in ``_lanes.py``.
@@ -45,18 +51,19 @@ from __future__ import annotations
 import gc
 import os
 import warnings
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ._columns import Coded, Ragged
 from ._convert import check_values
-from ._json import Fields, load_fields
+from ._json import Fields, Strings, check_max_bytes, load_fields
 from ._lanes import device_pairs, thread_lanes
-from ._kineto import (BACK, CATEGORIES, COLLECTIVE_CATEGORY, LAUNCH_CALLS, SYNC_CALLS, UnplacedDeviceEvents,
-                      blocking_copy_calls, category, device_names, device_prefix, is_mtia_copy, metadata, unplaced)
-from ._model import _DEFAULTS, COLUMNS, Kind, Lane, LaneRole, Trace, TraceError, _order_lanes
+from ._kineto import (BACK, CATEGORIES, COLLECTIVE_CATEGORY, LAUNCH_CALLS, NOT_HTA_LAUNCH_CALLS, SYNC_CALLS, NameConflict,
+                      UnplacedDeviceEvents, blocking_copy_calls, category, device_names, device_prefix, is_mtia_copy,
+                      metadata, unplaced)
+from ._model import _DEFAULTS, COLUMNS, Kind, Lane, LaneRole, Trace, TraceError
 from ._restore import apply_ours as _apply_ours
 from ._ranks import COLLECTIVE_PREFIXES
 
@@ -72,37 +79,45 @@ _PY = "python_function"
 _MAX_US = 1e17  # µs: 3,000 years; absolute Kineto times are ~1.8e15 µs since 1970
 
 
-def read_chrome_trace(path: str | os.PathLike[str], *, python_stack: bool = True) -> Trace:
+def read_chrome_trace(path: str | os.PathLike[str], *, python_stack: bool = True,
+                      max_bytes: int | None = None) -> Trace:
     """Load a torch.profiler / Kineto Chrome-trace JSON file (plain or gzip) as a :class:`Trace`.
 
     Args:
-        path: a ``.json`` or ``.json.gz`` file (gzip is detected from the content).
+        path: a ``.json`` or ``.json.gz`` file (gzip is detected from the content); a regular
+            file (a FIFO or a device is refused without reading it).
         python_stack: keep the ``python_function`` events of a ``with_stack=True`` trace as the
             "python call stack" lane group (``False`` skips them: a smaller trace).
+        max_bytes: the most bytes of JSON to read (a gzip file's inflated size).  Default: what
+            fits in the memory available now (reading takes up to 3x the JSON's size, ``_json.py``).
 
     Returns:
         The trace: CPU threads as frontend lanes, device streams as backend lanes, times in
         seconds from the first event.  ``meta`` holds ``source="chrome"``, ``path``, ``device``
         (the GPU names), ``unmatched_launches``, ``unmatched_gpu_ops``, ``skipped``,
-        ``generations`` (which Kineto category sets the file used), ``steps``, ``origin_us`` and
-        the file's own top-level fields under ``file``.
+        ``generations`` (which Kineto category sets the file used), ``steps``,
+        ``device_annotations`` (the GPU's copies of annotation ranges), ``origin_us`` and the
+        file's own top-level fields under ``file``.
 
     Raises:
-        TraceError: the file is missing, not JSON, truncated, nested absurdly deep, not a Chrome
-            trace, or has out-of-range times; the message names the file and the problem.
+        TraceError: the file is missing, not a regular file, larger than ``max_bytes``, not
+            JSON, truncated, nested absurdly deep, not a Chrome trace, or has out-of-range times;
+            the message names the file and the problem (and, for size, the size and the limit).
 
     Warns:
         UnplacedDeviceEvents: device events in categories the reader does not know.
+        NameConflict: one process named twice, differently.
     """
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"read_chrome_trace expects a file path (str or os.PathLike), got {type(path).__name__}")
+    max_bytes = check_max_bytes(max_bytes)
     path = Path(path)
     # parsing makes ~10^5-10^6 small objects; the cyclic GC would rescan them again and again while
     # they are built (none of them can form a cycle), which doubles the load time.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        fields = load_fields(path)
+        fields = load_fields(path, max_bytes=max_bytes)
         try:
             trace = _parse(fields, path, python_stack)
             if not len(trace):
@@ -124,7 +139,7 @@ class EmptyTrace(UserWarning):
 
 
 def _warn_empty(path: Path, f: Fields, trace: Trace) -> None:
-    total = len(f.ph)
+    total = f.n
     if not total:
         why = "its traceEvents list holds no events (did the profiler stop before its first active step?)"
     else:
@@ -135,98 +150,120 @@ def _warn_empty(path: Path, f: Fields, trace: Trace) -> None:
                   EmptyTrace, stacklevel=3)
 
 
-def _take(values: Any, idx: list[int]) -> Any:
-    if isinstance(values, np.ndarray):
-        return values[np.asarray(idx, dtype=np.int64)]
-    return [values[i] for i in idx]
-
-
 def _numbers(values: np.ndarray, dtype: Any) -> np.ndarray:
     """A numeric column of the reader (``_convert.py`` filled and checked it) as ``dtype``; stream
     and device ids beyond int64 stay Python ints."""
     return values if values.dtype == object else values.astype(dtype, copy=False)
 
 
+def _lut(values: np.ndarray, test) -> np.ndarray:
+    """``test(v)`` for each distinct value of a coded column (a lookup table by code)."""
+    return np.fromiter((bool(test(v)) for v in values.tolist()), dtype=bool, count=len(values))
+
+
+_KINDS = np.array([k.value for k in Kind], dtype=object)
+_KIND = {k.value: i for i, k in enumerate(Kind)}
+
+
 def _parse(f: Fields, path: Path, python_stack: bool) -> Trace:
+    """Map the file's events onto lanes (see the module docstring), column by column.  Strings stay
+    codes into the file's tables of distinct values; each row's kind, lane, device and reason are
+    codes too, so the trace is built lean (``Trace.from_lean``)."""
     ours = f.top.get(_FORMAT_KEY) if isinstance(f.top.get(_FORMAT_KEY), dict) else None
-    phs = f.ph
-    phases = Counter(phs)
-    x_idx = [i for i, p in enumerate(phs) if p == "X"]
-    cat_x = _take(f.cat, x_idx)
-    name_x = _take(f.name, x_idx)
-    raw_cats = Counter(cat_x)
-    # canonical category of each slice; collectives and python calls have their own
-    canon = {c: category(c) for c in raw_cats}
-    cats = [canon[c] for c in cat_x]
-    if "user_annotation" in raw_cats:
-        cats = [COLLECTIVE_CATEGORY if c == "user_annotation" and isinstance(nm, str)
-                and nm.startswith(COLLECTIVE_PREFIXES) else k for c, k, nm in zip(cat_x, cats, name_x)]
-    steps_idx = [j for j, nm in enumerate(name_x) if isinstance(nm, str) and nm.startswith("ProfilerStep#")]
-    step_set = set(steps_idx)
+    ph_counts = np.bincount(f.ph.codes, minlength=len(f.ph.categories))
+    phases = {f.ph.categories[k]: int(c) for k, c in enumerate(ph_counts.tolist()) if c}
+    x = f.ph.code_of("X")
+    x_idx = np.flatnonzero(f.ph.codes == x) if x >= 0 else np.zeros(0, np.int64)
+    cat_values, name_values = f.cat.categories, f.name.categories
+    cat_x, name_x = f.cat.codes[x_idx], f.name.codes[x_idx]
+    cat_counts = np.bincount(cat_x, minlength=len(cat_values))
+    present = [k for k, c in enumerate(cat_counts.tolist()) if c]
+    raw_cats = {cat_values[k]: int(cat_counts[k]) for k in present}
+    # canonical category of each slice (a code into `table`); collectives and python calls have their own
+    canon = {k: category(cat_values[k]) for k in present}
+    table: list[Any] = [None, *sorted({c for c in canon.values() if c is not None}), COLLECTIVE_CATEGORY, _PY]
+    where = {c: i for i, c in enumerate(table)}
+    lut = np.zeros(len(cat_values), dtype=np.int16)
+    for k, c in canon.items():
+        lut[k] = where[c]
+    ecat = lut[cat_x]  # 0: not work on a lane
+    ua, gua = (f.cat.code_of(c) for c in ("user_annotation", "gpu_user_annotation"))
+    is_ua = cat_x == ua if ua >= 0 else np.zeros(len(x_idx), bool)
+    if ua >= 0:
+        coll_name = _lut(name_values, lambda v: isinstance(v, str) and v.startswith(COLLECTIVE_PREFIXES))
+        ecat[is_ua & coll_name[name_x]] = where[COLLECTIVE_CATEGORY]
+    step_name = _lut(name_values, lambda v: isinstance(v, str) and v.startswith("ProfilerStep#"))
+    is_step = step_name[name_x]
+    on_gpu = cat_x == gua if gua >= 0 else np.zeros(len(x_idx), bool)
     # user annotations (record_function ranges) other than steps and collectives: kept as ranges
-    # in meta["annotations"], not as events (they span work and would hide when a thread was busy)
-    notes_idx = ([j for j, (c, k) in enumerate(zip(cat_x, cats)) if c == "user_annotation" and k is None
-                  and j not in step_set] if "user_annotation" in raw_cats else [])
+    # in meta["annotations"], not as events (they span work and would hide when a thread was busy);
+    # the GPU's copies of them (gpu_user_annotation, ProfilerStep#N among them) in meta["device_annotations"]
+    steps_j = np.flatnonzero(is_step & ~on_gpu)
+    notes_j = np.flatnonzero(is_ua & (ecat == 0) & ~is_step)
+    device_j = np.flatnonzero(on_gpu)
+    py_code = f.cat.code_of(_PY)
     if ours is not None:  # our own file: every slice carries its record, except the ranges it exports
-        d2l_x = _take(f.args["d2l"], x_idx)
-        keep = [j for j, d in enumerate(d2l_x) if isinstance(d, dict)]
-        missing = len(x_idx) - len(keep) - sum(not isinstance(d2l_x[j], dict) for j in steps_idx + notes_idx)
+        d2l = f.args["d2l"]
+        has = np.fromiter((isinstance(d2l.get(i), dict) for i in x_idx.tolist()), dtype=bool, count=len(x_idx))
+        ranges = np.concatenate([steps_j, notes_j, device_j])
+        missing = int((~has).sum() - (~has[ranges]).sum())
         if missing:
             raise TraceError(f"{path}: {missing} slices lack their args.d2l record; "
                              "was the file edited after d2l_async wrote it?")
+        keep = has
         skipped: dict[str, int] = {}
     else:
-        keep = [j for j, k in enumerate(cats) if k is not None and j not in step_set]
-        py = [j for j, c in enumerate(cat_x) if c == _PY] if python_stack and _PY in raw_cats else []
-        keep = sorted(keep + py) if py else keep
-        kept = Counter(_take(cat_x, keep))
-        skipped = {str(c): v - kept.get(c, 0) for c, v in raw_cats.items() if v - kept.get(c, 0)}
+        keep = (ecat != 0) & ~is_step
+        if python_stack and py_code >= 0:
+            py_x = cat_x == py_code
+            keep |= py_x
+            ecat[py_x] = where[_PY]
+        kept = np.bincount(cat_x[keep], minlength=len(cat_values))
+        skipped = {str(cat_values[k]): int(cat_counts[k] - kept[k]) for k in present if cat_counts[k] - kept[k]}
         skipped.update({f"ph={k}": v for k, v in phases.items() if k not in ("X", "M", "s", "f", "i", "I", "C")})
-    rows = [x_idx[j] for j in keep]
+    rows = x_idx[keep]
     n = len(rows)
-    cat_k = [cats[j] if cats[j] is not None else cat_x[j] for j in keep]
-    name_l = _take(name_x, keep)
-    if n and not all(isinstance(x, str) for x in set(name_l)):
+    ek = ecat[keep]
+    nk = name_x[keep]
+    used = np.unique(nk)
+    if n and not all(isinstance(v, str) for v in name_values[used].tolist()):
         raise TraceError(f"{path}: an event 'name' is not a string")
-    intern = {}  # one str object per distinct name: a 10^6-event trace has ~10^3 of them
-    name = np.empty(n, dtype=object)
-    name[:] = [intern.setdefault(x, x) for x in name_l]
+    names = Strings(nk, name_values)
 
-    role = np.zeros(n, dtype=np.int8)
-    kind = np.empty(n, dtype=object)
-    kind[:] = Kind.OP.value
-    cat_arr = np.empty(n, dtype=object)
-    cat_arr[:] = cat_k
-    for c in set(cat_k):
-        m = cat_arr == c
+    role_of = np.zeros(len(table), dtype=np.int8)
+    kind_of = np.full(len(table), _KIND[Kind.OP.value], dtype=np.int8)
+    for i, c in enumerate(table):
         if c in CATEGORIES:
-            role[m], kind[m] = CATEGORIES[c][0], CATEGORIES[c][1]
+            role_of[i], kind_of[i] = CATEGORIES[c][0], _KIND[CATEGORIES[c][1]]
         elif c == _PY:
-            kind[m] = Kind.PYTHON.value
+            kind_of[i] = _KIND[Kind.PYTHON.value]
+    role = role_of[ek]
+    kind = kind_of[ek]
     back = role == BACK
     if "mtia_ccp_events" in raw_cats:  # MTIA's DMA requests move data
-        mt = np.flatnonzero(cat_arr == "mtia_ccp_events")
-        kind[mt[[is_mtia_copy(x) for x in name[mt]]]] = Kind.COPY.value
+        mt = np.flatnonzero(ek == where.get("mtia_ccp_events", -1))
+        kind[mt[_lut(name_values, lambda v: isinstance(v, str) and is_mtia_copy(v))[nk[mt]]]] = _KIND[Kind.COPY.value]
 
-    b_rows = [r for r, b in zip(rows, back.tolist()) if b]
-    step_rows = [x_idx[j] for j in steps_idx + notes_idx]
+    b_rows = rows[back]
+    step_rows = x_idx[np.concatenate([steps_j, notes_j, device_j])]
     if f.bad:  # a value that could not be converted, in an event the trace uses: say which
-        check_values(f.bad, {"ts": rows + step_rows, "dur": rows + step_rows, "correlation": rows,
+        both = np.concatenate([rows, step_rows])
+        check_values(f.bad, {"ts": both, "dur": both, "correlation": rows,
                              "stream": b_rows, "device": b_rows, "bytes": b_rows}, f.name, path)
-    ts = _numbers(_take(f.ts, rows), np.float64)
-    dur = _numbers(_take(f.dur, rows), np.float64)
-    corr = _numbers(_take(f.args["correlation"], rows), np.int64)
-    stream_b = _numbers(_take(f.args["stream"], b_rows), np.int64)
-    dev_b = _numbers(_take(f.args["device"], b_rows), np.int64)
-    bytes_b = _numbers(_take(f.args["bytes"], b_rows), np.int64)
+    ts = _numbers(f.ts[rows], np.float64)
+    dur = _numbers(f.dur[rows], np.float64)
+    corr = _numbers(f.args["correlation"][rows], np.int64)
+    stream_b = _numbers(f.args["stream"][b_rows], np.int64)
+    dev_b = _numbers(f.args["device"][b_rows], np.int64)
+    bytes_b = _numbers(f.args["bytes"][b_rows], np.int64)
     for col, label in ((ts, "ts"), (dur, "dur")):
         bad = ~np.isfinite(col)
         if bad.any():
             j = int(np.flatnonzero(bad)[0])
-            raise TraceError(f"{path}: event {name[j]!r} has a non-numeric or missing {label!r}")
+            raise TraceError(f"{path}: event {names[j]!r} has a non-numeric or missing {label!r}")
     if (dur < 0).any():
         j = int(np.flatnonzero(dur < 0)[0])
-        raise TraceError(f"{path}: event {name[j]!r} has a negative duration")
+        raise TraceError(f"{path}: event {names[j]!r} has a negative duration")
 
     # -- times: microseconds -> seconds from the trace start
     origin = float(ours.get("origin_us", 0.0)) if ours is not None else (float(ts.min()) if n else 0.0)
@@ -236,60 +273,85 @@ def _parse(f: Fields, path: Path, python_stack: bool) -> Trace:
     bad = ~(np.isfinite(start) & np.isfinite(end)) | (np.abs(ts) > _MAX_US) | (dur > _MAX_US)
     if bad.any():
         j = int(np.flatnonzero(bad)[0])
-        raise TraceError(f"{path}: event {name[j]!r} has 'ts'/'dur' out of range ({ts[j]!r}, {dur[j]!r} µs): "
+        raise TraceError(f"{path}: event {names[j]!r} has 'ts'/'dur' out of range ({ts[j]!r}, {dur[j]!r} µs): "
                          f"a profiler time is below {_MAX_US:.0e} µs (3,000 years)")
+    del ts, dur
 
-    pid_l, tid_l = _take(f.pid, rows), _take(f.tid, rows)
-    thread_names, device_pids = metadata(f)
-    lane_col = np.empty(n, dtype=object)
-    device_col = np.empty(n, dtype=object)
-    device_col[:] = ""
+    thread_names, device_pids, conflicts = metadata(f)
+    for why in conflicts:
+        warnings.warn(f"{path}: {why}", NameConflict, stacklevel=3)
+    lane_names: list[str] = []
+    lane_code = np.zeros(n, dtype=np.int32)
+    devices: list[str] = ["", "cpu"]
+    device_code = np.zeros(n, dtype=np.int32)
     lanes: list[Lane] = []
     prefix = device_prefix(set(raw_cats))
     nbytes = np.zeros(n, dtype=np.int64)
     nbytes[back] = bytes_b
     if back.any():
-        pid_b = np.array([p if type(p) is int and -2**63 <= p < 2**63 else -1 for p in _take(f.pid, b_rows)],
-                         dtype=np.int64)
+        pid_b = np.array([p if type(p) is int and -2**63 <= p < 2**63 else -1 for p in f.pid.categories.tolist()],
+                         dtype=np.int64)[f.pid.codes[b_rows]]
         gdev = np.where(dev_b != -1, dev_b, pid_b)  # no args.device: the process is the device
         uniq, inv = device_pairs(gdev, stream_b)
-        names = np.array([f"{prefix}:{d} stream {s}" if s != -1 else f"{prefix}:{d} (no stream)" for d, s in uniq],
-                         dtype=object)
-        lane_col[back] = names[inv]
-        device_col[back] = np.array([f"{prefix}:{d}" for d, _ in uniq], dtype=object)[inv]
-        lanes += [Lane(str(nm), LaneRole.BACKEND, device=f"{prefix}:{d}", stream=int(s)) for nm, (d, s) in zip(names, uniq)]
-    lanes, thread_of = thread_lanes(lanes, back, kind, cat_arr, pid_l, tid_l, thread_names, lane_col, device_col,
-                          start, end)
+        pair_names = [f"{prefix}:{d} stream {s}" if s != -1 else f"{prefix}:{d} (no stream)" for d, s in uniq]
+        dev_names = list(dict.fromkeys(f"{prefix}:{d}" for d, _ in uniq))
+        dev_index = {d: len(devices) + i for i, d in enumerate(dev_names)}
+        devices += dev_names
+        lane_code[back] = inv
+        device_code[back] = np.array([dev_index[f"{prefix}:{d}"] for d, _ in uniq], dtype=np.int32)[inv]
+        lane_names += pair_names
+        lanes += [Lane(nm, LaneRole.BACKEND, device=f"{prefix}:{d}", stream=int(s)) for nm, (d, s) in zip(pair_names, uniq)]
+    front = np.flatnonzero(~back)
+    fr = rows[front]
+    lanes, thread_lane_names, lane_of, comm, thread_of = thread_lanes(
+        lanes, front, f.pid.codes[fr], f.tid.codes[fr], f.pid.categories, f.tid.categories,
+        ek[front] == where[COLLECTIVE_CATEGORY], ek[front] == where[_PY], thread_names, start, end)
+    lane_code[front] = lane_of + len(lane_names)
+    lane_names += thread_lane_names
+    device_code[front[comm]] = 1  # "cpu": gloo's communication threads
 
     # -- runtime calls: launch / block / other, by name
-    rt = np.flatnonzero(kind == Kind.RUNTIME.value)
+    rt = np.flatnonzero(kind == _KIND[Kind.RUNTIME.value])
     if len(rt):
-        rnames = name[rt].tolist()
-        kind[rt[[x in LAUNCH_CALLS for x in rnames]]] = Kind.LAUNCH.value
-        kind[rt[[x in SYNC_CALLS for x in rnames]]] = Kind.BLOCK.value
-    reason = np.empty(n, dtype=object)
-    reason[:] = ""
-    blk = kind == Kind.BLOCK.value
-    reason[blk] = name[blk]
-    issue, flow, unmatched_gpu, unmatched_launch = _pair(back, corr, kind, start, device_col)
+        launch_name = _lut(name_values, LAUNCH_CALLS.__contains__)
+        sync_name = _lut(name_values, SYNC_CALLS.__contains__)
+        kind[rt[launch_name[nk[rt]]]] = _KIND[Kind.LAUNCH.value]
+        kind[rt[sync_name[nk[rt]]]] = _KIND[Kind.BLOCK.value]
+        not_hta = np.bincount(nk[rt], minlength=len(name_values))
+        not_hta = {v: int(not_hta[k]) for k, v in enumerate(name_values.tolist())
+                   if not_hta[k] and v in NOT_HTA_LAUNCH_CALLS}
+    else:
+        not_hta = {}
+    issue, flow, unmatched_gpu, unmatched_launch = _pair(back, corr, kind == _KIND[Kind.LAUNCH.value], start,
+                                                         device_code)
+    del corr
+    reasons: list[Any] = [""]
+    reason_code = np.zeros(n, dtype=np.int32)
+    blk = np.flatnonzero(kind == _KIND[Kind.BLOCK.value])
     if ours is None:  # a cudaMemcpyAsync into pageable memory held the CPU until its copy was done: a wait
-        held, why = blocking_copy_calls(kind, name, flow, back)
-        kind[held] = Kind.BLOCK.value
-        reason[held] = why
+        held, why = blocking_copy_calls(kind == _KIND[Kind.COPY.value], kind == _KIND[Kind.LAUNCH.value], names,
+                                        flow, back)
+        kind[held] = _KIND[Kind.BLOCK.value]
+    else:
+        held, why = np.zeros(0, np.int64), []
+    if len(blk):  # a wait's reason is the call's name
+        reasons = ["", *name_values.tolist()]
+        reason_code[blk] = nk[blk] + 1
+    if len(held):
+        extra = list(dict.fromkeys(why))
+        at = {r: len(reasons) + i for i, r in enumerate(extra)}
+        reasons += extra
+        reason_code[held] = [at[r] for r in why]
 
-    known = {c for c in raw_cats if canon[c] is not None or c == _PY}
-    generations = sorted({CATEGORIES[canon[c]][2] for c in known if canon.get(c)})
-    not_placed = unplaced(f, x_idx, cat_x, canon, device_pids) if ours is None else []
+    known = {c for c in raw_cats if category(c) is not None or c == _PY}
+    generations = sorted({CATEGORIES[category(c)][2] for c in known if category(c)})
+    not_placed = unplaced(f, x_idx, canon, device_pids) if ours is None else []
     device = device_names(f.top) or ("GPU" if back.any() and prefix == "cuda" else
                                    "MTIA" if back.any() else "CPU only")
     if not_placed:
         device = f"{device if device != 'CPU only' else 'a device'} (events not placed: {', '.join(not_placed)})"
         warnings.warn(f"{path}: device events in categories the reader does not know were skipped: "
                       f"{not_placed}; the figures miss them", UnplacedDeviceEvents, stacklevel=3)
-    cols: dict[str, Any] = {
-        "lane": lane_col, "kind": kind, "name": name, "issue": issue, "start": start, "end": end,
-        "device": device_col, "flow": flow, "reason": reason, "nbytes": np.maximum(nbytes, 0),
-    }
     meta: dict[str, Any] = {
         "source": "chrome", "path": str(path), "device": device,
         "unmatched_launches": unmatched_launch, "unmatched_gpu_ops": unmatched_gpu,
@@ -298,21 +360,34 @@ def _parse(f: Fields, path: Path, python_stack: bool) -> Trace:
     }
     if not_placed:
         meta["unplaced_device_events"] = not_placed
+    if not_hta:  # launches HTA 0.5.0 does not count (_kineto.NOT_HTA_LAUNCH_CALLS)
+        meta["launches_not_in_hta"] = not_hta
     if "baseTimeNanoseconds" in f.top:
         meta["base_time_ns"] = f.top["baseTimeNanoseconds"]
-    steps = _ranges(f, [x_idx[j] for j in steps_idx], origin, thread_of)
+    steps = _ranges(f, x_idx[steps_j], origin, thread_of)
     if steps:
         meta["steps"] = steps
-    notes = _ranges(f, [x_idx[j] for j in notes_idx], origin, thread_of)
+    notes = _ranges(f, x_idx[notes_j], origin, thread_of)
     if notes:
         meta["annotations"] = notes
+    gpu_notes = _device_ranges(f, x_idx[device_j], origin, prefix)
+    if gpu_notes:
+        meta["device_annotations"] = gpu_notes
+    cols: dict[str, Any] = {
+        "id": np.arange(n, dtype=np.int64),
+        "lane": Coded(lane_code, np.array(lane_names, dtype=object)),
+        "kind": Coded(kind, _KINDS), "name": Coded(nk, name_values), "issue": issue, "start": start, "end": end,
+        "device": Coded(device_code, np.array(devices, dtype=object)),
+        "flow": flow, "reason": Coded(reason_code, np.array(reasons, dtype=object)), "nbytes": np.maximum(nbytes, 0),
+    }
     if ours is not None:
-        lanes, cols, meta = _apply_ours(ours, _take(f.args["d2l"], rows), cols, meta, path)
+        cols = {k: v.decode() if isinstance(v, Coded) else v for k, v in cols.items()}
+        lanes, cols, meta = _apply_ours(ours, [f.args["d2l"].get(i) for i in rows.tolist()], cols, meta, path)
         return Trace.from_columns(cols, lanes, meta)
-    return _fast_trace(cols, lanes, meta, n)
+    return _lean_trace(cols, lanes, meta, n)
 
 
-def _pair(back, corr, kind, start, device_col):
+def _pair(back, corr, is_launch, start, device_code):
     """Pair each device op with its runtime call through the correlation id."""
     n = len(back)
     issue = np.full(n, np.nan)
@@ -327,13 +402,13 @@ def _pair(back, corr, kind, start, device_col):
     hit[pos_ok] = fc_sorted[pos[pos_ok]] == flow[bc_idx[pos_ok]]
     launch_rows = order[pos[hit]]
     issue[bc_idx[hit]] = start[launch_rows]
-    device_col[launch_rows] = device_col[bc_idx[hit]]  # a launch targets its op's device
-    launches = np.flatnonzero(kind == Kind.LAUNCH.value)
+    device_code[launch_rows] = device_code[bc_idx[hit]]  # a launch targets its op's device
+    launches = np.flatnonzero(is_launch)
     matched = np.isin(flow[launches], flow[bc_idx[hit]])
     return issue, flow, int(len(bc_idx) - hit.sum()), int((~matched).sum())
 
 
-def _ranges(f: Fields, idx: list[int], origin: float, thread_of: dict[Any, str]) -> list[dict[str, Any]]:
+def _ranges(f: Fields, idx: np.ndarray, origin: float, thread_of: dict[Any, str]) -> list[dict[str, Any]]:
     """CPU ranges by start: ``name``, ``start``, ``end`` (seconds) and ``lane`` (their thread's lane,
     ``""`` when that thread has no lane).
 
@@ -343,26 +418,51 @@ def _ranges(f: Fields, idx: list[int], origin: float, thread_of: dict[Any, str])
     the other user annotations) as ``user_annotation`` slices again, so HTA and Perfetto see them.
     """
     out = []
-    for i in idx:
-        if f.cat[i] in ("gpu_user_annotation",):  # the GPU's copy of the range
-            continue
+    for i in idx.tolist():
         start = (float(f.ts[i]) - origin) / 1e6
         out.append({"name": f.name[i], "start": start, "end": start + float(f.dur[i] or 0) / 1e6,
                     "lane": thread_of.get((f.pid[i], f.tid[i]), "")})
     return sorted(out, key=lambda d: d["start"])
 
 
-def _fast_trace(cols: dict[str, Any], lanes: list[Lane], meta: dict[str, Any], n: int) -> Trace:
-    """``Trace.from_columns`` without its element-wise copy of every object column."""
-    out: dict[str, np.ndarray] = {}
+def _device_ranges(f: Fields, idx: np.ndarray, origin: float, prefix: str) -> list[dict[str, Any]]:
+    """The GPU's copies of annotation ranges (``gpu_user_annotation``), by start: ``name``,
+    ``start``, ``end`` (seconds), the ``device`` and ``tid`` the file put them on, and their
+    ``args.stream`` and ``args.correlation`` (-1: none).
+
+    They are not work, but they are rows HTA reads: ROCm writes a device-side ``ProfilerStep#N``
+    for each step *without* a stream or a correlation id, so HTA's filter of the profiler steps
+    (its "CPU" rows: not ``stream >= 0 and correlation >= 0``) takes it for a step, and its last
+    step starts where the GPU began that step, after the CPU did.
+    :func:`~d2l_async.trace.last_step_starts` does the same; the writer exports them as written.
+    """
+    out = []
+    stream, corr = f.args["stream"], f.args["correlation"]
+    for i in idx.tolist():
+        start = (float(f.ts[i]) - origin) / 1e6
+        pid = f.pid[i]
+        out.append({"name": f.name[i], "start": start, "end": start + float(f.dur[i] or 0) / 1e6,
+                    "device": f"{prefix}:{pid}" if type(pid) is int else str(pid), "tid": f.tid[i],
+                    "stream": int(stream[i]) if stream[i] is not None else -1,
+                    "correlation": int(corr[i]) if corr[i] is not None else -1})
+    return sorted(out, key=lambda d: d["start"])
+
+
+def _lean_trace(cols: dict[str, Any], lanes: list[Lane], meta: dict[str, Any], n: int) -> Trace:
+    """The trace, lean (``_columns.py``): string columns stay codes, the columns no Chrome event
+    fills (``deps``, ``reads``, ``writes``, ``source``) take no row storage; each is made a plain
+    column the first time it is read."""
+    out: dict[str, Any] = {}
+    none = np.zeros(n, dtype=np.int8)
     for name, dtype in COLUMNS.items():
         if name in cols:
-            arr = np.asarray(cols[name], dtype=dtype)
-        elif name == "id":
-            arr = np.arange(n, dtype=np.int64)
+            col = cols[name]
+            if isinstance(col, np.ndarray):
+                col = np.asarray(col, dtype=dtype)
+                col.flags.writeable = False
+        elif name in ("deps", "reads", "writes"):
+            col = Ragged(none, np.zeros(0, dtype=np.int64))
         else:
-            arr = np.empty(n, dtype=dtype)
-            arr.fill(_DEFAULTS[name])
-        arr.flags.writeable = False
-        out[name] = arr
-    return Trace(tuple(_order_lanes(lanes)), out, meta)
+            col = Coded(none, np.array([_DEFAULTS[name]], dtype=object))
+        out[name] = col
+    return Trace.from_lean(out, lanes, meta)

@@ -30,6 +30,7 @@ reader skips may hold anything.
 from __future__ import annotations
 
 import math
+from array import array
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -89,32 +90,66 @@ def _to_int(v: Any) -> int | None:
 class NumberColumn:
     """One numeric field of every event, filled chunk by chunk (see the module docstring).
 
+    The column grows in place as chunks come (no count of events is needed first), and a field
+    no event has costs nothing: until a chunk holds a value other than the field's absent one,
+    no storage exists, and a column that never gets one is that value shared by every row.
+
     Attributes:
         field: the field's name (``"ts"``, ``"stream"``, ...).
-        values: float64 (times) or int64 array; an object array of Python ints for a stream or
-            device column holding a value beyond int64.
         bad: event index -> the value as written, for values that could not be converted.
     """
 
-    def __init__(self, field: str, n: int) -> None:
+    def __init__(self, field: str) -> None:
         self.field = field
         self.is_time, self.default, self.wide = NUMERIC[field]
-        self.values = np.empty(n, dtype=np.float64 if self.is_time else np.int64)
+        self.dtype = np.float64 if self.is_time else np.int64
+        self.n = 0
+        self._store: array | list | None = None  # None: every row so far is the default
         self.bad: dict[int, Any] = {}
 
-    def put(self, lo: int, vals: list[Any]) -> None:
-        """Set events ``lo .. lo + len(vals)`` from their values as decoded (None: absent)."""
+    def append(self, vals: list[Any]) -> None:
+        """Add the values of the next ``len(vals)`` events as decoded (None: absent)."""
+        lo, k = self.n, len(vals)
+        self.n += k
+        if not k:
+            return
         types = set(map(type, vals))
         plain = {float, int} if self.is_time else {int}
+        chunk = None
         if types <= plain:
             try:
-                self.values[lo:lo + len(vals)] = vals
-                return
+                chunk = np.asarray(vals, dtype=self.dtype)
             except OverflowError:  # a number beyond int64 (or float): convert one by one
                 pass
-        self._convert(lo, vals)
+        if chunk is None:
+            chunk = self._convert(lo, vals)
+        if self._store is None:
+            same = np.isnan(chunk).all() if self.is_time and math.isnan(self.default) else (
+                chunk.dtype != object and bool((chunk == self.default).all()))
+            if same:
+                return
+            self._store = array("d" if self.is_time else "q", [self.default]) * lo
+        if chunk.dtype == object and isinstance(self._store, array):  # rare: a stream id past 2**63
+            self._store = self._store.tolist()
+        if isinstance(self._store, list):
+            self._store.extend(chunk.tolist())
+        else:
+            self._store.frombytes(memoryview(np.ascontiguousarray(chunk)).cast("B"))
 
-    def _convert(self, lo: int, vals: list[Any]) -> None:
+    def finish(self, n: int) -> np.ndarray:
+        """The column of ``n`` rows: float64 (times) or int64, read-only; an object array of Python
+        ints for a stream or device column holding a value beyond int64."""
+        if self._store is None:
+            out = np.broadcast_to(np.array(self.default, dtype=self.dtype), (n,))
+        elif isinstance(self._store, list):
+            out = np.empty(n, dtype=object)
+            out[:] = self._store
+        else:
+            out = np.frombuffer(self._store, dtype=self.dtype) if len(self._store) else np.zeros(0, self.dtype)
+        out.flags.writeable = False
+        return out
+
+    def _convert(self, lo: int, vals: list[Any]) -> np.ndarray:
         conv = _to_float if self.is_time else _to_int
         out = []
         for i, v in enumerate(vals):
@@ -123,9 +158,11 @@ class NumberColumn:
                 self.bad[lo + i] = v
                 x = self.default
             out.append(x)
-        if not self.is_time and self.values.dtype != object and any(not _I64[0] <= x <= _I64[1] for x in out):
-            self.values = self.values.astype(object)  # rare: a stream id past 2**63 keeps its value
-        self.values[lo:lo + len(out)] = out
+        if not self.is_time and any(not _I64[0] <= x <= _I64[1] for x in out):
+            arr = np.empty(len(out), dtype=object)
+            arr[:] = out
+            return arr
+        return np.asarray(out, dtype=self.dtype)
 
     def _fits(self, x: int) -> bool:
         return _I64[0] <= x <= (_U64_MAX if self.wide else _I64[1])
@@ -144,7 +181,8 @@ def check_values(bad: dict[str, dict[int, Any]], used: dict[str, Iterable[int]],
         wrong = bad.get(field)
         if not wrong:
             continue
-        hit = sorted(wrong.keys() & set(rows))
+        keys = np.fromiter(wrong.keys(), dtype=np.int64, count=len(wrong))
+        hit = sorted(keys[np.isin(keys, np.asarray(rows, dtype=np.int64))].tolist())
         if hit:
             i = hit[0]
             label = field if field in ("ts", "dur") else f"args.{field}"

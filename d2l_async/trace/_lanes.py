@@ -14,14 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from ._kineto import COLLECTIVE_CATEGORY
 from ._model import Lane, LaneRole
 from ._stack import PYTHON_GROUP, stack_depths, stack_lane_name
 
 __all__ = ["device_pairs", "thread_lanes"]
-
-_PY = "python_function"
-
 
 def device_pairs(dev: np.ndarray, stream: np.ndarray) -> tuple[list[tuple[int, int]], np.ndarray]:
     """The distinct (device, stream) pairs, sorted, and each row's pair index.
@@ -44,42 +40,62 @@ def device_pairs(dev: np.ndarray, stream: np.ndarray) -> tuple[list[tuple[int, i
     return pairs, inv.reshape(-1)
 
 
-def thread_lanes(lanes, back, kind, cat_arr, pid_l, tid_l, thread_names, lane_col, device_col, start, end):
-    """Frontend lanes (one per CPU thread), gloo's communication threads, the Python call stack."""
-    front_idx = np.flatnonzero(~back)
+def thread_lanes(lanes: list[Lane], front_idx: np.ndarray, pid_codes: np.ndarray, tid_codes: np.ndarray,
+                 pids: np.ndarray, tids: np.ndarray, is_coll: np.ndarray, is_py: np.ndarray,
+                 thread_names: dict[tuple[Any, Any], str], start: np.ndarray, end: np.ndarray):
+    """Frontend lanes (one per CPU thread), gloo's communication threads, the Python call stack.
+
+    Args:
+        lanes: the backend lanes so far (their names are taken).
+        front_idx: the rows on CPU threads.
+        pid_codes, tid_codes: those rows' pid and tid as codes into ``pids`` and ``tids``.
+        is_coll, is_py: which of those rows are collectives / ``python_function`` calls.
+        thread_names: the file's thread names by (pid, tid).
+        start, end: every row's times (for the call-stack depth).
+
+    Returns:
+        ``(lanes, names, lane_of, comm, seen)``: every lane in display order, the new lanes'
+        names, each front row's index into ``names``, the front rows on a communication thread,
+        and (pid, tid) -> lane name.
+    """
     if not len(front_idx):
-        return lanes, {}
+        return lanes, [], np.zeros(0, np.int64), np.zeros(0, bool), {}
     used = {l.name for l in lanes}
-    keys = [(pid_l[i], tid_l[i]) for i in front_idx.tolist()]
-    cats = cat_arr[front_idx].tolist()
+    width = int(tid_codes.max()) + 1
+    key = pid_codes.astype(np.int64) * width + tid_codes
+    uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    order = np.argsort(first, kind="stable")  # first-seen order
     # a thread whose only events are collectives (gloo's pt_gloo_runloop) does the
     # communication for the frontend: a backend lane of the CPU
-    work = {k for k, c in zip(keys, cats) if c not in (COLLECTIVE_CATEGORY, _PY)}
-    comm = {k for k, c in zip(keys, cats) if c == COLLECTIVE_CATEGORY} - work
+    work = np.bincount(inv[~is_coll & ~is_py], minlength=len(uniq)) > 0
+    comm_key = (np.bincount(inv[is_coll], minlength=len(uniq)) > 0) & ~work
     seen: dict[tuple[Any, Any], str] = {}
-    py_lanes: list[Lane] = []
-    thread_lanes: list[Lane] = []
-    for key in dict.fromkeys(keys):  # first-seen order
-        nm = unique_name(thread_names.get(key) or f"thread {key[1]}", key, used)
-        seen[key] = nm
+    names: list[str] = []
+    index_of = np.empty(len(uniq), dtype=np.int64)
+    new: list[Lane] = []
+    for k in order.tolist():
+        u = int(uniq[k])
+        tkey = (pids[u // width], tids[u % width])
+        nm = unique_name(thread_names.get(tkey) or f"thread {tkey[1]}", tkey, used)
+        seen[tkey] = nm
         used.add(nm)
-        if key in comm:
-            thread_lanes.append(Lane(nm, LaneRole.BACKEND, device="cpu"))
-        else:
-            thread_lanes.append(Lane(nm, LaneRole.FRONTEND))
-    lane_col[front_idx] = [seen[k] for k in keys]
-    comm_rows = front_idx[[k in comm for k in keys]] if comm else front_idx[:0]
-    device_col[comm_rows] = "cpu"
-    py = front_idx[np.asarray([c == _PY for c in cats], dtype=bool)]
+        index_of[k] = len(names)
+        names.append(nm)
+        new.append(Lane(nm, LaneRole.BACKEND, device="cpu") if comm_key[k] else Lane(nm, LaneRole.FRONTEND))
+    lane_of = index_of[inv]
+    py_lanes: list[Lane] = []
+    py = np.flatnonzero(is_py)
     if len(py):
-        py_keys = [(pid_l[i], tid_l[i]) for i in py.tolist()]
-        depth = stack_depths(py_keys, start[py], end[py])
-        lane_of = [stack_lane_name(seen[k], int(d)) for k, d in zip(py_keys, depth.tolist())]
-        lane_col[py] = lane_of
-        first = {k: i for i, k in enumerate(seen)}
-        order = sorted(set(zip(py_keys, depth.tolist())), key=lambda kd: (first[kd[0]], kd[1]))
-        py_lanes = [Lane(stack_lane_name(seen[k], d), LaneRole.FRONTEND, group=PYTHON_GROUP) for k, d in order]
-    return thread_lanes + py_lanes + lanes, seen
+        rows = front_idx[py]
+        depth = stack_depths(key[py].tolist(), start[rows], end[rows])
+        stack = {}
+        for th, d in sorted(set(zip(lane_of[py].tolist(), depth.tolist()))):
+            stack[(th, d)] = len(names)
+            names.append(stack_lane_name(names[th], int(d)))
+            py_lanes.append(Lane(names[-1], LaneRole.FRONTEND, group=PYTHON_GROUP))
+        lane_of[py] = [stack[(th, d)] for th, d in zip(lane_of[py].tolist(), depth.tolist())]
+    return new + py_lanes + lanes, names, lane_of, comm_key[inv], seen
 
 
 def unique_name(name: str, key: tuple[Any, Any], used: set[str]) -> str:

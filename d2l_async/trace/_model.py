@@ -380,24 +380,25 @@ class Trace:
 
     # -- files (implemented in _chrome.py, _ranks.py) --------------------------------------
     @classmethod
-    def from_chrome_trace(cls, path: Any) -> "Trace":
+    def from_chrome_trace(cls, path: Any, *, max_bytes: int | None = None) -> "Trace":
         """Load a torch.profiler / Kineto Chrome-trace JSON file (plain or ``.gz``); a folder of
-        per-rank files loads as :meth:`from_trace_dir` does."""
+        per-rank files loads as :meth:`from_trace_dir` does.  ``max_bytes``: the most JSON to read
+        per file (default: what fits in the memory available, see ``read_chrome_trace``)."""
         import os
 
         if isinstance(path, (str, os.PathLike)) and os.path.isdir(path):
-            return cls.from_trace_dir(path)
+            return cls.from_trace_dir(path, max_bytes=max_bytes)
         from ._chrome import read_chrome_trace
 
-        return read_chrome_trace(path)
+        return read_chrome_trace(path, max_bytes=max_bytes)
 
     @classmethod
-    def from_trace_dir(cls, path: Any, *, strict: bool = False) -> "Trace":
+    def from_trace_dir(cls, path: Any, *, strict: bool = False, max_bytes: int | None = None) -> "Trace":
         """Load a folder of per-rank profiler traces (HTA's ``trace_dir``), one lane group per rank;
         files that are not one job's warn (``strict=True``: raise), see ``read_trace_dir``."""
         from ._ranks import read_trace_dir
 
-        return read_trace_dir(path, strict=strict)
+        return read_trace_dir(path, strict=strict, max_bytes=max_bytes)
 
     def to_chrome_trace(self, path: Any) -> Any:
         """Write Chrome Trace Event JSON that opens in Perfetto (``.gz`` compresses)."""

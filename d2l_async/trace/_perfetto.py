@@ -24,7 +24,10 @@ is the oracle in ``tests/trace/test_hta_round_trip.py``), a profiler trace's exp
   the original numbers give its original results; ``0`` when the original's times were absolute);
 * the ``ProfilerStep#N`` ranges and the other user annotations (``meta["steps"]``,
   ``meta["annotations"]``) as ``user_annotation`` slices on their threads: HTA's default analysis
-  leaves out the last step, and Perfetto shows the steps.
+  leaves out the last step, and Perfetto shows the steps; and the GPU's copies of them
+  (``meta["device_annotations"]``) as ``gpu_user_annotation`` slices on their device, with the
+  stream and correlation id they had (none on ROCm, whose device-side steps HTA then counts as
+  steps: ``last_step_starts``).
 
 A merged multi-rank trace written to one file is for Perfetto (every rank in one view); HTA reads
 one file per rank, which :func:`write_trace_dir` writes (HTA's ``trace_dir`` convention).
@@ -273,7 +276,8 @@ def _distributed_info(trace: Trace) -> dict[str, Any] | None:
 
 def _ranges(trace: Trace, lane_key: dict[str, tuple[int, int]], zero_us: float) -> list[dict[str, Any]]:
     """``user_annotation`` slices for the profiler steps and user annotations the reader kept
-    (``meta["steps"]``, ``meta["annotations"]``; of every rank in a merged trace)."""
+    (``meta["steps"]``, ``meta["annotations"]``), and ``gpu_user_annotation`` slices for the GPU's
+    copies of them (``meta["device_annotations"]``), of every rank in a merged trace."""
     if trace.ranks and isinstance(trace.meta.get("per_rank"), dict):
         per = [(f"rank {r}{_SEP}", shift, m) for r, shift, m in rank_metas(trace)]
     else:
@@ -290,11 +294,29 @@ def _ranges(trace: Trace, lane_key: dict[str, tuple[int, int]], zero_us: float) 
             if lane is None:
                 continue
             pid, tid = lane_key[lane]
-            se = np.array([float(rec["start"]) + shift, float(rec["end"]) + shift])
-            out.append({"ph": "X", "cat": "user_annotation", "name": str(rec["name"]), "pid": pid, "tid": tid,
-                        "ts": float(_us(zero_us, se[:1])[0]), "dur": max(float(_us_dur(se[:1], se[1:])[0]), 0.0),
-                        "args": {}})
+            out.append(_slice("user_annotation", rec, pid, tid, shift, zero_us, {}))
+        rank = int(prefix[len("rank "):-len(_SEP)]) if prefix else -1
+        for rec in meta.get("device_annotations") or []:
+            if not isinstance(rec, dict):
+                continue
+            # on the device's process, on the stream the file named (its tid), as the GPU shows them
+            mine = [l for l in trace.backend_lanes if l.rank == rank and l.device == rec.get("device")]
+            lane = next((l for l in mine if l.stream == rec.get("tid")), mine[0] if mine else None)
+            if lane is None:
+                lane = next((l for l in trace.lanes if l.rank == rank), None)
+            if lane is None:
+                continue
+            pid, tid = lane_key[lane.name]
+            args = {k: int(rec[k]) for k in ("stream", "correlation") if int(rec.get(k, -1)) >= 0}
+            out.append(_slice("gpu_user_annotation", rec, pid, tid, shift, zero_us, args))
     return out
+
+
+def _slice(cat: str, rec: dict[str, Any], pid: int, tid: int, shift: float, zero_us: float,
+           args: dict[str, Any]) -> dict[str, Any]:
+    se = np.array([float(rec["start"]) + shift, float(rec["end"]) + shift])
+    return {"ph": "X", "cat": cat, "name": str(rec["name"]), "pid": pid, "tid": tid,
+            "ts": float(_us(zero_us, se[:1])[0]), "dur": max(float(_us_dur(se[:1], se[1:])[0]), 0.0), "args": args}
 
 
 def write_trace_dir(trace: Trace, folder: str | os.PathLike[str]) -> list[Path]:

@@ -42,11 +42,21 @@ __all__ = ["queued_mask", "queue_steps", "last_step_starts", "hta_tie_ranks", "h
 
 def last_step_starts(trace: Trace) -> dict[int, float]:
     """Rank -> start (seconds, on the trace's clock) of its last ``ProfilerStep`` when it has two
-    or more (rank -1: a single-rank trace); HTA keeps only work launched before it."""
+    or more (rank -1: a single-rank trace); HTA keeps only work launched before it.
+
+    HTA takes the steps from every row that is not a GPU kernel to it (``stream >= 0`` and
+    ``correlation >= 0``): the CPU's ``ProfilerStep#N`` ranges, and the GPU's copies of them where
+    they carry no stream or correlation id, as ROCm writes them (``meta["device_annotations"]``).
+    The GPU begins a step after the CPU launched it, so on such a trace the last step starts at
+    the GPU's copy.
+    """
     out: dict[int, float] = {}
     for r, shift, meta in rank_metas(trace):
-        steps = meta.get("steps") or []
-        names = {s.get("name") for s in steps if isinstance(s, dict)}
+        steps = [s for s in meta.get("steps") or [] if isinstance(s, dict)]
+        steps += [s for s in meta.get("device_annotations") or [] if isinstance(s, dict)
+                  and str(s.get("name", "")).startswith("ProfilerStep#")
+                  and not (int(s.get("stream", -1)) >= 0 and int(s.get("correlation", -1)) >= 0)]
+        names = {s.get("name") for s in steps}
         if len(names) >= 2:
             out[r] = max(float(s["start"]) for s in steps) + shift
     return out
@@ -134,20 +144,50 @@ def hta_tie_ranks(trace: Trace, mask: np.ndarray) -> tuple[np.ndarray, np.ndarra
     the GPU ops (in file order) and sorts that table by ``ts`` with numpy's default, unstable
     quicksort: rows with equal ``ts`` come out in an order only that sort decides (a launch before
     a start on some traces, after it on others).  Repeating the same sort on the same keys in the
-    same row order reproduces HTA's order on this machine exactly.  Returns None for traces that
-    did not come from one profiler file (engine recordings, merged ranks): they keep the plain rule,
-    a launch before a start at equal times.
+    same row order reproduces HTA's order on this machine exactly.  HTA reads a folder of ranks one
+    rank at a time, so a merged trace is ordered rank by rank, each on its own clock and in its own
+    file's order.  Returns None for traces that did not come from profiler files (engine
+    recordings): they keep the plain rule, a launch before a start at equal times.
     """
     c = trace.columns
-    origin = trace.meta.get("origin_us")
-    if origin is None or trace.meta.get("source") not in ("chrome", "cuda", "cpu") or trace.ranks:
-        return None
-    sel = np.flatnonzero(mask)
-    flow = c["flow"][sel]
-    if not len(sel) or (flow < 0).any():
+    sel_all = np.flatnonzero(mask)
+    if not len(sel_all):
         return None
     on_back = isin(c["lane"], [l.name for l in trace.backend_lanes])
-    launch = np.flatnonzero(launch_calls(trace, on_back) & (c["flow"] >= 0))
+    is_launch = launch_calls(trace, on_back) & (c["flow"] >= 0)
+    r_in = np.full(len(trace), -1, dtype=np.int64)
+    r_out = np.full(len(trace), -1, dtype=np.int64)
+    if trace.ranks:
+        rank_of = {l.name: l.rank for l in trace.lanes}
+        row_rank = np.fromiter(map(rank_of.__getitem__, c["lane"].tolist()), dtype=np.int64, count=len(trace))
+        parts = [(row_rank == r, shift, m) for r, shift, m in rank_metas(trace)]
+    else:
+        parts = [(np.ones(len(trace), dtype=bool), 0.0, trace.meta)]
+    base = 0
+    for rows, shift, meta in parts:
+        origin = meta.get("origin_us")
+        if origin is None or meta.get("source") not in ("chrome", "cuda", "cpu"):
+            return None
+        sel = np.flatnonzero(mask & rows)
+        if not len(sel):
+            continue
+        got = _rank_order(c, sel, np.flatnonzero(is_launch & rows), float(origin), shift)
+        if got is None:
+            return None
+        (rows_in, ranks_in), ranks_out = got
+        r_in[rows_in] = ranks_in + base
+        r_out[sel] = ranks_out + base
+        base += 2 * len(sel)
+    return r_in, r_out
+
+
+def _rank_order(c, sel: np.ndarray, launch: np.ndarray, origin: float, shift: float):
+    """HTA's order of one file's queued events ``sel`` (rows) launched by the calls ``launch``:
+    ``((rows in launch order, their +1 ranks), the -1 ranks of sel)``; None when an event has no
+    launch call (HTA would not count it: the plain rule applies)."""
+    flow = c["flow"][sel]
+    if (flow < 0).any():
+        return None
     first = {}
     for row, f in zip(launch.tolist(), c["flow"][launch].tolist()):
         first.setdefault(f, row)
@@ -156,21 +196,17 @@ def hta_tie_ranks(trace: Trace, mask: np.ndarray) -> tuple[np.ndarray, np.ndarra
         return None
     # whole µs of the file's clock, less a whole constant (an absolute 1.7e15 µs has no room
     # for ns in a float; shifting every key alike leaves the sort unchanged)
-    frac = float(origin) - math.floor(float(origin))
+    frac = origin - math.floor(origin)
     with np.errstate(invalid="ignore"):
-        us_in = np.ceil(np.round(frac + c["issue"][sel] * 1e6, 3))
-        us_out = np.ceil(np.round(frac + c["start"][sel] * 1e6, 3))
+        us_in = np.ceil(np.round(frac + (c["issue"][sel] - shift) * 1e6, 3))
+        us_out = np.ceil(np.round(frac + (c["start"][sel] - shift) * 1e6, 3))
     in_order = np.argsort(launch_row, kind="stable")
     keys = np.concatenate([us_in[in_order], us_out]).astype(np.int64)
     perm = np.argsort(keys)  # numpy's default quicksort, as pandas' sort_values uses
     rank = np.empty(len(keys), dtype=np.int64)
     rank[perm] = np.arange(len(keys))
     n = len(sel)
-    r_in = np.full(len(trace), -1, dtype=np.int64)
-    r_out = np.full(len(trace), -1, dtype=np.int64)
-    r_in[sel[in_order]] = rank[:n]
-    r_out[sel] = rank[n:]
-    return r_in, r_out
+    return (sel[in_order], rank[:n]), rank[n:]
 
 
 def queue_steps(trace: Trace, lane: str, *, in_flight: bool = False,

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -44,7 +45,8 @@ from ._job import MixedJobs, job_problems
 from ._model import COLUMNS, Lane, Trace, TraceError
 from ._stack import PYTHON_GROUP
 
-__all__ = ["merge_ranks", "split_ranks", "read_trace_dir", "rank_lanes", "RankLanes", "COLLECTIVE_PREFIXES"]
+__all__ = ["merge_ranks", "split_ranks", "read_trace_dir", "rank_lanes", "RankLanes", "COLLECTIVE_PREFIXES",
+           "SkippedEntries", "MissingRanks"]
 
 #: Event-name prefixes of collective-communication work (c10d's record_function labels on the
 #: gloo/NCCL threads, NCCL's kernels on a GPU stream).  A backend lane whose events start with one
@@ -287,19 +289,75 @@ def _rank_of(trace: Trace, path: Path) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def trace_dir_files(path: str | os.PathLike[str]) -> list[Path]:
-    """The trace files of a ``trace_dir``: ``*.json`` and ``*.json.gz`` (HTA: ``*.json``, ``*.gz``)."""
+class SkippedEntries(UserWarning):
+    """Entries of a trace folder named like traces that were not read (the message names each)."""
+
+
+class MissingRanks(UserWarning):
+    """A trace folder lacks ranks its files' world size declares (the message lists them)."""
+
+
+def trace_dir_files(path: str | os.PathLike[str]) -> tuple[list[Path], list[str]]:
+    """The trace files of a ``trace_dir`` (``*.json`` and ``*.json.gz``; HTA: ``*.json``, ``*.gz``),
+    and why each other entry so named was skipped: a broken or looping link, a folder, a FIFO, a
+    device (a trace is read only from a regular file)."""
     folder = Path(path)
     if not folder.is_dir():
         raise TraceError(f"{folder}: not a folder; read_trace_dir expects a folder of per-rank traces"
                          + (" (for one file use read_chrome_trace)" if folder.is_file() else ""))
-    files = sorted(p for p in folder.iterdir() if p.is_file() and (p.name.endswith(".json") or p.name.endswith(".gz")))
+    files, skipped = [], []
+    for p in sorted(folder.iterdir()):
+        if not (p.name.endswith(".json") or p.name.endswith(".gz")):
+            continue
+        try:
+            mode = os.stat(p).st_mode
+        except FileNotFoundError:
+            skipped.append(f"{p.name} (a broken symbolic link)" if os.path.islink(p) else f"{p.name} (gone)")
+            continue
+        except OSError as exc:
+            skipped.append(f"{p.name} ({exc.strerror or exc})")
+            continue
+        if stat.S_ISREG(mode):
+            files.append(p)
+        else:
+            kind = {stat.S_IFDIR: "a folder", stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device",
+                    stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}.get(stat.S_IFMT(mode), "not a file")
+            skipped.append(f"{p.name} ({kind}, not a regular file)")
     if not files:
-        raise TraceError(f"{folder}: no trace files (*.json, *.json.gz) in this folder")
-    return files
+        raise TraceError(f"{folder}: no trace files (*.json, *.json.gz) in this folder"
+                         + (f"; skipped: {', '.join(skipped)}" if skipped else ""))
+    return files, skipped
 
 
-def read_trace_dir(path: str | os.PathLike[str], *, strict: bool = False) -> Trace:
+def _missing_ranks(by_rank: Mapping[int, Trace]) -> tuple[int, list[int]] | None:
+    """``(world size, ranks missing)`` when every file declaring a world size declares the same
+    one and ranks below it are absent; None otherwise."""
+    sizes = set()
+    for t in by_rank.values():
+        info = (t.meta.get("file") or {}).get("distributedInfo")
+        ws = info.get("world_size") if isinstance(info, dict) else None
+        if isinstance(ws, int) and not isinstance(ws, bool) and ws > 0:
+            sizes.add(ws)
+    if len(sizes) != 1:
+        return None  # none declared, or several (job_problems reports those)
+    world = sizes.pop()
+    missing = [r for r in range(world) if r not in by_rank]
+    return (world, missing) if missing else None
+
+
+def _spans(ranks: list[int]) -> str:
+    """``[1, 2, 3, 5]`` -> ``"1-3, 5"``."""
+    out, i = [], 0
+    while i < len(ranks):
+        j = i
+        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
+            j += 1
+        out.append(str(ranks[i]) if i == j else f"{ranks[i]}-{ranks[j]}")
+        i = j + 1
+    return ", ".join(out)
+
+
+def read_trace_dir(path: str | os.PathLike[str], *, strict: bool = False, max_bytes: int | None = None) -> Trace:
     """Load a folder of per-rank Chrome traces (HTA's ``trace_dir``) as one merged trace.
 
     The rank of each file is its ``distributedInfo.rank``; a file without one takes the number in
@@ -308,7 +366,16 @@ def read_trace_dir(path: str | os.PathLike[str], *, strict: bool = False) -> Tra
     The files should be one job's: the same world size and backend, each rank below the world
     size, and time ranges that overlap (``_job.py``).  When they are not, the merged timeline is
     not one run's: a :class:`~d2l_async.trace.MixedJobs` warning names the files (``strict=True``
-    raises instead), and ``meta["job_problems"]`` keeps the reasons.
+    raises instead), and ``meta["job_problems"]`` keeps the reasons.  Entries named like traces
+    that cannot be read as files (broken or looping links, FIFOs) warn with
+    :class:`SkippedEntries`, ranks below the declared world size that no file holds with
+    :class:`MissingRanks` (``meta["skipped_entries"]``, ``meta["missing_ranks"]``).
+
+    Args:
+        path: the folder.
+        strict: raise instead of warning when the files are not one job's.
+        max_bytes: the most JSON to read per file (default: what fits in the memory available
+            when the file is read, ``read_chrome_trace``).
 
     Raises:
         TraceError: not a folder, no trace files, a file that cannot be read (named), a file
@@ -321,11 +388,14 @@ def read_trace_dir(path: str | os.PathLike[str], *, strict: bool = False) -> Tra
         raise TypeError(f"read_trace_dir expects a folder path (str or os.PathLike), got {type(path).__name__}")
     from ._chrome import read_chrome_trace
 
-    files = trace_dir_files(path)
+    files, skipped = trace_dir_files(path)
+    if skipped:
+        warnings.warn(f"{Path(path)}: {len(skipped)} entr{'y' if len(skipped) == 1 else 'ies'} named like a trace "
+                      f"not read: {'; '.join(skipped)}", SkippedEntries, stacklevel=2)
     by_rank: dict[int, Trace] = {}
     where: dict[int, Path] = {}
     for f in files:
-        t = read_chrome_trace(f)
+        t = read_chrome_trace(f, max_bytes=max_bytes)
         r = _rank_of(t, f)
         if r is None:
             if len(files) > 1:
@@ -335,6 +405,12 @@ def read_trace_dir(path: str | os.PathLike[str], *, strict: bool = False) -> Tra
         if r in by_rank:
             raise TraceError(f"{where[r]} and {f} both say rank {r}; a trace_dir holds one file per rank")
         by_rank[r], where[r] = t, f
+    missing = _missing_ranks(by_rank)
+    if missing:
+        world, gone = missing
+        warnings.warn(f"{Path(path)}: the files declare a world of {world} ranks; {len(gone)} of them have no "
+                      f"file here: rank{'s' if len(gone) > 1 else ''} {_spans(gone)} (the merged trace shows "
+                      f"{len(by_rank)} of {world})", MissingRanks, stacklevel=2)
     problems = job_problems(by_rank, where)
     if problems:
         msg = (f"{Path(path)}: the files do not look like one job: " + "; ".join(problems)
@@ -343,5 +419,9 @@ def read_trace_dir(path: str | os.PathLike[str], *, strict: bool = False) -> Tra
             raise TraceError(msg)
         warnings.warn(msg, MixedJobs, stacklevel=3)
     merged = merge_ranks(by_rank)
-    extra = {"job_problems": problems} if problems else {}
+    extra: dict[str, Any] = {"job_problems": problems} if problems else {}
+    if skipped:
+        extra["skipped_entries"] = skipped
+    if missing:
+        extra["missing_ranks"] = missing[1]
     return merged.with_meta(path=str(Path(path)), files={r: str(p) for r, p in where.items()}, **extra)

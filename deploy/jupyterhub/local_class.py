@@ -10,9 +10,23 @@ process tree (server + kernel), the time to a ready server and to the last cell,
 check (✔, or ✘/? with its reason). At the end every server and the hub are stopped and no process
 of the run is left (checked).
 
+``kill=K``: student K's server is killed in the middle of notebook 07 (its whole process tree,
+``SIGKILL``, as the kernel OOM-killer or a node failure would); the student, as a browser tab would,
+keeps asking for the server until the hub has seen it stop, starts it again, finds the uploaded
+notebooks still in their home, and reruns notebook 07. Measured: seconds from the kill to a ready
+server again, and whether the files were kept; the other students must be unaffected.
+
+A simulated student talks to its kernel as JupyterLab does: over one websocket per kernel with a
+session id, and when the server closes that websocket (it does when a client has not answered its
+pings for ``ws_ping_timeout``, 90 s: at a load of 13 on 2 cores this happened mid-cell), it
+reconnects with the same session id and the server replays the messages it kept meanwhile. Each
+student's ``reconnects`` count is reported. (Read as a message, the close frame was an empty
+string: "not JSON" was all a class said before.)
+
 Bounded: at most 16 students, one overall deadline; nothing listens beyond 127.0.0.1.
 
     python deploy/jupyterhub/local_class.py --students 2          # prints one JSON object
+    python deploy/jupyterhub/local_class.py --students 4 --kill 1 # student1's server killed mid-notebook
 """
 
 from __future__ import annotations
@@ -30,6 +44,7 @@ import tempfile
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -71,6 +86,10 @@ class Student:
     peak_rss_mib: float = 0.0
     notebooks: dict[str, dict[str, Any]] = field(default_factory=dict)
     error: str = ""
+    reconnects: int = 0  # kernel websockets the server closed and the student opened again
+    closes: list[str] = field(default_factory=list)  # where and why each of them closed
+    killed: dict[str, Any] = field(default_factory=dict)  # kill=K: when, how long back, files kept
+    ping_gap_max_s: float = 0.0  # the longest wait between two of the server's websocket pings
 
     @property
     def checks_ok(self) -> bool:
@@ -85,9 +104,13 @@ class Student:
 class LocalHub:
     """JupyterHub + proxy on loopback in a temporary folder; a context manager that leaves nothing."""
 
-    def __init__(self, *, proxy: str, quick: bool = True, workdir: Path | None = None) -> None:
+    def __init__(self, *, proxy: str, quick: bool = True, workdir: Path | None = None,
+                 hub_config: dict[str, dict[str, Any]] | None = None) -> None:
         self.proxy = proxy
         self.quick = quick
+        #: a Zero to JupyterHub ``hub.config`` (class -> trait -> value) to apply instead of the
+        #: class test's own authentication (dummy, everyone allowed): config.yaml's, in its test
+        self.hub_config = hub_config
         self.dir = Path(workdir or tempfile.mkdtemp(prefix="d2l-class-"))
         self.port, self.hub_port, self.api_port = _free_port(), _free_port(), _free_port()
         self.token = secrets.token_hex(24)
@@ -108,8 +131,7 @@ c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{self.api_port}"
 c.JupyterHub.db_url = "sqlite:///{self.dir / 'hub.sqlite'}"
 c.JupyterHub.cookie_secret_file = "{self.dir / 'cookie_secret'}"
 c.JupyterHub.pid_file = "{self.dir / 'hub.pid'}"
-c.JupyterHub.authenticator_class = "dummy"
-c.Authenticator.allow_all = True
+{self._auth()}
 c.JupyterHub.spawner_class = "simple"
 c.SimpleLocalProcessSpawner.home_dir_template = "{self.dir / 'home' / '{username}'}"
 c.Spawner.ip = "127.0.0.1"
@@ -122,6 +144,42 @@ c.JupyterHub.services = [{{"name": "class-test", "api_token": {self.token!r}}}]
 c.JupyterHub.load_roles = [{{"name": "class-test", "services": ["class-test"],
     "scopes": ["admin:users", "admin:servers", "admin:server_state", "access:servers", "tokens"]}}]
 """
+
+    def _auth(self) -> str:
+        if self.hub_config is None:
+            return 'c.JupyterHub.authenticator_class = "dummy"\nc.Authenticator.allow_all = True'
+        # z2jh sets each hub.config entry as a traitlets config value: c[Class][trait] = value
+        return "\n".join(f"c.{cls}.{trait} = {value!r}" for cls, traits in self.hub_config.items()
+                         for trait, value in traits.items())
+
+    def login(self, user: str, password: str) -> bool:
+        """Log in through the hub's login form, as a browser does: True if the hub let ``user`` in."""
+        import http.cookiejar
+        import re
+
+        jar = http.cookiejar.CookieJar()
+
+        class NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args: Any, **kw: Any) -> None:
+                return None
+
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), NoRedirect)
+        try:
+            page = opener.open(f"{self.url}/hub/login", timeout=30).read().decode()
+        except urllib.error.HTTPError as exc:
+            if exc.code in (403, 404):  # no login form (the null authenticator refuses at once)
+                return False
+            raise
+        xsrf = re.search(r'name="_xsrf"\s+value="([^"]+)"', page)
+        form = urllib.parse.urlencode({"username": user, "password": password,
+                                       **({"_xsrf": xsrf.group(1)} if xsrf else {})}).encode()
+        try:
+            resp = opener.open(urllib.request.Request(f"{self.url}/hub/login", data=form), timeout=30)
+            status = resp.status
+        except urllib.error.HTTPError as exc:
+            status = exc.code
+        return status in (301, 302, 303) and any(c.name.startswith("jupyterhub-") and "session" in c.name
+                                                  or c.name == "jupyterhub-hub-login" for c in jar)
 
     def __enter__(self) -> "LocalHub":
         (self.dir / "home").mkdir(parents=True, exist_ok=True)
@@ -153,10 +211,13 @@ c.JupyterHub.load_roles = [{{"name": "class-test", "services": ["class-test"],
                                               "Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(req, timeout=timeout) as resp:
-                raw = resp.read()
+                raw, status, kind = resp.read(), resp.status, resp.headers.get("Content-Type", "")
         except urllib.error.HTTPError as exc:
             raise ClassError(f"{method} {url}: HTTP {exc.code} {exc.read()[:300]!r}") from None
-        return json.loads(raw) if raw.strip() else None
+        try:
+            return json.loads(raw) if raw.strip() else None
+        except ValueError:
+            raise ClassError(f"{method} {url}: HTTP {status}, a reply that is not JSON ({kind}): {raw[:200]!r}") from None
 
     def api(self, method: str, path: str, body: Any = None) -> Any:
         return self.request(method, f"{self.url}/hub/api{path}", body)
@@ -244,20 +305,56 @@ def _decode(raw: str | bytes) -> dict[str, Any]:
     return json.loads(raw[offsets[0]:end].decode("utf-8"))
 
 
-def _run_notebook(hub: LocalHub, user: str, stem: str, deadline: float) -> dict[str, Any]:
-    """Upload ``stem`` and run its code cells in a fresh kernel; outputs read from the websocket."""
+class _Killed(Exception):
+    """The student's server was killed on purpose (``kill=K``) while a cell ran."""
+
+
+def _kill_tree(pid: int) -> int:
+    """SIGKILL a single-user server and every process under it (its kernels); how many were killed."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    for p in procs:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(procs, timeout=10)
+    return len(procs)
+
+
+def _run_notebook(hub: LocalHub, s: Student, stem: str, deadline: float,
+                  kill_at: int | None = None, kill: Any = None) -> dict[str, Any]:
+    """Upload ``stem`` and run its code cells in a fresh kernel; outputs read from the websocket.
+
+    ``kill_at``: right after sending that code cell, call ``kill()`` (the student's server dies
+    mid-cell) and raise :class:`_Killed` once the websocket is gone."""
     import nbformat
     import websocket
 
     from d2l_async.lesson import checks_in_outputs
 
+    user = s.name
     nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
     base = f"{hub.url}/user/{user}/api"
     hub.request("PUT", f"{base}/contents/{stem}.ipynb", {"type": "notebook", "format": "json", "content": nb})
     kernel = hub.request("POST", f"{base}/kernels", {"name": "python3"})
-    ws = websocket.create_connection(f"ws://127.0.0.1:{hub.port}/user/{user}/api/kernels/{kernel['id']}/channels",
-                                     header=[f"Authorization: token {hub.token}"], timeout=30)
-    session, start, outputs_all, errors, cells = uuid.uuid4().hex, time.monotonic(), [], [], 0
+    session = uuid.uuid4().hex
+    # the session id, as JupyterLab sends it: the server keeps the kernel's messages for this session
+    # while its websocket is closed and replays them when it reconnects
+    ws_url = f"ws://127.0.0.1:{hub.port}/user/{user}/api/kernels/{kernel['id']}/channels?session_id={session}"
+
+    def connect() -> Any:
+        return websocket.create_connection(ws_url, header=[f"Authorization: token {hub.token}"], timeout=30)
+
+    ws = connect()
+    start, outputs_all, errors, cells = time.monotonic(), [], [], 0
+    last_ping = start
+    killed = False
     try:
         for cell in nb.cells:
             if cell.cell_type != "code" or not cell.source.strip():
@@ -270,12 +367,34 @@ def _run_notebook(hub: LocalHub, user: str, stem: str, deadline: float) -> dict[
                 "parent_header": {}, "metadata": {}, "channel": "shell",
                 "content": {"code": cell.source, "silent": False, "store_history": True,
                             "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}}))
+            if kill_at == cells and kill is not None:
+                kill()
+                killed = True
             idle = replied = False
             while not (idle and replied):
                 if time.monotonic() > deadline:
                     raise ClassError(f"{user}: {stem} passed the run's deadline at cell {cells}")
                 ws.settimeout(max(1.0, deadline - time.monotonic()))
-                msg = _decode(ws.recv())
+                try:
+                    opcode, data = ws.recv_data(control_frame=True)  # a ping is answered in here, then returned
+                    if opcode == websocket.ABNF.OPCODE_PING:
+                        now = time.monotonic()
+                        s.ping_gap_max_s = max(s.ping_gap_max_s, round(now - last_ping, 2))
+                        last_ping = now
+                        continue
+                    if opcode == websocket.ABNF.OPCODE_PONG:
+                        continue
+                    why = (f"close frame {int.from_bytes(data[:2], 'big')} {data[2:80].decode(errors='replace')!r}"
+                           if len(data) >= 2 else "close frame") if opcode == websocket.ABNF.OPCODE_CLOSE else ""
+                except (websocket.WebSocketException, OSError) as exc:
+                    opcode, why = websocket.ABNF.OPCODE_CLOSE, f"{type(exc).__name__}: {exc}"
+                if opcode == websocket.ABNF.OPCODE_CLOSE:
+                    if killed:
+                        raise _Killed(f"{stem}, cell {cells}")
+                    ws = _reconnect(connect, ws, s, f"{stem}, cell {cells}: {why}", deadline)
+                    last_ping = time.monotonic()
+                    continue
+                msg = _decode(data if opcode == websocket.ABNF.OPCODE_BINARY else data.decode("utf-8"))
                 if msg.get("parent_header", {}).get("msg_id") != msg_id:
                     continue
                 kind, content = msg["msg_type"], msg["content"]
@@ -294,10 +413,11 @@ def _run_notebook(hub: LocalHub, user: str, stem: str, deadline: float) -> dict[
                 break
     finally:
         ws.close()
-        try:
-            hub.request("DELETE", f"{base}/kernels/{kernel['id']}")
-        except ClassError:
-            pass
+        if not killed:
+            try:
+                hub.request("DELETE", f"{base}/kernels/{kernel['id']}")
+            except ClassError:
+                pass
     checks = checks_in_outputs(outputs_all)
     return {"seconds": round(time.monotonic() - start, 2), "cells": cells, "cell_errors": len(errors),
             "errors": errors, "checks": len(checks), "held": sum(c.holds is True for c in checks),
@@ -306,38 +426,109 @@ def _run_notebook(hub: LocalHub, user: str, stem: str, deadline: float) -> dict[
             "lines": [c.text for c in checks]}
 
 
-def _student(hub: LocalHub, s: Student, t0: float, deadline: float) -> None:
-    peak = None
+def _reconnect(connect: Any, ws: Any, s: Student, where: str, deadline: float) -> Any:
+    """The server closed the kernel's websocket: open it again, as JupyterLab does (a few tries)."""
+    try:
+        ws.close()
+    except Exception:  # noqa: BLE001 - it is closed already
+        pass
+    s.closes.append(where)
+    last: Exception | None = None
+    for attempt in range(10):
+        try:
+            new = connect()
+            s.reconnects += 1
+            return new
+        except Exception as exc:  # noqa: BLE001 - retried, then named
+            last = exc
+        if time.monotonic() + 2 > deadline:
+            break
+        time.sleep(min(2.0, 0.2 * 2 ** attempt))
+    raise ClassError(f"{s.name}: the server closed the kernel's websocket ({where}) and it could not be "
+                     f"opened again: {last!r}")
+
+
+def _restart(hub: LocalHub, s: Student, old_pid: int, deadline: float) -> int:
+    """After the kill: what a student's browser tab does until their server is back; the new pid."""
+    while time.monotonic() < deadline:
+        try:  # the tab retrying: the proxy sends a request for a dead server to the hub
+            hub.request("GET", f"{hub.url}/user/{s.name}/api/status", timeout=10)
+        except (ClassError, OSError):
+            pass
+        server = (hub.api("GET", f"/users/{s.name}").get("servers") or {}).get("")
+        if not server:  # the hub has seen it stop: start it again
+            try:
+                hub.api("POST", f"/users/{s.name}/server")
+            except ClassError:
+                pass  # already pending
+        else:
+            pid = (server.get("state") or {}).get("pid")
+            if server.get("ready") and pid and pid != old_pid:
+                return int(pid)
+        time.sleep(0.5)
+    raise ClassError(f"{s.name}: the server was not back before the deadline after it was killed")
+
+
+def _ready(hub: LocalHub, s: Student, deadline: float) -> dict[str, Any]:
+    while True:
+        model = hub.api("GET", f"/users/{s.name}")
+        server = (model.get("servers") or {}).get("", {})
+        if server.get("ready"):
+            return server
+        if time.monotonic() > deadline:
+            raise ClassError(f"{s.name}: the server was not ready before the deadline")
+        time.sleep(0.3)
+
+
+def _student(hub: LocalHub, s: Student, t0: float, deadline: float, *, kill: bool = False) -> None:
+    peaks: list[_Peak] = []
     try:
         hub.api("POST", f"/users/{s.name}")
         hub.api("POST", f"/users/{s.name}/server")
-        while True:
-            model = hub.api("GET", f"/users/{s.name}")
-            server = (model.get("servers") or {}).get("", {})
-            if server.get("ready"):
-                break
-            if time.monotonic() > deadline:
-                raise ClassError(f"{s.name}: the server was not ready before the deadline")
-            time.sleep(0.3)
+        server = _ready(hub, s, deadline)
         s.server_ready_s = round(time.monotonic() - t0, 2)
         pid = (server.get("state") or {}).get("pid")
         if pid:
-            peak = _Peak(int(pid))
-            peak.start()
+            peaks.append(_Peak(int(pid)))
+            peaks[-1].start()
         for stem in NOTEBOOKS:
-            s.notebooks[stem] = _run_notebook(hub, s.name, stem, deadline)
+            victim = kill and stem == NOTEBOOKS[-1] and pid
+            when: dict[str, float] = {}
+
+            def strike() -> None:
+                when["t"] = time.monotonic()
+                s.killed["processes"] = _kill_tree(int(pid))
+
+            try:
+                s.notebooks[stem] = _run_notebook(hub, s, stem, deadline, kill_at=3 if victim else None,
+                                                  kill=strike if victim else None)
+            except _Killed as where:
+                s.killed.update(at_s=round(when["t"] - t0, 2), where=str(where))
+                pid = _restart(hub, s, int(pid), deadline)
+                s.killed["back_s"] = round(time.monotonic() - when["t"], 2)
+                peaks.append(_Peak(pid))
+                peaks[-1].start()
+                names = {f["name"] for f in hub.request("GET", f"{hub.url}/user/{s.name}/api/contents")["content"]}
+                s.killed["files_kept"] = all(f"{n}.ipynb" in names for n in NOTEBOOKS)
+                s.notebooks[stem] = _run_notebook(hub, s, stem, deadline)  # the student runs it again
         s.finished_s = round(time.monotonic() - t0, 2)
     except Exception as exc:  # noqa: BLE001 - reported per student, the class goes on
         s.error = f"{type(exc).__name__}: {exc}"
     finally:
-        if peak is not None:
-            s.peak_rss_mib = round(peak.stop() / 2**20, 1)
+        if peaks:
+            s.peak_rss_mib = round(max(p.stop() for p in peaks) / 2**20, 1)
 
 
-def run_class(students: int, *, quick: bool = True, timeout_s: float = 900, proxy: str | None = None) -> dict[str, Any]:
-    """Run ``students`` simulated students at once on a fresh local hub; the measurements as a dict."""
-    if not 1 <= students <= MAX_STUDENTS:
-        raise ValueError(f"students must be 1..{MAX_STUDENTS}, got {students}")
+def run_class(students: int, *, quick: bool = True, timeout_s: float = 900, proxy: str | None = None,
+              kill: int | None = None) -> dict[str, Any]:
+    """Run ``students`` simulated students at once on a fresh local hub; the measurements as a dict.
+
+    ``kill``: the number (1..students) of the student whose server is killed in the middle of the
+    last notebook (see the module docstring)."""
+    if isinstance(students, bool) or not isinstance(students, int) or not 1 <= students <= MAX_STUDENTS:
+        raise ValueError(f"students must be 1..{MAX_STUDENTS}, got {students!r}")
+    if kill is not None and (isinstance(kill, bool) or not isinstance(kill, int) or not 1 <= kill <= students):
+        raise ValueError(f"kill must be a student's number 1..{students} (or None), got {kill!r}")
     proxy = proxy or find_proxy()
     if proxy is None:
         raise ClassError("configurable-http-proxy not found: `make` installs it with npm into .venv/chp "
@@ -349,25 +540,33 @@ def run_class(students: int, *, quick: bool = True, timeout_s: float = 900, prox
     with LocalHub(proxy=proxy, quick=quick) as hub:
         t0 = time.monotonic()
         deadline = t0 + timeout_s
-        threads = [threading.Thread(target=_student, args=(hub, s, t0, deadline), name=f"class-{s.name}", daemon=True)
-                   for s in roster]
+        threads = [threading.Thread(target=_student, args=(hub, s, t0, deadline), kwargs={"kill": i + 1 == kill},
+                                    name=f"class-{s.name}", daemon=True) for i, s in enumerate(roster)]
         for t in threads:
             t.start()
         for t in threads:
             t.join(timeout=max(1.0, deadline - time.monotonic() + 30))
         wall = round(time.monotonic() - t0, 2)
         hub_log = hub.log_tail()
+        # the servers log into the hub's log: a websocket the server closed says why there
+        full = (hub.dir / "hub.log").read_text(errors="replace") if (hub.dir / "hub.log").exists() else ""
+        ping_timeouts = full.count("WebSocket ping timeout")
     time.sleep(1.0)  # the proxy and servers get a moment after the hub's exit
     left = hub.leftovers()
+    shutil.copy(hub.dir / "hub.log", "/tmp/wt29/hub-last.log") if os.environ.get("WT29_KEEP") else None  # DEBUG
     shutil.rmtree(hub.dir, ignore_errors=True)
     peaks = [s.peak_rss_mib for s in roster if s.peak_rss_mib]
     return {
         "students": students, "quick": quick, "notebooks": list(NOTEBOOKS), "wall_s": wall,
+        "killed": roster[kill - 1].name if kill else None,
+        "reconnects": sum(s.reconnects for s in roster), "ws_ping_timeouts": ping_timeouts,
         "machine": describe_machine(), "cpus": os.cpu_count(), "load_before": [round(x, 2) for x in load_before],
         "load_after": [round(x, 2) for x in os.getloadavg()],
         "peak_rss_mib_max": max(peaks) if peaks else None,
         "finished_s_max": max((s.finished_s for s in roster if s.finished_s is not None), default=None),
-        "all_ok": all(s.checks_ok for s in roster), "leftover_processes": left,
+        "all_ok": all(s.checks_ok for s in roster) and all(
+            s.killed.get("files_kept") for s in roster if kill and s.name == roster[kill - 1].name),
+        "leftover_processes": left,
         "per_student": [{**asdict(s), "checks_ok": s.checks_ok} for s in roster],
         "hub_log_tail": "" if all(s.checks_ok for s in roster) else hub_log,
     }
@@ -378,8 +577,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--students", type=int, default=2, help=f"simulated students at once (1..{MAX_STUDENTS}; default 2)")
     p.add_argument("--default-mode", action="store_true", help="the notebooks' default workloads instead of quick mode")
     p.add_argument("--timeout", type=float, default=900, help="deadline for the whole class in seconds (default 900)")
+    p.add_argument("--kill", type=int, default=None, metavar="K",
+                   help="kill student K's server in the middle of notebook 07 (it comes back and reruns it)")
     args = p.parse_args(argv)
-    result = run_class(args.students, quick=not args.default_mode, timeout_s=args.timeout)
+    result = run_class(args.students, quick=not args.default_mode, timeout_s=args.timeout, kill=args.kill)
     print(json.dumps(result, indent=2))
     return 0 if result["all_ok"] and not result["leftover_processes"] else 1
 

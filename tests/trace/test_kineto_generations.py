@@ -194,8 +194,7 @@ def test_chunked_decoding_gives_the_same_trace(monkeypatch):
     if not _json.HAVE_MSGSPEC:
         pytest.skip("msgspec is not installed")
     whole = load("rocm62_mi250_minitoy")
-    monkeypatch.setattr(_json, "WHOLE_BYTES", 0)  # split into raw slices ...
-    monkeypatch.setattr(_json, "CHUNK", 7)  # ... decoded 7 events at a time
+    monkeypatch.setattr(_json, "CHUNK_BYTES", 300)  # slices of a few events, cut between events
     chunked = load("rocm62_mi250_minitoy")
     assert chunked.lanes == whole.lanes and chunked.meta["steps"] == whole.meta["steps"]
     for col in whole.columns:

@@ -77,8 +77,7 @@ def test_the_real_rocm_trace_stays_on_the_fast_path(no_slow_path):
 def test_rocm_hex_ids_and_string_times_stay_on_the_fast_path(tmp_path, monkeypatch, no_slow_path, chunked):
     original = read_chrome_trace(PUBLIC / "rocm62_mi250_minitoy.json.gz")
     if chunked:
-        monkeypatch.setattr(_json, "WHOLE_BYTES", 0)
-        monkeypatch.setattr(_json, "CHUNK", 7)
+        monkeypatch.setattr(_json, "CHUNK_BYTES", 300)
     spelled = read_chrome_trace(write(tmp_path, rocm_spelled(doc_of("rocm62_mi250_minitoy"))))
     same(original, spelled)
     assert [l.name for l in spelled.backend_lanes] == ["cuda:2 stream 0"]
