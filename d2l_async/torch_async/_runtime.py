@@ -65,6 +65,7 @@ from typing import Any, Sequence
 import torch
 from torch.nn.parameter import UninitializedTensorMixin
 
+from .._args import workers as check_workers
 from ..engine._deps import split_access
 from ..engine._observer import Recorder
 from ..engine._op import EngineOp, EngineVar
@@ -167,6 +168,7 @@ class AsyncRuntime(SyncPaths, OrderedReady):
         # asked first in any case: torch sets a thread's count from a process-wide value on its first
         # parallel call, and the workers' set_num_threads(torch_threads) changes that value -- a
         # frontend that had not asked yet ran single-threaded after a torch_threads=1 block
+        check_workers("workers", workers)  # before the OpenMP team and the priorities below are touched
         frontend = torch.get_num_threads()
         n = frontend if torch_threads is None else torch_threads
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
