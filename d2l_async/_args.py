@@ -12,7 +12,7 @@ import math
 import os
 from typing import Any
 
-__all__ = ["instance", "integer", "max_workers", "number", "workers"]
+__all__ = ["TRACE_HINT", "having", "instance", "integer", "max_workers", "number", "workers"]
 
 
 def _shown(value: Any) -> str:
@@ -111,3 +111,20 @@ def workers(name: str, value: Any, *, per: int = 1) -> int:
         per_device = f" per device for {per} devices" if per > 1 else ""
         raise ValueError(f"{e} (at most {top} worker threads{per_device} on this machine: 16 per usable CPU, "
                          "at least 64, within the OS thread limits)") from None
+
+
+def having(name: str, value: Any, attrs: tuple[str, ...], *, what: str) -> Any:
+    """``value`` if it has every attribute in ``attrs`` (duck typing: fakes with those fields pass).
+
+    For the lesson checks, which read a few fields of a result: a wrong object is named at the call
+    (``r must be a SchedulingResult ...``) rather than failing deep inside with an AttributeError.
+    """
+    missing = [a for a in attrs if not hasattr(value, a)]
+    if missing:
+        raise TypeError(f"{name} must be {what} (with {', '.join('.' + a for a in attrs)}), got "
+                        f"{type(value).__name__} {_shown(value)}")
+    return value
+
+
+#: Where a reader gets a Trace, for the messages that refuse something else.
+TRACE_HINT = "get one from eng.trace(), d2l_async.data.load_sample(name) or Trace.from_chrome_trace(path)"

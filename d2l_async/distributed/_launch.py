@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ._rank import RankContext, _rank_main, run_rank
+from .._args import integer
 
 __all__ = ["BACKENDS", "DistributedError", "LaunchResult", "RankContext", "RankDied", "RankError", "RankTimeout",
            "free_port", "is_alive", "launch"]
@@ -133,6 +134,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def is_alive(pid: int) -> bool:
     """True while process ``pid`` exists and has not exited (a zombie counts as gone)."""
+    pid = integer("pid", pid, minimum=1)
     try:
         stat = Path(f"/proc/{int(pid)}/stat").read_text()
     except FileNotFoundError:

@@ -32,6 +32,7 @@ from typing import Any
 
 from .. import config
 from ..trace import Lane, LaneRole, Trace
+from .._args import having
 
 __all__ = ["LinkModel", "ModelledOverlap", "run_modelled_overlap", "schedule", "checks", "LABEL"]
 
@@ -207,6 +208,7 @@ def checks(m: ModelledOverlap) -> list[Any]:
 
     Both are ``role="modelled"``: shown with the modelled mark (◇), an illustration of the schedule a
     real link would give, never a ✔ of this machine (the link's times come from :class:`LinkModel`)."""
+    having("m", m, ("hidden_s", "comm_s"), what="a ModelledOverlap")
     from d2l_async import lesson
     from d2l_async._verdict import compare_paired
 

@@ -26,6 +26,8 @@ from d2l_async import config, lesson
 
 from ._common import Setup, backend_work, checkpoint, launches, make_measurement, positive_int, resolve_backend, time_runs
 from ._why import machine_words
+from d2l_async.trace import Trace
+from d2l_async._args import TRACE_HINT, having, instance
 
 __all__ = ["AsynchronyResult", "Ahead", "run_asynchrony", "checks", "issue_and_finish", "ran_ahead_check",
            "timer_check", "machine_words"]
@@ -199,6 +201,7 @@ def issue_and_finish(trace: Any) -> Ahead:
     Raises:
         ValueError: the trace has no pushes or no backend work.
     """
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     import numpy as np
 
     front = launches(trace)  # a copy into pageable memory is a push too (a blocking one)
@@ -214,6 +217,9 @@ def issue_and_finish(trace: Any) -> Ahead:
 
 def ran_ahead_check(trace: Any, machine: Any = None, *, share: float = 0.5) -> lesson.Check:
     """Check that the frontend finished issuing before ``share`` of the backend's time had passed."""
+    if machine is not None:
+        having("machine", machine, ("usable_cpus",), what="a d2l_async.devices.machine() snapshot or None")
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     a = issue_and_finish(trace)
     shown = (f"last push at {a.issued * 1e3:.2f} ms, backend finished at {a.finished * 1e3:.2f} ms "
              f"({a.issued / a.finished:.0%} of the way)") if a.finished > 0 else "the backend took no time"
@@ -235,6 +241,8 @@ def timer_check(naive_s: Any, synced_s: Any, machine: Any = None, *, share_befor
     against their spread by :func:`d2l_async._verdict.compare` (one run each: only beyond a factor 2
     of the half, i.e. the naive timer saw under a quarter, or over all of it).
     """
+    if machine is not None:
+        having("machine", machine, ("usable_cpus",), what="a d2l_async.devices.machine() snapshot or None")
     from d2l_async._verdict import compare
 
     naive = tuple(naive_s) if isinstance(naive_s, (tuple, list)) else (naive_s,)
@@ -259,6 +267,7 @@ def timer_check(naive_s: Any, synced_s: Any, machine: Any = None, *, share_befor
 
 def checks(r: AsynchronyResult) -> list[lesson.Check]:
     """Whether the notebook's lessons held on this run, from its numbers only."""
+    having("r", r, ("trace", "size"), what="an AsynchronyResult")
     a = issue_and_finish(r.trace)
     out = [timer_check(r.naive.raw, r.synced.raw, r.machine, share_before=a.share_before),
            ran_ahead_check(r.trace, r.machine)]

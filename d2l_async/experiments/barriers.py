@@ -28,6 +28,8 @@ from typing import Any
 from d2l_async import config, lesson
 
 from ._common import Setup, backend_work, checkpoint, positive_int, resolve_backend, stable_matrix
+from d2l_async.trace import Trace
+from d2l_async._args import TRACE_HINT, having, instance
 
 __all__ = ["BarrierResult", "run_barriers", "checks", "overlap_seconds"]
 
@@ -239,6 +241,7 @@ def overlap_seconds(trace: Any) -> tuple[float, float]:
 
     NaN, NaN when the trace has no wait or no work after it.
     """
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     import numpy as np
 
     blocks = trace.where(kind="block")
@@ -270,6 +273,7 @@ def checks(r: BarrierResult) -> list[lesson.Check]:
     The whole-program totals are not judged here: whether they differ depends on spare cores,
     and the notebook shows them beside the timelines.
     """
+    having("r", r, ("barrier_names",), what="a BarrierResult")
     from .asynchrony import machine_words
 
     from d2l_async._verdict import compare

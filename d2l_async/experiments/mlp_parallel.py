@@ -20,6 +20,8 @@ from d2l_async import config
 
 from ._common import Setup, backend_work, positive_int
 from .parallel_lessons import RunFacts, run_facts
+from d2l_async.trace import Trace
+from d2l_async._args import TRACE_HINT, instance
 
 __all__ = ["MLPResult", "run_mlp_parallel", "compute_comm_overlap", "timed_after_warmup"]
 
@@ -33,6 +35,7 @@ def compute_comm_overlap(trace: Any):
     Returns:
         :class:`d2l_async.analysis.Overlap` with ``lane_a="compute"``, ``lane_b="communication"``.
     """
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     from d2l_async.analysis import overlap
     from d2l_async.trace import BACKEND_KINDS, Lane, LaneRole, Trace
 

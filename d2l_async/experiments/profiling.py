@@ -20,6 +20,8 @@ from d2l_async import config, lesson
 
 from ._common import choice, positive_int, resolve_backend
 from .queue_memory import SampleQueueSummary, sample_queue_summary
+from d2l_async.trace import Trace
+from d2l_async._args import TRACE_HINT, having, instance
 
 __all__ = ["ProfilingResult", "run_profiling", "sample_summaries", "export_perfetto", "PROFILE_SAMPLES", "checks",
            "sample_checks"]
@@ -126,6 +128,7 @@ def export_perfetto(trace: Any, path: str | Path) -> Path:
     Raises:
         ValueError: ``path`` does not end in ``.json`` or ``.json.gz``.
     """
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     path = Path(path)
     if not (path.name.endswith(".json") or path.name.endswith(".json.gz")):
         raise ValueError(f"path must end in .json or .json.gz (Perfetto reads Chrome Trace JSON), got {path}")
@@ -137,6 +140,7 @@ def export_perfetto(trace: Any, path: str | Path) -> Path:
 # ---------------------------------------------------------------- did the lesson hold on this run?
 def checks(r: ProfilingResult) -> list[lesson.Check]:
     """What the profile of this run shows, from its numbers only."""
+    having("r", r, ("backend", "trace"), what="a ProfilingResult")
     if r.backend == "cuda":
         return [lesson.check(
             "on the GPU, kernels run on CUDA streams behind the frontend (a launch queue)",
