@@ -12,7 +12,7 @@ import math
 import os
 from typing import Any
 
-__all__ = ["TRACE_HINT", "having", "instance", "integer", "max_workers", "number", "workers"]
+__all__ = ["TRACE_HINT", "flag", "having", "instance", "integer", "max_workers", "number", "sequence", "workers"]
 
 
 def _shown(value: Any) -> str:
@@ -29,6 +29,13 @@ def instance(name: str, value: Any, types: type | tuple[type, ...], *, what: str
         what = " or ".join(f"{t.__module__}.{t.__qualname__}".removeprefix("builtins.") for t in kinds)
     raise TypeError(f"{name} must be a {what}, got {type(value).__name__} {_shown(value)}"
                     + (f"; {hint}" if hint else ""))
+
+
+def flag(name: str, value: Any) -> bool:
+    """A True/False argument, or a TypeError (``"no"`` and ``0`` are not flags: say ``False``)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name}={value!r}: pass True or False")
+    return value
 
 
 def integer(name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None) -> int:
@@ -124,6 +131,16 @@ def having(name: str, value: Any, attrs: tuple[str, ...], *, what: str) -> Any:
         raise TypeError(f"{name} must be {what} (with {', '.join('.' + a for a in attrs)}), got "
                         f"{type(value).__name__} {_shown(value)}")
     return value
+
+
+def sequence(name: str, value: Any, *, what: str, empty: bool = True) -> tuple[Any, ...]:
+    """``value``'s items as a tuple when it is a list, tuple or other iterable that is not a string."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"{name} must be a sequence of {what}, got {type(value).__name__} {_shown(value)}")
+    items = tuple(value)
+    if not empty and not items:
+        raise ValueError(f"{name} must hold at least one of {what}, got an empty {type(value).__name__}")
+    return items
 
 
 #: Where a reader gets a Trace, for the messages that refuse something else.

@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 from ..trace import BLOCKING_COPY_REASON, Kind, Trace, read_chrome_trace
 from ._quiet import quiet_kineto
-from .._args import TRACE_HINT, having, instance
+from .._args import TRACE_HINT, flag, having, instance
 
 __all__ = ["BLOCKING_COPY_REASON", "CAPTURE_SYNC_SOURCE", "Capture", "blocking_copies", "capture",
            "label_block_sources", "label_final_sync", "synchronize_all"]
@@ -69,8 +69,8 @@ class Capture:
     """
 
     def __init__(self, device: str = "cuda", *, record_shapes: bool = False) -> None:
+        self.record_shapes = flag("record_shapes", record_shapes)  # before the device: a typo is not a GPU question
         self.device = _check_device(device)
-        self.record_shapes = bool(record_shapes)
         self._prof: Any = None
         self._trace: Trace | None = None
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from .. import config
 from ..trace import Lane, LaneRole, Trace
-from .._args import having
+from .._args import having, instance
 
 __all__ = ["LinkModel", "ModelledOverlap", "run_modelled_overlap", "schedule", "checks", "LABEL"]
 
@@ -166,6 +166,8 @@ def run_modelled_overlap(*, width: int | None = None, depth: int | None = None, 
     repeats = int(repeats if repeats is not None else config.scale(7, 5))
     if min(width, depth, batch, repeats) < 1 or not 0 < bucket_cap_mb <= 1024:
         raise ValueError("width, depth, batch, repeats must be >= 1 and bucket_cap_mb in (0, 1024]")
+    if link is not None:
+        instance("link", link, LinkModel, what="d2l_async.distributed.modelled_link.LinkModel or None")
     link = link or LinkModel()
     runs, nbytes = _measure(width, depth, batch, repeats)
     order = None

@@ -26,7 +26,7 @@ from typing import Any, Sequence
 from d2l_async import lesson
 from d2l_async._verdict import compare, overruled
 from d2l_async.trace import Trace
-from d2l_async._args import TRACE_HINT, having, instance
+from d2l_async._args import TRACE_HINT, having, instance, sequence
 
 __all__ = ["RunFacts", "run_facts", "DevicePlan", "plan_devices", "device_intervals", "overlap_seconds",
            "max_concurrency", "gap_after", "two_device_checks", "independence_checks", "mlp_checks",
@@ -304,6 +304,9 @@ def two_device_checks(r: Any) -> list[lesson.Check]:
 def independence_checks(rows: Sequence[Any]) -> list[lesson.Check]:
     """Notebook 02's claims on :func:`~d2l_async.experiments.run_independent_vs_dependent`'s rows
     (one per worker count; the first must be 1 worker, the last 2 or more)."""
+    rows = sequence("rows", rows, what="run_independent_vs_dependent() rows", empty=False)
+    for r in rows:
+        having("rows", r, ("independent_seconds", "dependent_seconds"), what="a sequence of IndependenceResults")
     one, many = rows[0], rows[-1]
     what = "modelled devices" if getattr(one, "modelled", None) else "thread-workers"
     gain = one.independent_seconds / many.independent_seconds

@@ -21,7 +21,7 @@ from d2l_async import config, lesson
 from ._common import choice, positive_int, resolve_backend
 from .queue_memory import SampleQueueSummary, sample_queue_summary
 from d2l_async.trace import Trace
-from d2l_async._args import TRACE_HINT, having, instance
+from d2l_async._args import TRACE_HINT, having, instance, sequence
 
 __all__ = ["ProfilingResult", "run_profiling", "sample_summaries", "export_perfetto", "PROFILE_SAMPLES", "checks",
            "sample_checks"]
@@ -160,7 +160,8 @@ def checks(r: ProfilingResult) -> list[lesson.Check]:
 def sample_checks(samples: tuple[SampleQueueSummary, ...], *, cap: int = 1024) -> list[lesson.Check]:
     """What the shipped GPU traces show, computed from the files."""
     out = []
-    for s in samples:
+    for s in sequence("samples", samples, what="SampleQueueSummary"):
+        having("samples", s, ("name", "max_queue"), what="a sequence of SampleQueueSummary")
         out.append(lesson.check(
             f"{s.name}: the GPU keeps hundreds of kernels queued",
             s.max_queue >= 100,

@@ -10,7 +10,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from .._args import integer
+from .._args import having, integer, sequence
 
 __all__ = ["Row", "format_table", "HEADER", "terminal_width", "wrap_line"]
 
@@ -52,7 +52,7 @@ def format_table(rows: Sequence[Row] | Iterable[Row], *, width: int = 60, total:
         total: the widest line; default the terminal's width (:func:`terminal_width`). Columns wider
             than their share are narrowed (the widest first), down to 8 characters each.
     """
-    rows = list(rows)
+    rows = [having("rows", r, ("cells",), what="a sequence of report Rows") for r in sequence("rows", rows, what="Rows")]
     width = integer("width", width, minimum=10)
     total = terminal_width() if total is None else integer("total", total, minimum=20)
     cells = [HEADER] + [r.cells() for r in rows]

@@ -65,7 +65,7 @@ from typing import Any, Sequence
 import torch
 from torch.nn.parameter import UninitializedTensorMixin
 
-from .._args import workers as check_workers
+from .._args import flag, workers as check_workers
 from ..engine._deps import split_access
 from ..engine._observer import Recorder
 from ..engine._op import EngineOp, EngineVar
@@ -115,9 +115,7 @@ def check_team(value: Any) -> bool | str:
 
 def check_flag(name: str, value: Any) -> bool:
     """A True/False argument of :class:`AsyncRuntime` or ``asynchronous()``, or a TypeError."""
-    if not isinstance(value, bool):
-        raise TypeError(f"{name}={value!r}: pass True or False")
-    return value
+    return flag(name, value)
 
 
 def _real(a: Any) -> Any:

@@ -241,6 +241,8 @@ def queue_steps(trace: Trace, lane: str, *, in_flight: bool = False,
     t_out = c["end"][sel] if in_flight else c["start"][sel]
     times = np.concatenate([t_in, t_out])
     delta = np.concatenate([np.ones(len(t_in), dtype=np.int64), -np.ones(len(t_out), dtype=np.int64)])
+    if ties is not None and (not isinstance(ties, tuple) or len(ties) != 2):
+        raise TypeError(f"ties must be None or the pair hta_tie_ranks(trace, mask) returns, got {type(ties).__name__}")
     if ties is not None and not in_flight:
         order = np.argsort(np.concatenate([ties[0][sel], ties[1][sel]]), kind="stable")
         times = times[order]

@@ -90,10 +90,13 @@ def float_slider(
     _check_range(description, value, min, max)
     number(f"{description}: step", step, above=0)
     instance("readout_format", readout_format, str, what="str such as '.2f'")
-    return widgets.FloatSlider(
-        value=value, min=min, max=max, step=step, description=description, readout_format=readout_format,
-        continuous_update=False, layout=_LAYOUT, style=_STYLE,
-    )
+    try:
+        return widgets.FloatSlider(
+            value=value, min=min, max=max, step=step, description=description, readout_format=readout_format,
+            continuous_update=False, layout=_LAYOUT, style=_STYLE,
+        )
+    except TraitError as e:  # a readout_format d3-format does not read (ipywidgets checks it)
+        raise ValueError(f"{description}: {e}") from None
 
 
 def log_slider(
