@@ -32,7 +32,7 @@ from typing import Any
 
 from .. import config
 from ..trace import Lane, LaneRole, Trace
-from .._args import having, instance
+from .._args import having, instance, number
 
 __all__ = ["LinkModel", "ModelledOverlap", "run_modelled_overlap", "schedule", "checks", "LABEL"]
 
@@ -48,6 +48,8 @@ class LinkModel:
     latency_s: float = 20e-6
 
     def __post_init__(self) -> None:
+        number("bytes_per_s", self.bytes_per_s, above=0)
+        number("latency_s", self.latency_s, minimum=0)
         if not self.bytes_per_s > 0 or not self.latency_s >= 0:
             raise ValueError(f"LinkModel needs bytes_per_s > 0 and latency_s >= 0, got {self}")
 
@@ -74,6 +76,7 @@ def schedule(ready_s: list[float], nbytes: list[int], *, bucket_bytes: float, en
         ``(buckets, step_bucketed, step_after)``: per bucket ``(ready, start, end, bytes)``; the two
         step ends (seconds from the backward's start).
     """
+    instance("link", link, LinkModel, what="d2l_async.distributed.modelled_link.LinkModel")
     if len(ready_s) != len(nbytes) or not ready_s:
         raise ValueError("schedule needs one ready time per gradient, at least one")
     buckets, size, last_ready = [], 0, 0.0

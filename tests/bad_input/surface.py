@@ -14,6 +14,7 @@ An outcome is one of:
 - ``unclear``: such an exception whose message does not (the reader cannot tell which argument);
 - ``raw``: any other exception (``AttributeError``, ``KeyError``, ``IndexError``, ``ZeroDivisionError``,
   ``RecursionError``, ``OverflowError``, ...): the reader sees the package's insides, not their mistake;
+- ``blocked``: refused, clearly, on another argument's stand-in value (not a judgement of this one);
 - ``hang``: no answer before the deadline (the worker process is killed and a fresh one continues);
 - ``crash``: the worker process died.
 
@@ -24,6 +25,7 @@ that report each outcome as one JSON line on a pipe, so a hang or a crash costs 
 from __future__ import annotations
 
 import contextlib
+import enum
 import importlib
 import inspect
 import json
@@ -148,6 +150,10 @@ def _good_by_name(name: str, trace: Any, tmp: Path) -> tuple[bool, Any]:
         "figure": lambda: __import__("plotly.graph_objects", fromlist=["Figure"]).Figure(),
         "flops": lambda: (lambda *a: 1.0), "until": lambda: None, "device_name": lambda: "cpu",
         "experiment": lambda: (lambda **k: None), "controls": lambda: {},
+        "graph": lambda: importlib.import_module("d2l_async.viz").expression_graph("x * y + 2"),
+        "measurements": lambda: {"a": importlib.import_module("d2l_async.benchmark").Measurement((1e-3, 2e-3))},
+        "ready_s": lambda: [0.0, 1e-3], "nbytes": lambda: [8, 8], "bucket_bytes": lambda: 16.0,
+        "end_s": lambda: 2e-3, "link": lambda: importlib.import_module("d2l_async.distributed.modelled_link").LinkModel(),
     }
     if name in table:
         return True, table[name]()
@@ -186,8 +192,16 @@ def _params(sig: inspect.Signature) -> list[inspect.Parameter]:
     return [p for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
 
+def _is_enum(fn: Any) -> bool:
+    return isinstance(fn, type) and issubclass(fn, enum.Enum)
+
+
 def cases(surface: list[tuple[str, Callable[..., Any]]]) -> list[Case]:
-    """Every (callable, parameter, bad value) in a fixed order."""
+    """Every (callable, parameter, bad value) in a fixed order.
+
+    An Enum is called as a lookup, ``Kind(value)``, only: its other parameters are Python's functional
+    API for making new enums, not something a reader passes.
+    """
     out = []
     for qual, fn in surface:
         sig = _signature(fn)
@@ -195,6 +209,8 @@ def cases(surface: list[tuple[str, Callable[..., Any]]]) -> list[Case]:
             continue
         bad = REFUSED_FIRST if LONG_RUNNING.match(qual.rsplit(".", 1)[1]) else tuple(BAD)
         for p in _params(sig):
+            if _is_enum(fn) and p.name != "value":
+                continue
             out.extend(Case(qual, p.name, b) for b in bad)
     return out
 
@@ -214,7 +230,7 @@ def _call(fn: Callable[..., Any], sig: inspect.Signature, param: str, value: Any
             args.append(v)
         else:
             kwargs[p.name] = v
-    result = fn(*args, **kwargs)
+    result = fn(value) if _is_enum(fn) else fn(*args, **kwargs)
     if hasattr(result, "__enter__") and hasattr(result, "__exit__") and not isinstance(result, type):
         with result:
             pass
@@ -222,6 +238,8 @@ def _call(fn: Callable[..., Any], sig: inspect.Signature, param: str, value: Any
 
 
 def _names(message: str, param: str) -> bool:
+    if not param:  # the only argument: any message is about it
+        return True
     return re.search(rf"(?<![A-Za-z0-9_]){re.escape(param)}(?![A-Za-z0-9_])", message) is not None
 
 
@@ -236,18 +254,39 @@ def _shows(message: str, bad: str, value: Any) -> bool:
     return any(s and s in message for s in shown) or ACCEPTED.search(message) is not None
 
 
-def classify(exc: BaseException | None, param: str, bad: str, value: Any) -> tuple[str, str]:
-    """``(outcome, detail)`` of one call; see the module docstring for the outcomes."""
+def classify(exc: BaseException | None, param: str, bad: str, value: Any, *, others: tuple[str, ...] = (),
+             aliases: tuple[str, ...] = ()) -> tuple[str, str]:
+    """``(outcome, detail)`` of one call; see the module docstring for the outcomes.
+
+    ``others``: the call's other parameters that got a stand-in value; an error that names one of
+    them and not ``param`` judged the stand-in, not the bad value (outcome ``blocked``, not counted).
+    ``aliases``: other words that name the argument (an Enum's class name for ``Kind(value)``).
+    A ``RuntimeError`` raised by the package's own code (its last frame under ``d2l_async/``) that names
+    the argument is a state error said clearly (``make_async(runtime=None)`` outside a block).
+    """
     if exc is None:
         return "ok", ""
     kind = type(exc).__name__
     message = str(exc)
+    detail = f"{kind}: {message[:200]}"
     own = type(exc).__module__.startswith("d2l_async")
-    if isinstance(exc, CLEAR_TYPES) or own:
-        if _names(message, param) and _shows(message, bad, value):
-            return "clear", f"{kind}: {message[:200]}"
-        return "unclear", f"{kind}: {message[:200]}"
-    return "raw", f"{kind}: {message[:200]}"
+    names = any(_names(message, n) for n in (param, *aliases))
+    if isinstance(exc, CLEAR_TYPES) or own or (type(exc) is RuntimeError and _raised_by_package(exc)):
+        if names and _shows(message, bad, value):
+            return "clear", detail
+        if not names and any(_names(message, o) for o in others):
+            return "blocked", detail
+        return ("unclear" if not type(exc) is RuntimeError else "raw"), detail
+    return "raw", detail
+
+
+def _raised_by_package(exc: BaseException) -> bool:
+    tb = exc.__traceback__
+    last = None
+    while tb is not None:
+        last = tb.tb_frame.f_code.co_filename
+        tb = tb.tb_next
+    return last is not None and f"{os.sep}d2l_async{os.sep}" in last
 
 
 # -- the worker ----------------------------------------------------------------------------------
@@ -283,7 +322,15 @@ def worker(shard: int, shards: int, start: int, fd: int) -> None:
             exc = e
         except BaseException as e:  # noqa: BLE001 - every exception is an outcome to classify
             exc = e
-        outcome, detail = classify(exc, c.param, c.bad, value)
+        params = _params(sig)
+        others = tuple(p.name for p in params if p.name != c.param)
+        # "split_ranks expects a Trace, got str" names its subject, the first argument; with one
+        # argument there is nothing else the message could be about
+        first = bool(params) and params[0].name == c.param
+        aliases = (fn.__name__,) if _is_enum(fn) or first else ()
+        if len(params) == 1 or (_is_enum(fn)):
+            aliases += ("",)
+        outcome, detail = classify(exc, c.param, c.bad, value, others=others, aliases=aliases)
         out.write(json.dumps({"i": i, "outcome": outcome, "detail": detail}) + "\n")
     out.write(json.dumps({"end": True}) + "\n")
 
@@ -395,6 +442,6 @@ if __name__ == "__main__":
         res = run_all()
         print(json.dumps(summary(res), indent=1))
         for r in res:
-            if r.outcome not in ("ok", "clear"):
+            if r.outcome not in ("ok", "clear", "blocked"):
                 print(f"{r.outcome:8} {r.case.callable}({r.case.param}={r.case.bad}) {r.detail}")
         print(f"{time.monotonic() - t0:.0f} s")
