@@ -12,7 +12,15 @@ import math
 import os
 from typing import Any
 
-__all__ = ["TRACE_HINT", "flag", "having", "instance", "integer", "max_workers", "number", "sequence", "workers"]
+__all__ = ["NotANumber", "TRACE_HINT", "flag", "having", "instance", "integer", "max_workers", "number", "sequence", "workers"]
+
+
+class NotANumber(TypeError, ValueError):
+    """A count or a measure given as something that is not a number (``"8"``, ``None``, ``1.5`` for a count).
+
+    Both a TypeError (the type is wrong) and a ValueError, as the package's count checks raised
+    before they were shared: ``except ValueError`` around a call keeps catching it.
+    """
 
 
 def _shown(value: Any) -> str:
@@ -45,7 +53,7 @@ def integer(name: str, value: Any, *, minimum: int | None = None, maximum: int |
     reader meant something else.
     """
     if isinstance(value, bool) or not hasattr(value, "__index__"):
-        raise TypeError(f"{name} must be an integer{_range(minimum, maximum)}, got {type(value).__name__} "
+        raise NotANumber(f"{name} must be an integer{_range(minimum, maximum)}, got {type(value).__name__} "
                         f"{_shown(value)}")
     value = int(value.__index__())
     if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
@@ -57,7 +65,7 @@ def number(name: str, value: Any, *, minimum: float | None = None, maximum: floa
            above: float | None = None) -> float:
     """``value`` as a finite float within the bounds (``above``: strictly greater), else an error."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
-        raise TypeError(f"{name} must be a number{_range(minimum, maximum, above)}, got {type(value).__name__} "
+        raise NotANumber(f"{name} must be a number{_range(minimum, maximum, above)}, got {type(value).__name__} "
                         f"{_shown(value)}")
     f = float(value)
     if (not math.isfinite(f) or (minimum is not None and f < minimum) or (maximum is not None and f > maximum)

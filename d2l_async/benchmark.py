@@ -137,7 +137,7 @@ class Benchmark:
         if not isinstance(description, str):
             raise TypeError(f"description must be a str, got {type(description).__name__}")
         _check_device(device)
-        if file is not STDOUT and not callable(getattr(file, "write", None)):
+        if file is not STDOUT and file is not None and not callable(getattr(file, "write", None)):
             raise TypeError(f"file must be a writable text stream (with .write), such as sys.stdout, got "
                             f"{type(file).__name__} {file!r}")
         self.description = description

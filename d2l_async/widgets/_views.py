@@ -103,8 +103,7 @@ def apply_figure(widget: go.FigureWidget, figure: go.Figure) -> None:
         widget: the ``go.FigureWidget`` on screen.
         figure: the new figure (any ``go.Figure``; it is not modified).
     """
-    instance("figure", figure, go.Figure, what="plotly.graph_objects.Figure")
-    instance("widget", widget, go.FigureWidget, what="plotly.graph_objects.FigureWidget")
+    instance("widget", widget, go.FigureWidget, what="plotly go.FigureWidget")
     if not isinstance(figure, go.Figure):
         raise TypeError(f"a figure function must return a plotly go.Figure, got {type(figure).__name__}")
     new_traces = [t.to_plotly_json() for t in figure.data]
