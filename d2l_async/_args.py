@@ -12,7 +12,8 @@ import math
 import os
 from typing import Any
 
-__all__ = ["NotANumber", "TRACE_HINT", "flag", "having", "instance", "integer", "max_workers", "number", "sequence", "workers"]
+__all__ = ["NotANumber", "TRACE_HINT", "flag", "having", "instance", "integer", "max_workers", "number", "sequence",
+           "workers"]
 
 
 class NotANumber(TypeError, ValueError):
@@ -47,7 +48,8 @@ def flag(name: str, value: Any) -> bool:
 
 
 def integer(name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None) -> int:
-    """``value`` as an int within ``[minimum, maximum]`` (either may be open), else a ValueError.
+    """``value`` as an int within ``[minimum, maximum]`` (either may be open), else a ValueError
+    (:class:`NotANumber` when it is no integer at all).
 
     ``bool`` is refused (``True`` is not a count) and so is a float, even an integral one: the
     reader meant something else.
