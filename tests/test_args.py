@@ -98,5 +98,5 @@ def test_measure_refuses_more_runs_than_it_can_keep():
 
     for arg in ("warmup", "repeat"):
         box = _returns_within(lambda: measure(lambda: None, **{arg: 10**12}))
-        assert isinstance(box.get("error"), ValueError) and f"between" in str(box["error"]), box
+        assert isinstance(box.get("error"), ValueError) and "between" in str(box["error"]), box
         assert str(MAX_RUNS) in str(box["error"])
