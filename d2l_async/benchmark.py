@@ -28,7 +28,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+from ._args import integer
+
 __all__ = ["Benchmark", "Measurement", "measure", "no_collector_pauses", "wait_all"]
+
+#: The most runs (warm-up or timed) one :func:`measure` call makes.
+MAX_RUNS = 1_000_000
 
 
 @contextlib.contextmanager
@@ -134,6 +139,9 @@ class Benchmark:
         if not isinstance(description, str):
             raise TypeError(f"description must be a str, got {type(description).__name__}")
         _check_device(device)
+        if file is not STDOUT and file is not None and not callable(getattr(file, "write", None)):
+            raise TypeError(f"file must be a writable text stream (with .write), such as sys.stdout, got "
+                            f"{type(file).__name__} {file!r}")
         self.description = description
         self.sync = bool(sync)
         self.device = device
@@ -243,9 +251,9 @@ def measure(
     """
     if not callable(fn):
         raise TypeError(f"measure(fn): fn must be callable, got {type(fn).__name__}")
-    for name, value, low in (("warmup", warmup, 0), ("repeat", repeat, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    # every timed run is kept (Measurement.raw): a million of them is already ~30 MB of floats
+    warmup = integer("warmup", warmup, minimum=0, maximum=MAX_RUNS)
+    repeat = integer("repeat", repeat, minimum=1, maximum=MAX_RUNS)
     _check_device(device)
     for _ in range(warmup):
         fn()

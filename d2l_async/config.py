@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 
+from ._args import number
+
 __all__ = ["REPO_URL", "REPO_SLUG", "quick_mode", "scale", "ENGINE_KINDS", "engine_kind", "in_colab"]
 
 #: The GitHub repository the Colab/Binder badges and the Colab install cell point to.
@@ -35,6 +37,8 @@ def quick_mode() -> bool:
 
 def scale(full: int, quick: int) -> int:
     """The workload size to use: ``quick`` in quick mode, ``full`` otherwise."""
+    number("full", full, minimum=1)
+    number("quick", quick, minimum=1)
     if full < 1 or quick < 1:
         raise ValueError(f"workload sizes must be positive, got full={full}, quick={quick}")
     return quick if quick_mode() else full

@@ -12,6 +12,7 @@ import platform
 import torch
 
 from ._machine import Machine, read_machine
+from ._args import having, number
 
 __all__ = ["num_gpus", "try_gpu", "try_all_gpus", "describe_machine", "cuda_available", "machine",
            "Machine"]
@@ -58,12 +59,16 @@ def machine(*, sample_s: float = 0.1) -> Machine:
     Args:
         sample_s: how long to watch ``/proc/stat`` to measure other work on our CPUs (0: skip).
     """
+    # a longer watch says nothing more about the load, and time.sleep(inf) never returns
+    sample_s = number("sample_s", sample_s, minimum=0, maximum=60)
     return read_machine("/", gpus=gpu_names(), sample_s=sample_s)
 
 
 def describe_machine(m: Machine | None = None) -> str:
     """One line on what this machine offers, e.g. ``"CPU only: 1 usable CPU (pinned to 1 of 2), ..."``
     or ``"1 GPU: NVIDIA H200; 16 usable CPUs ..."``."""
+    if m is not None:
+        having("m", m, ("gpus", "describe"), what="a Machine (d2l_async.devices.machine()) or None")
     m = m or machine()
     cpu = platform.processor() or platform.machine()
     if m.gpus:

@@ -81,6 +81,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Union
 
+from ._args import having, instance, sequence
+
 __all__ = ["Check", "CheckList", "check", "expect", "show", "checks_in_outputs", "contradictions",
            "HOLDS", "FAILS", "UNSURE", "MODELLED", "ROLES"]
 
@@ -273,7 +275,8 @@ def contradictions(checks: Iterable[Check]) -> list[tuple[Check, Check]]:
     A check about the machine that says it *cannot* show a speed-up (``role="machine"``, ✘) forbids a
     ✔ on any check that credits a speed-up (``role="speed-up"``) among the same checks (one notebook).
     """
-    items = list(checks)
+    items = [having("checks", c, ("role", "holds"), what="a sequence of lesson checks")
+             for c in sequence("checks", checks, what="lesson checks")]
     no_speedup = [c for c in items if c.role == "machine" and c.holds is False]
     credited = [c for c in items if c.role == "speed-up" and c.holds is True]
     return [(m, s) for m in no_speedup for s in credited]
@@ -333,7 +336,7 @@ def parse_line(line: str) -> Check | None:
     Text is ambiguous when a name contains ``": "``; prefer the metadata
     (:func:`checks_in_outputs`), which this falls back to only for printed checks.
     """
-    line = line.strip()
+    line = instance("line", line, str, what="str (one printed line)").strip()
     if not line or line[0] not in (HOLDS, FAILS, UNSURE, MODELLED) or ": " not in line:
         return None
     if line[0] == MODELLED:  # the outcome of a modelled result is in the metadata only
@@ -361,7 +364,8 @@ def checks_in_outputs(outputs: Iterable[Mapping[str, Any]]) -> list[Check]:
     Displayed checks are read from their metadata; printed ones (stdout streams) from their lines.
     """
     found: list[Check] = []
-    for out in outputs:
+    for out in sequence("outputs", outputs, what="nbformat output dicts"):
+        instance("outputs", out, Mapping, what="sequence of nbformat output dicts")
         meta = out.get("metadata") or {}
         if isinstance(meta, Mapping) and METADATA_KEY in meta:
             fields = meta[METADATA_KEY]

@@ -35,6 +35,7 @@ from typing import Any, Callable
 
 from ..trace import BLOCKING_COPY_REASON, Kind, Trace, read_chrome_trace
 from ._quiet import quiet_kineto
+from .._args import TRACE_HINT, flag, having, instance
 
 __all__ = ["BLOCKING_COPY_REASON", "CAPTURE_SYNC_SOURCE", "Capture", "blocking_copies", "capture",
            "label_block_sources", "label_final_sync", "synchronize_all"]
@@ -68,8 +69,8 @@ class Capture:
     """
 
     def __init__(self, device: str = "cuda", *, record_shapes: bool = False) -> None:
+        self.record_shapes = flag("record_shapes", record_shapes)  # before the device: a typo is not a GPU question
         self.device = _check_device(device)
-        self.record_shapes = bool(record_shapes)
         self._prof: Any = None
         self._trace: Trace | None = None
 
@@ -134,6 +135,7 @@ def cuda_capture(trace: Trace, device_name: str) -> Trace:
     """What :func:`capture` makes of a CUDA profile read from its file: the capture's own final
     synchronize labelled, each wait labelled with its source (the reader already filed the copy
     waits), and the meta of a real GPU run on ``device_name``."""
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     return label_block_sources(label_final_sync(trace)).with_meta(source="cuda", device=device_name, virtual=False,
                                                                   path="")
 
@@ -145,6 +147,7 @@ def synchronize_all(torch: Any) -> list[int]:
     would end after the profiler stopped and be lost.  A GPU without a context has nothing queued, and
     synchronizing it would create one (hundreds of MB of its memory), so it is left alone.
     """
+    having("torch", torch, ("cuda",), what="the torch module")
     if not torch.cuda.is_available():
         return []
     has_context = getattr(torch._C, "_cuda_hasPrimaryContext", None)
@@ -164,6 +167,7 @@ def blocking_copies(trace: Trace) -> Trace:
     every profiler file it reads (a capture too); this is for traces that still call them launches, such
     as an export written by an older version.
     """
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     import numpy as np
 
     from ..trace import BLOCKING_COPIES
@@ -191,6 +195,7 @@ def label_block_sources(trace: Trace) -> Trace:
     ``aten::item`` for ``.item()`` and ``float()``, ``aten::_to_copy`` for ``.cpu()``, ``aten::is_nonzero``
     for a tensor in an ``if``.  The capture's own final synchronize keeps its label.
     """
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     import numpy as np
 
     c = trace.columns
@@ -219,6 +224,7 @@ CAPTURE_SYNC_SOURCE = "d2l_async.capture: waits for the GPU so every kernel is r
 def label_final_sync(trace: Trace) -> Trace:
     """Mark the last ``cudaDeviceSynchronize`` as the capture's own, so a blocker report can tell
     it from the user's code (its ``source`` says so; the event and its time stay)."""
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     import numpy as np
 
     c = trace.columns

@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ._rank import RankContext, _rank_main, run_rank
+from .._args import instance, integer
 
 __all__ = ["BACKENDS", "DistributedError", "LaunchResult", "RankContext", "RankDied", "RankError", "RankTimeout",
            "free_port", "is_alive", "launch"]
@@ -126,13 +127,18 @@ class LaunchResult:
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port nobody listens on now (the OS picks it), for one run's rendezvous."""
+    instance("host", host, str, what="str (an IPv4 address such as '127.0.0.1')")
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
+        try:
+            s.bind((host, 0))
+        except OSError as e:  # socket.gaierror included: a name that does not resolve
+            raise ValueError(f"host={host!r} is not an address of this machine ({e}); use '127.0.0.1'") from None
         return int(s.getsockname()[1])
 
 
 def is_alive(pid: int) -> bool:
     """True while process ``pid`` exists and has not exited (a zombie counts as gone)."""
+    pid = integer("pid", pid, minimum=1)
     try:
         stat = Path(f"/proc/{int(pid)}/stat").read_text()
     except FileNotFoundError:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from ._launch import RankContext
+from .._args import having
 
 __all__ = ["DEFAULT_NUMEL", "DEFAULT_SIZE", "MODES", "STEP_LABEL", "collective_rank", "mlp", "profiled", "raising_rank",
            "training_rank"]
@@ -135,6 +136,7 @@ def collective_rank(ctx: RankContext) -> dict[str, Any]:
         independent matmul); the same per repeat as ``*_runs``; ``completed_at_return`` (how many
         repeats had finished by the time the call returned), ``correct`` (the sum is what it must be).
     """
+    having("ctx", ctx, ("rank", "world_size", "options"), what="a RankContext (what launch() passes each rank)")
     import torch
     import torch.distributed as dist
 
@@ -229,6 +231,7 @@ def training_rank(ctx: RankContext) -> dict[str, Any]:
         ``{label: {"step_s": (seconds of each timed step), "checksum": sum of the parameters}}``;
         after the all-reduce every rank holds the same parameters, so checksums agree across ranks.
     """
+    having("ctx", ctx, ("rank", "world_size", "options"), what="a RankContext (what launch() passes each rank)")
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -298,6 +301,7 @@ def raising_rank(ctx: RankContext) -> None:
     :func:`~d2l_async.distributed.launch` raises the error with this rank's traceback at once and
     ends the waiting ranks; nothing is left behind.
     """
+    having("ctx", ctx, ("rank", "world_size", "options"), what="a RankContext (what launch() passes each rank)")
     import torch.distributed as dist
 
     if ctx.rank == int(ctx.options.get("fail_rank", 1)) % ctx.world_size:

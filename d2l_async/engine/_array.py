@@ -156,7 +156,11 @@ class EngineArray(EngineVar):
         self.error = None
         self.last_write = -1
         self.read_ids = None
-        n = engine._arrays
+        try:  # free when it holds (Python 3.11's zero-cost try); this runs once per op
+            n = engine._arrays
+        except AttributeError:
+            raise TypeError(f"engine must be a ThreadedEngine or NaiveEngine, got {type(engine).__name__}; "
+                            "make arrays with eng.array(data)") from None
         engine._arrays = n + 1
         if label is None:  # "a{n}", made when someone reads it (see ``label``): no string per op
             self.num = n

@@ -12,6 +12,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from .._args import sequence
 from ._deps import Op, Var
 
 __all__ = ["OpState", "EngineVar", "EngineOp", "Device", "EngineStatistics", "parse_devices"]
@@ -166,7 +167,7 @@ def parse_devices(devices: Sequence[str]) -> tuple[str, ...]:
     """Check virtual device names: ``"cpu:N"``, at least one, no duplicates."""
     if isinstance(devices, str):
         devices = (devices,)
-    names = tuple(devices)
+    names = sequence("devices", devices, what="virtual device names such as 'cpu:0'")
     if not names:
         raise ValueError("devices is empty; pass at least one virtual device, e.g. ('cpu:0',)")
     for name in names:

@@ -76,6 +76,7 @@ import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from .._args import workers as check_workers
 from ._completion import Completion
 from ._deps import finish_op, finish_write, push_op
 from ._errors import EngineError
@@ -124,8 +125,8 @@ class Scheduler(Completion, Waits, Shutdown):
                  max_pending: int | None = None, observers: Sequence["Observer"] = (),
                  inline: bool = False, thread_init: Callable[[], None] | None = None) -> None:
         names = parse_devices(devices)
-        if not inline and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-            raise ValueError(f"workers={workers!r}: pass a positive int (worker threads per device)")
+        if not inline:  # worker threads per device, as many as this machine can start (.._args.max_workers)
+            workers = check_workers("workers", workers, per=len(names))
         if max_pending is not None and (isinstance(max_pending, bool) or not isinstance(max_pending, int)
                                         or max_pending < 1):
             raise ValueError(f"max_pending={max_pending!r}: pass a positive int, or None for no bound")

@@ -18,6 +18,7 @@ from d2l_async import lesson
 from d2l_async._verdict import compare, compare_paired
 
 from ._why import cpus_clause, fmt_time
+from d2l_async._args import having
 
 __all__ = ["BACKEND_BOUND", "COSTS_LITTLE", "queue_checks", "time_check", "backpressure_check", "launch_cap_check"]
 
@@ -156,6 +157,7 @@ def backpressure_check(result: Any) -> Any:
 
 def launch_cap_check(summary: Any) -> Any:
     """In a recorded GPU trace, most launch time is spent at CUDA's launch-queue cap."""
+    having("summary", summary, ("launch_seconds",), what="a SampleQueueSummary")
     share = summary.launch_seconds_at_cap / summary.launch_seconds if summary.launch_seconds > 0 else 0.0
     return lesson.check(
         f"the recorded {summary.gpu} trace spends most of its launch time at the launch-queue cap",

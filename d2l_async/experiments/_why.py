@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from d2l_async._words import fmt_time
+from d2l_async._args import having
 
 __all__ = ["cpus_clause", "few_cpus", "fmt_time", "machine_words", "overlap_clause"]  # fmt_time: d2l_async._words
 
@@ -25,6 +26,8 @@ def few_cpus(machine: Any, need: float = 2.0) -> bool:
 
 def machine_words(m: Any) -> str:
     """``"2 usable CPUs, 0.4 of them spare"`` -- the short form of :func:`cpus_clause`."""
+    if m is not None:
+        having("m", m, ("usable_cpus", "spare_cpus"), what="a d2l_async.devices.machine() snapshot or None")
     if m is None:
         return "the machine was not recorded"
     return (f"{m.usable_cpus:g} usable CPU{'s' if m.usable_cpus != 1 else ''}, "

@@ -24,6 +24,9 @@ from typing import Any, Mapping
 
 from d2l_async import config, lesson
 
+from d2l_async._args import TRACE_HINT, having, instance
+from d2l_async.trace import Trace
+
 from ._common import Setup, backend_work, launches, make_measurement, positive_int, resolve_backend, time_runs
 from ._why import few_cpus, fmt_time, machine_words
 from .deadline import checkpoint
@@ -200,6 +203,7 @@ def issue_and_finish(trace: Any) -> Ahead:
     Raises:
         ValueError: the trace has no pushes or no backend work.
     """
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     import numpy as np
 
     front = launches(trace)  # a copy into pageable memory is a push too (a blocking one)
@@ -215,6 +219,9 @@ def issue_and_finish(trace: Any) -> Ahead:
 
 def ran_ahead_check(trace: Any, machine: Any = None, *, share: float = 0.5) -> lesson.Check:
     """Check that the frontend finished issuing before ``share`` of the backend's time had passed."""
+    if machine is not None:
+        having("machine", machine, ("usable_cpus",), what="a d2l_async.devices.machine() snapshot or None")
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     a = issue_and_finish(trace)
     pushes = len(launches(trace))
     shown = (f"last push at {fmt_time(a.issued)}, backend finished at {fmt_time(a.finished)} "
@@ -247,6 +254,8 @@ def timer_check(naive_s: Any, synced_s: Any, machine: Any = None, *, share_befor
     against their spread by :func:`d2l_async._verdict.compare` (one run each: only beyond a factor 2
     of the half, i.e. the naive timer saw under a quarter, or over all of it).
     """
+    if machine is not None:
+        having("machine", machine, ("usable_cpus",), what="a d2l_async.devices.machine() snapshot or None")
     from d2l_async._verdict import compare
 
     naive = tuple(naive_s) if isinstance(naive_s, (tuple, list)) else (naive_s,)
@@ -271,6 +280,7 @@ def timer_check(naive_s: Any, synced_s: Any, machine: Any = None, *, share_befor
 
 def checks(r: AsynchronyResult) -> list[lesson.Check]:
     """Whether the notebook's lessons held on this run, from its numbers only."""
+    having("r", r, ("trace", "size"), what="an AsynchronyResult")
     a = issue_and_finish(r.trace)
     out = [timer_check(r.naive.raw, r.synced.raw, r.machine, share_before=a.share_before),
            ran_ahead_check(r.trace, r.machine)]

@@ -27,8 +27,10 @@ from typing import Any
 
 from d2l_async import config, lesson
 
+from d2l_async._args import TRACE_HINT, having, instance
 from d2l_async._verdict import compare
 from d2l_async._words import fmt_time
+from d2l_async.trace import Trace
 
 from ._common import Setup, backend_work, positive_int, resolve_backend, stable_matrix
 from ._cuda_why import explain, why_chain_ended, why_streams, z_wait
@@ -245,6 +247,7 @@ def overlap_seconds(trace: Any) -> tuple[float, float]:
 
     NaN, NaN when the trace has no wait or no work after it.
     """
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     import numpy as np
 
     blocks = trace.where(kind="block")
@@ -305,6 +308,7 @@ def checks(r: BarrierResult) -> list[lesson.Check]:
     The whole-program totals are not judged here: whether they differ depends on spare cores,
     and the notebook shows them beside the timelines.
     """
+    having("r", r, ("barrier_names",), what="a BarrierResult")
     full, narrow = r.barrier_names
     # at least twice as soon, beyond the spread of the interleaved runs (one median each when the
     # runs were not kept)

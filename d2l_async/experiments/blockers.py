@@ -27,6 +27,8 @@ from d2l_async._words import added, fmt_time, ratio_words
 from ._common import Setup, make_measurement, positive_int, resolve_backend, time_interleaved, time_runs
 from .deadline import checkpoint
 from ._why import machine_words
+from d2l_async.trace import Trace
+from d2l_async._args import TRACE_HINT, having, instance
 
 __all__ = ["BLOCKERS", "BLOCKER_DEMO", "BlockEvent", "BlockersResult", "run_blockers", "checks", "report_check"]
 
@@ -325,6 +327,7 @@ def checks(r: BlockersResult) -> list[lesson.Check]:
     and the measured machine; a can't tell states the spread (from the verdict) and what would
     decide it, never a conclusion.
     """
+    having("r", r, ("book_style", "per_call"), what="a BlockersResult")
     out = []
     a, i = r.book_style["asnumpy"].min, r.book_style["item"].min
     runs = min(len(r.book_style["asnumpy"].raw), len(r.book_style["item"].raw))
@@ -448,6 +451,7 @@ def _every_step_reason(r: BlockersResult, step_s: float, *, decided: bool = True
 
 def report_check(trace: Any, *, expected: int, size: int, machine: Any = None) -> lesson.Check:
     """Check that ``expected`` source lines of a trace made the frontend wait (its blocker report)."""
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     blocks = trace.where(kind="block")
     sources = {str(s) for s, r in zip(blocks["source"], blocks["reason"]) if str(r) != "waitall"}
     reasons = sorted({str(r) for r in blocks["reason"]} - {"waitall"})

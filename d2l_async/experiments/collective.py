@@ -24,6 +24,7 @@ from .. import config, lesson
 from .._verdict import compare, compare_paired, overruled
 from .._words import fmt_time
 from ..trace import Trace, rank_lanes
+from .._args import having
 from ..distributed import OnRanks, Where, check_backend, run_and_load, where
 from ..distributed.ranks import DEFAULT_NUMEL, DEFAULT_SIZE, collective_rank
 
@@ -154,6 +155,7 @@ def checks(r: CollectiveResult) -> list[Any]:
     spare core per busy thread (``role="speed-up"``, gated); with one (:attr:`CollectiveResult.peer_delay_s`)
     it is :func:`slow_peer_check`, which needs no spare core.
     """
+    having("r", r, ("trace", "ranks"), what="a CollectiveResult")
     facts = returned_early(r.trace)
     why_cpu = r.where.cpu_sentence(r.ranks)
     ret, done = max(r.return_s), min(r.done_s)
@@ -218,6 +220,7 @@ def slow_peer_check(r: CollectiveResult) -> Any:
     Not a ``"speed-up"`` claim in the sense of the machine verdict: the saving is the matmul done while
     the ranks would otherwise sit idle waiting for a peer that sleeps, which needs no second core.
     """
+    having("r", r, ("waiting_ranks", "ranks"), what="a CollectiveResult")
     ranks = r.waiting_ranks()
     overlapped = [t for k in ranks for t in r.done_runs[k]]
     sequential = [b + c for k in ranks for b, c in zip(r.blocking_runs[k], r.compute_runs[k])]

@@ -39,6 +39,7 @@ from ..analysis import RankComm, comm_overlap, comm_per_step
 from ..distributed import OnRanks, Where, check_backend, run_and_load, where
 from ..distributed.ranks import STEP_LABEL, training_rank
 from .collective import _int
+from .._args import having
 
 __all__ = ["TrainingResult", "run_overlap", "run_straggler", "overlap_checks", "straggler_checks", "machine_check",
            "STRAGGLER_PROFILED_STEPS", "ABOUT"]
@@ -208,6 +209,7 @@ def _per_rank(comm: tuple[RankComm, ...], attr: str) -> str:
 
 def overlap_checks(r: TrainingResult) -> list[Any]:
     """Lesson checks of :func:`run_overlap` (not displayed)."""
+    having("r", r, ("comm", "ranks"), what="a TrainingResult")
     bucketed, after = r.comm["bucketed"], r.comm["after_backward"]
     out = [
         lesson.check(
@@ -236,6 +238,7 @@ def overlap_checks(r: TrainingResult) -> list[Any]:
 def machine_check(r: TrainingResult) -> Any:
     """Whether this machine can show a speed-up from overlap at all (``role="machine"``): a spare core
     for each busy thread of every gloo rank (its compute thread and gloo's worker), or NCCL."""
+    having("r", r, ("ranks", "where"), what="a TrainingResult")
     busy = 2 * r.ranks
     gloo = r.where.backend == "gloo"
     return lesson.check(
@@ -304,6 +307,7 @@ def straggler_checks(r: TrainingResult) -> list[Any]:
       rank's own backward is not waiting the straggler caused: a bucket launched during backward is
       "in communication" from its launch, whoever is late.
     """
+    having("r", r, ("delay_s", "ranks"), what="a TrainingResult")
     delay = r.delay_s["straggler"]
     even_med, slow_med = r.median_step("even"), r.median_step("straggler")
     extra = slow_med - even_med

@@ -21,6 +21,7 @@ from d2l_async import config
 from ._common import Setup, backend_work, positive_int
 from .parallel_lessons import RunFacts, run_facts
 from .parallelism import device_setup
+from d2l_async._args import TRACE_HINT, instance
 
 __all__ = ["MLPResult", "run_mlp_parallel", "compute_comm_overlap", "timed_after_warmup"]
 
@@ -37,6 +38,7 @@ def compute_comm_overlap(trace: Any):
     from d2l_async.analysis import overlap
     from d2l_async.trace import BACKEND_KINDS, Lane, LaneRole, Trace
 
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     work = backend_work(trace) if trace.backend_lanes else trace.where(kind=BACKEND_KINDS)
     lanes = np.where(work["kind"] == "copy", "communication", "compute").astype(object)
     cols = {k: v for k, v in work.columns.items()}
@@ -111,6 +113,7 @@ def run_mlp_parallel(
                               minimum=2, maximum=1 << 16)
     hidden = positive_int("hidden", hidden if hidden is not None else config.scale(512, 256), maximum=1 << 14)
     features = positive_int("features", features, maximum=1 << 14)
+    seed = positive_int("seed", seed, minimum=0, maximum=2**63 - 1)  # torch.manual_seed's range
     if not isinstance(lr, (int, float)) or isinstance(lr, bool) or not 0 < lr < 10:
         raise ValueError(f"lr must be a number in (0, 10), got {lr!r}")
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from .. import config
 from ..trace import Lane, LaneRole, Trace
+from .._args import having, instance, number
 
 __all__ = ["LinkModel", "ModelledOverlap", "run_modelled_overlap", "schedule", "checks", "LABEL"]
 
@@ -47,6 +48,8 @@ class LinkModel:
     latency_s: float = 20e-6
 
     def __post_init__(self) -> None:
+        number("bytes_per_s", self.bytes_per_s, above=0)
+        number("latency_s", self.latency_s, minimum=0)
         if not self.bytes_per_s > 0 or not self.latency_s >= 0:
             raise ValueError(f"LinkModel needs bytes_per_s > 0 and latency_s >= 0, got {self}")
 
@@ -73,6 +76,7 @@ def schedule(ready_s: list[float], nbytes: list[int], *, bucket_bytes: float, en
         ``(buckets, step_bucketed, step_after)``: per bucket ``(ready, start, end, bytes)``; the two
         step ends (seconds from the backward's start).
     """
+    instance("link", link, LinkModel, what="d2l_async.distributed.modelled_link.LinkModel")
     if len(ready_s) != len(nbytes) or not ready_s:
         raise ValueError("schedule needs one ready time per gradient, at least one")
     buckets, size, last_ready = [], 0, 0.0
@@ -165,6 +169,8 @@ def run_modelled_overlap(*, width: int | None = None, depth: int | None = None, 
     repeats = int(repeats if repeats is not None else config.scale(7, 5))
     if min(width, depth, batch, repeats) < 1 or not 0 < bucket_cap_mb <= 1024:
         raise ValueError("width, depth, batch, repeats must be >= 1 and bucket_cap_mb in (0, 1024]")
+    if link is not None:
+        instance("link", link, LinkModel, what="d2l_async.distributed.modelled_link.LinkModel or None")
     link = link or LinkModel()
     runs, nbytes = _measure(width, depth, batch, repeats)
     order = None
@@ -207,6 +213,7 @@ def checks(m: ModelledOverlap) -> list[Any]:
 
     Both are ``role="modelled"``: shown with the modelled mark (◇), an illustration of the schedule a
     real link would give, never a ✔ of this machine (the link's times come from :class:`LinkModel`)."""
+    having("m", m, ("hidden_s", "comm_s"), what="a ModelledOverlap")
     from d2l_async import lesson
     from d2l_async._verdict import compare_paired
 

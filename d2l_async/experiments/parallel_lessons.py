@@ -28,6 +28,8 @@ import numpy as np
 from d2l_async import lesson
 from d2l_async.analysis import intersection_seconds, intervals_union, union_seconds
 from d2l_async._verdict import compare, overruled
+from d2l_async.trace import Trace
+from d2l_async._args import TRACE_HINT, having, instance, sequence
 
 __all__ = ["RunFacts", "run_facts", "DevicePlan", "plan_devices", "device_intervals", "busy_seconds", "overlap_seconds",
            "max_concurrency", "gap_after", "two_device_checks", "independence_checks", "mlp_checks",
@@ -93,6 +95,8 @@ class DevicePlan:
 
 def plan_devices(facts: RunFacts | None = None, *, needed: int = 2) -> DevicePlan:
     """Thread-devices where the machine has ``needed`` spare cores, modelled devices always."""
+    if facts is not None:
+        having("facts", facts, ("spare_cpus",), what="the machine's facts (run_facts()) or None")
     facts = run_facts() if facts is None else facts
     spare = facts.spare_cpus
     if spare >= needed - 0.25:
@@ -112,6 +116,7 @@ def device_intervals(trace: Any, device: str | None = None, *, kinds: Sequence[s
     copies, and on GPUs kernels, memsets and copies too, while the frontend's ``cpu_op`` slices (also kind
     ``op`` in a CUDA capture) are left out (issue 18: counting only ops and copies saw no GPU kernel).
     """
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     from d2l_async.trace import BACKEND_KINDS
 
     work = trace.where(kind=list(kinds) if kinds is not None else list(BACKEND_KINDS),
@@ -137,11 +142,13 @@ def _mean_op(trace: Any) -> float:
 
 def overlap_seconds(trace: Any, a: str, b: str) -> float:
     """Seconds during which devices ``a`` and ``b`` both ran an op."""
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     return intersection_seconds(_union(device_intervals(trace, a)), _union(device_intervals(trace, b)))
 
 
 def max_concurrency(trace: Any) -> int:
     """Most backend ops running at the same moment."""
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     edges = sorted([(s, 1) for s, _ in device_intervals(trace)] + [(e, -1) for _, e in device_intervals(trace)],
                    key=lambda x: (x[0], x[1]))
     run = best = 0
@@ -153,6 +160,7 @@ def max_concurrency(trace: Any) -> int:
 
 def gap_after(trace: Any, first: str, then: str) -> float:
     """Seconds from ``first``'s last op end to ``then``'s first op start (negative: they overlapped)."""
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     a, b = device_intervals(trace, first), device_intervals(trace, then)
     if not a or not b:
         return float("nan")
@@ -245,6 +253,7 @@ def _speed_up(verdict: Any, gated: bool, overlapped: Any, never: str) -> Any:
 
 def two_device_checks(r: Any) -> list[lesson.Check]:
     """Notebook 07's first claims, on a :class:`~d2l_async.experiments.TwoDeviceResult`."""
+    having("r", r, ("devices",), what="a TwoDeviceResult")
     a, b = r.devices
     ov = overlap_seconds(r.trace_concurrent, a, b)
     gap = gap_after(r.trace_serialized, a, b)
@@ -292,6 +301,9 @@ def two_device_checks(r: Any) -> list[lesson.Check]:
 def independence_checks(rows: Sequence[Any]) -> list[lesson.Check]:
     """Notebook 02's claims on :func:`~d2l_async.experiments.run_independent_vs_dependent`'s rows
     (one per worker count; the first must be 1 worker, the last 2 or more)."""
+    rows = sequence("rows", rows, what="run_independent_vs_dependent() rows", empty=False)
+    for r in rows:
+        having("rows", r, ("independent_seconds", "dependent_seconds"), what="a sequence of IndependenceResults")
     one, many = rows[0], rows[-1]
     what = "modelled devices" if getattr(one, "modelled", None) else "thread-workers"
     gain = one.independent_seconds / many.independent_seconds
@@ -341,6 +353,7 @@ def independence_checks(rows: Sequence[Any]) -> list[lesson.Check]:
 
 def mlp_checks(r: Any) -> list[lesson.Check]:
     """Notebook 07's MLP claims on an :class:`~d2l_async.experiments.MLPResult`."""
+    having("r", r, ("overlap",), what="an MLPResult")
     o = r.overlap
     copies = o.both + o.only_b
     hidden = o.both / copies if copies > 0 else 0.0
@@ -379,6 +392,7 @@ def mlp_checks(r: Any) -> list[lesson.Check]:
 
 def frontend_wait_check(trace: Any, reason: str = "print") -> lesson.Check:
     """Notebook 02's first claim: the frontend pushed everything and then waited at ``reason``."""
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     blocks = trace.where(kind="block")
     waited = [float(blocks["end"][i] - blocks["start"][i]) for i in range(len(blocks))
               if str(blocks["reason"][i]) == reason]

@@ -21,6 +21,8 @@ from d2l_async.trace import write_chrome_trace
 
 from ._common import choice, positive_int, resolve_backend
 from .queue_memory import SampleQueueSummary, sample_queue_summary
+from d2l_async.trace import Trace
+from d2l_async._args import TRACE_HINT, having, instance, sequence
 
 __all__ = ["ProfilingResult", "run_profiling", "sample_summaries", "export_perfetto", "PROFILE_SAMPLES", "checks",
            "sample_checks"]
@@ -127,6 +129,7 @@ def export_perfetto(trace: Any, path: str | Path) -> Path:
     Raises:
         ValueError: ``path`` does not end in ``.json`` or ``.json.gz``.
     """
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     path = Path(path)
     if not (path.name.endswith(".json") or path.name.endswith(".json.gz")):
         raise ValueError(f"path must end in .json or .json.gz (Perfetto reads Chrome Trace JSON), got {path}")
@@ -138,6 +141,7 @@ def export_perfetto(trace: Any, path: str | Path) -> Path:
 # ---------------------------------------------------------------- did the lesson hold on this run?
 def checks(r: ProfilingResult) -> list[lesson.Check]:
     """What the profile of this run shows, from its numbers only."""
+    having("r", r, ("backend", "trace"), what="a ProfilingResult")
     if r.backend == "cuda":
         return [lesson.check(
             "on the GPU, kernels run on CUDA streams behind the frontend (a launch queue)",
@@ -157,7 +161,8 @@ def checks(r: ProfilingResult) -> list[lesson.Check]:
 def sample_checks(samples: tuple[SampleQueueSummary, ...], *, cap: int = 1024) -> list[lesson.Check]:
     """What the shipped GPU traces show, computed from the files."""
     out = []
-    for s in samples:
+    for s in sequence("samples", samples, what="SampleQueueSummary"):
+        having("samples", s, ("name", "max_queue"), what="a sequence of SampleQueueSummary")
         out.append(lesson.check(
             f"{s.name}: the GPU keeps hundreds of kernels queued",
             s.max_queue >= 100,

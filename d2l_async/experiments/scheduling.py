@@ -26,6 +26,7 @@ from d2l_async._verdict import compare, trend
 
 from ._common import positive_int, positive_ints
 from ._why import cpus_clause, fmt_time
+from d2l_async._args import having
 
 __all__ = ["GROWTH", "SchedulingResult", "run_scheduling", "checks", "growth_check"]
 
@@ -150,6 +151,7 @@ def _eager_runs(fn: Any, *, number: int, repeats: int) -> tuple[list[float], lis
 
 def checks(r: SchedulingResult) -> list[Any]:
     """Lesson checks (not displayed): scheduling costs more than the op; whether the cost grew."""
+    having("r", r, ("raw", "workers"), what="a SchedulingResult")
     first = r.raw[0]
     # A claim about work: decided in CPU time on both sides, the engine's process CPU per op (frontend
     # and worker) against the eager op's thread CPU, every run a sample; the ratio as printed (engine / eager).
@@ -185,6 +187,7 @@ def growth_check(r: SchedulingResult) -> Any:
     book's notebooks: Spearman's rank correlation over *every run* at every worker count
     (:func:`d2l_async._verdict.trend`; ✔ grew, ✘ fell, can't tell when the runs do not move one way beyond
     their scatter), not from the two end points."""
+    having("r", r, ("raw", "workers"), what="a SchedulingResult")
     lo, hi = r.raw[0], r.raw[-1]
     cpu = all(x.cpu_runs for x in r.raw)
     what = "CPU time" if cpu else "wall time"

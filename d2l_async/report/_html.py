@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
+from .._args import having, instance, sequence
 from ._table import HEADER, Row
 
 __all__ = ["render_html", "write_json", "to_jsonable"]
@@ -52,6 +53,12 @@ def render_html(*, title: str, banner: str, rows: Sequence[Row], sections: Seque
             ``error`` (a failed step's traceback, rendered as it is; empty when the step ran).
         book: :class:`~d2l_async.experiments.BookNumber` records, listed with their sources.
     """
+    instance("title", title, str)
+    instance("banner", banner, str)
+    rows = [having("rows", r, ("cells",), what="a sequence of report Rows") for r in sequence("rows", rows, what="Rows")]
+    book = [having("book", b, ("key", "value", "unit", "source"), what="a sequence of BookNumbers")
+            for b in sequence("book", book, what="BookNumbers")]
+    sections = [instance("sections", s, dict, what="sequence of dicts") for s in sequence("sections", sections, what="dicts")]
     from plotly.offline import get_plotlyjs
 
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
@@ -95,5 +102,6 @@ def to_jsonable(value: Any) -> Any:
 
 
 def write_json(path: Path, data: dict[str, Any]) -> Path:
+    instance("path", path, Path, what="pathlib.Path")
     path.write_text(json.dumps(to_jsonable(data), indent=2, ensure_ascii=False), encoding="utf-8")
     return path

@@ -19,6 +19,7 @@ from typing import Any, Sequence
 from ._html import render_html, write_json
 from ._steps import STEPS, Backends, Step, StepOutput, failed_output
 from ._table import Row, format_table, wrap_line
+from .._args import flag, instance
 
 __all__ = ["DEVICES", "ReportResult", "check_device", "run_report"]
 
@@ -90,6 +91,12 @@ def run_report(
         ValueError: a bad device or output path.
     """
     check_device(device)
+    if quick is not None:
+        flag("quick", quick)
+    flag("progress", progress)
+    instance("output", output, (str, os.PathLike), what="path ending in .html")
+    if stream is not None and not callable(getattr(stream, "write", None)):
+        raise TypeError(f"stream must be a writable text stream (with .write), got {type(stream).__name__}")
     output = Path(output)
     if output.suffix.lower() not in (".html", ".htm"):
         raise ValueError(f"--output must end in .html, got {str(output)!r}")

@@ -10,6 +10,8 @@ import textwrap
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from .._args import having, integer, sequence
+
 __all__ = ["Row", "format_table", "HEADER", "terminal_width", "wrap_line"]
 
 #: Column titles of the printed table.
@@ -50,12 +52,9 @@ def format_table(rows: Sequence[Row] | Iterable[Row], *, width: int = 60, total:
         total: the widest line; default the terminal's width (:func:`terminal_width`). Columns wider
             than their share are narrowed (the widest first), down to 8 characters each.
     """
-    rows = list(rows)
-    if width < 10:
-        raise ValueError(f"width must be at least 10, got {width}")
-    total = terminal_width() if total is None else total
-    if total < 20:
-        raise ValueError(f"total must be at least 20, got {total}")
+    rows = [having("rows", r, ("cells",), what="a sequence of report Rows") for r in sequence("rows", rows, what="Rows")]
+    width = integer("width", width, minimum=10)
+    total = terminal_width() if total is None else integer("total", total, minimum=20)
     cells = [HEADER] + [r.cells() for r in rows]
     natural = [min(width, max(len(str(row[i])) for row in cells)) for i in range(len(HEADER))]
     widths = _fit(natural, total - 2 * (len(HEADER) - 1))
@@ -73,7 +72,7 @@ def format_table(rows: Sequence[Row] | Iterable[Row], *, width: int = 60, total:
 
 def wrap_line(text: str, *, total: int | None = None, indent: str = "  ", hang: str = "      ") -> str:
     """One long line (a lesson check) wrapped to ``total`` characters, continuation lines indented."""
-    total = terminal_width() if total is None else total
+    total = terminal_width() if total is None else integer("total", total, minimum=1)
     return textwrap.fill(str(text), width=max(total, 20), initial_indent=indent, subsequent_indent=hang,
                          break_long_words=True, break_on_hyphens=False)
 

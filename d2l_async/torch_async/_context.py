@@ -27,6 +27,7 @@ from typing import Any, Iterator
 
 import torch
 
+from .._args import workers as check_workers
 from ..engine.core import add_internal_dir
 from . import _fork  # noqa: F401 - registers the fork hooks
 from ._compat import check_torch
@@ -111,8 +112,7 @@ class asynchronous(contextlib.ContextDecorator):  # noqa: N801 - reads as a stat
 
     def __init__(self, workers: int = 1, *, record: bool = True, torch_threads: int | None = None,
                  worker_nice: int = WORKER_NICE, free_frontend_team: bool | str = AUTO) -> None:
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise ValueError(f"workers={workers!r}: pass a positive int (worker threads)")
+        check_workers("workers", workers)  # as many as this machine can start (d2l_async._args.max_workers)
         check_flag("record", record)
         check_team(free_frontend_team)
         check_worker_nice(worker_nice)  # at once, as for workers and record: a decorator fails where it is made

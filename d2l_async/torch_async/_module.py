@@ -46,6 +46,7 @@ from ._mode import current_runtime
 from ._meta import meta_of
 from ._runtime import AsyncRuntime
 from ._tensor import _FIELDS, AsyncTensor
+from .._args import instance
 
 __all__ = ["make_async", "lazy_patches", "StaleParameterError"]
 
@@ -179,6 +180,8 @@ def make_async(module: nn.Module, runtime: AsyncRuntime | None = None) -> nn.Mod
     """
     if not isinstance(module, nn.Module):
         raise TypeError(f"make_async expects an nn.Module, got {type(module).__name__}")
+    if runtime is not None:
+        instance("runtime", runtime, AsyncRuntime, what="d2l_async.torch_async.AsyncRuntime or None")
     rt = runtime if runtime is not None else current_runtime()
     if rt is None or rt.closed:
         raise RuntimeError("make_async(model) needs an open block: call it inside "

@@ -66,6 +66,7 @@ from typing import Any, Sequence
 import torch
 from torch.nn.parameter import UninitializedTensorMixin
 
+from .._args import flag, workers as check_workers
 from ..engine import live_engines
 from ..engine.core import EngineError, EngineOp, EngineVar, Recorder, lower_priority, split_access
 from ..trace import Trace
@@ -112,9 +113,7 @@ def check_team(value: Any) -> bool | str:
 
 def check_flag(name: str, value: Any) -> bool:
     """A True/False argument of :class:`AsyncRuntime` or ``asynchronous()``, or a TypeError."""
-    if not isinstance(value, bool):
-        raise TypeError(f"{name}={value!r}: pass True or False")
-    return value
+    return flag(name, value)
 
 
 def _real(a: Any) -> Any:
@@ -165,6 +164,7 @@ class AsyncRuntime(SyncPaths, OrderedReady):
         # asked first in any case: torch sets a thread's count from a process-wide value on its first
         # parallel call, and the workers' set_num_threads(torch_threads) changes that value -- a
         # frontend that had not asked yet ran single-threaded after a torch_threads=1 block
+        check_workers("workers", workers)  # before the OpenMP team and the priorities below are touched
         frontend = torch.get_num_threads()
         n = frontend if torch_threads is None else torch_threads
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:

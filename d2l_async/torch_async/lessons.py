@@ -17,6 +17,8 @@ from typing import Any, Iterable
 from .. import lesson
 from .._verdict import compare, similar
 from .._words import fmt_time
+from ..trace import Trace
+from .._args import TRACE_HINT, having, instance, integer
 
 __all__ = ["returned_before_done", "narrow_waits", "blockers_recorded", "increments", "largest_stall"]
 
@@ -36,6 +38,8 @@ def returned_before_done(returned_s: float, finished_s: float, eager_s: float, n
                          machine: Any = None) -> list[lesson.Check]:
     """``n`` queued products: the loop returned after ``returned_s``, the barrier after
     ``finished_s`` (both from the loop's start); eager torch took ``eager_s`` for the same work."""
+    if machine is not None:
+        having("machine", machine, ("usable_cpus",), what="a d2l_async.devices.machine() snapshot or None")
     return [
         lesson.check(
             "plain torch in asynchronous(): the loop returns before the products are computed",
@@ -63,6 +67,8 @@ def narrow_waits(item_two_s: float, done_two_s: float, item_one_s: float, done_o
     """A long chain of unrelated products, then a tiny ``z``: ``item_*`` is when ``z.item()``
     returned, ``done_*`` when the barrier returned (from the chain's start), on two workers and
     on one."""
+    if machine is not None:
+        having("machine", machine, ("usable_cpus",), what="a d2l_async.devices.machine() snapshot or None")
     return [
         lesson.check(
             "with two workers, z.item() waits for z only, not for the unrelated products",
@@ -84,6 +90,8 @@ def blockers_recorded(blocks: Iterable[tuple[str, str, float]], expected: Iterab
     the reasons the cell's blockers should have caused, once per blocker (``float(t)`` and
     ``bool(t)`` are ``"item"`` too: all three read one number); ``product_s`` one product's
     eager time, shown for scale.  A wait is recorded only when the value was not ready yet."""
+    if machine is not None:
+        having("machine", machine, ("usable_cpus",), what="a d2l_async.devices.machine() snapshot or None")
     blocks = [b for b in blocks if b[0] != "waitall"]
     expected = list(expected)
     need, have = Counter(expected), Counter(r for r, _, _ in blocks)
@@ -118,6 +126,7 @@ def largest_stall(trace: Any, loops: tuple[int, ...] = ()) -> tuple[float, float
     whole process (Python's garbage collector, the OS), not a per-op cost."""
     if trace is None:
         return 0.0, 0.0
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace or None", hint=TRACE_HINT)
     pushes = trace.where(kind="launch")
     starts = sorted(float(x) for x in pushes["start"])
     if loops:
@@ -145,6 +154,9 @@ def increments(sync_s: Any, async_s: Any, eager_s: Any, n: int, machine: Any = N
     asynchronous (one barrier at the end), and eager torch, each one run or a sequence of repeated
     runs (decided against their spread); ``trace``: the runtime's trace, read for the largest single
     stall when one stall decides the result (issue 20)."""
+    if machine is not None:
+        having("machine", machine, ("usable_cpus",), what="a d2l_async.devices.machine() snapshot or None")
+    integer("n", n, minimum=1)
     import statistics
 
     runs = [tuple(v) if isinstance(v, (tuple, list)) else (v,) for v in (sync_s, async_s, eager_s)]

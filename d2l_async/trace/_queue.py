@@ -36,6 +36,7 @@ import numpy as np
 from ._kineto import LAUNCH_CALLS
 from ._model import BACKEND_KINDS, Kind, Trace
 from ._ranks import rank_metas
+from .._args import TRACE_HINT, instance
 
 __all__ = ["queued_mask", "queue_steps", "last_step_starts", "hta_tie_ranks", "hta_window_mask", "launch_calls"]
 
@@ -50,6 +51,7 @@ def last_step_starts(trace: Trace) -> dict[int, float]:
     The GPU begins a step after the CPU launched it, so on such a trace the last step starts at
     the GPU's copy.
     """
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     out: dict[int, float] = {}
     for r, shift, meta in rank_metas(trace):
         steps = [s for s in meta.get("steps") or [] if isinstance(s, dict)]
@@ -69,6 +71,7 @@ def hta_window_mask(trace: Trace) -> np.ndarray:
     ``ProfilerStep`` starts and the device work launched by them (its launch starts before then;
     work with no known launch is dropped); a rank with fewer steps is kept whole, as HTA does.
     """
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     c = trace.columns
     keep = np.ones(len(trace), dtype=bool)
     for rank, last in last_step_starts(trace).items():
@@ -88,6 +91,7 @@ def queued_mask(trace: Trace, *, include_last_profiler_step: bool = True) -> np.
         include_last_profiler_step: ``False`` leaves out work issued in the last
             ``ProfilerStep`` of a multi-step trace, as HTA does by default.
     """
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     c = trace.columns
     if not len(trace):
         return np.zeros(0, dtype=bool)
@@ -109,6 +113,7 @@ def isin(col: np.ndarray, values) -> np.ndarray:
 def launch_calls(trace: Trace, on_back: np.ndarray | None = None) -> np.ndarray:
     """Mask of the frontend calls that put work on a launch queue: every ``launch``, and the waits named
     as launch calls (a ``cudaMemcpyAsync`` into pageable memory: a ``block`` that queued its copy)."""
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     c = trace.columns
     if on_back is None:
         on_back = isin(c["lane"], [l.name for l in trace.backend_lanes])
@@ -149,6 +154,7 @@ def hta_tie_ranks(trace: Trace, mask: np.ndarray) -> tuple[np.ndarray, np.ndarra
     file's order.  Returns None for traces that did not come from profiler files (engine
     recordings): they keep the plain rule, a launch before a start at equal times.
     """
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     c = trace.columns
     sel_all = np.flatnonzero(mask)
     if not len(sel_all):
@@ -226,6 +232,7 @@ def queue_steps(trace: Trace, lane: str, *, in_flight: bool = False,
         ``(times, values)``: one entry per issue and per start (or end), sorted by time; the value
         holds from its time until the next entry.  Several entries may share a time: the last holds.
     """
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     c = trace.columns
     if mask is None:
         mask = queued_mask(trace)
@@ -234,6 +241,8 @@ def queue_steps(trace: Trace, lane: str, *, in_flight: bool = False,
     t_out = c["end"][sel] if in_flight else c["start"][sel]
     times = np.concatenate([t_in, t_out])
     delta = np.concatenate([np.ones(len(t_in), dtype=np.int64), -np.ones(len(t_out), dtype=np.int64)])
+    if ties is not None and (not isinstance(ties, tuple) or len(ties) != 2):
+        raise TypeError(f"ties must be None or the pair hta_tie_ranks(trace, mask) returns, got {type(ties).__name__}")
     if ties is not None and not in_flight:
         order = np.argsort(np.concatenate([ties[0][sel], ties[1][sel]]), kind="stable")
         times = times[order]

@@ -46,6 +46,7 @@ from ._job import MixedJobs, job_problems, origin_ns
 from ._kineto import COLLECTIVE_PREFIXES
 from ._model import COLUMNS, Lane, Trace, TraceError
 from ._stack import PYTHON_GROUP
+from .._args import TRACE_HINT, instance
 
 __all__ = ["merge_ranks", "split_ranks", "read_trace_dir", "rank_lanes", "RankLanes",
            "SkippedEntries", "MissingRanks"]
@@ -121,6 +122,7 @@ def rank_value(meta: Mapping[str, Any], key: str, rank: int, default: Any) -> An
 def rank_metas(trace: Trace) -> list[tuple[int, float, Mapping[str, Any]]]:
     """``(rank, clock shift in seconds, the rank's own meta)`` for each rank of a merged trace;
     ``[(-1, 0.0, trace.meta)]`` for one process's trace."""
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     per_rank = trace.meta.get("per_rank")
     if not isinstance(per_rank, dict):
         return [(-1, 0.0, trace.meta)]

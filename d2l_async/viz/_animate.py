@@ -58,7 +58,8 @@ def animate_timeline(trace: Trace, *, max_frames: int = 150, max_events: int = 2
     Frame names are the frame's time in seconds, as text.
     """
     trace = check_trace(trace, "animate_timeline")
-    max_frames = check_positive_int(max_frames, "max_frames", minimum=2)
+    # each frame holds its own copy of the queue bars: past a thousand the figure is too heavy to play
+    max_frames = check_positive_int(max_frames, "max_frames", minimum=2, maximum=1000)
     title = modelled_note(title if title is not None else default_title(trace, "Timeline, animated"), trace.meta)
     if not len(trace):
         return empty_figure(title)

@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 from ..trace import Trace
 from . import style
 from ._describe import describe
+from .._args import instance
 
 
 def check_trace(trace: Any, func: str) -> Trace:
@@ -24,9 +25,11 @@ def check_trace(trace: Any, func: str) -> Trace:
     return trace
 
 
-def check_positive_int(value: Any, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+def check_positive_int(value: Any, name: str, minimum: int = 1, maximum: int | None = None) -> int:
+    if (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum
+            or (maximum is not None and value > maximum)):
+        bound = f">= {minimum}" if maximum is None else f"between {minimum} and {maximum}"
+        raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
     return int(value)
 
 
@@ -92,6 +95,7 @@ def fit_title(fig: go.Figure, top: int = 90, *, width: int | None = None) -> go.
     Args:
         width: the width to fit (default the figure's, else :data:`FIGURE_WIDTH`).
     """
+    instance("fig", fig, go.Figure, what="plotly.graph_objects.Figure")
     title = fig.layout.title
     base = float(fig.layout.font.size or style.FONT["size"])
     size = float(title.font.size or base * 1.4)  # plotly's default title size

@@ -17,6 +17,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from . import style
+from .._args import instance
 
 __all__ = ["alt_text", "describe", "format_time"]
 
@@ -72,6 +73,7 @@ def alt_text(fig: Any) -> str:
     Returns:
         One or two plain sentences; the title alone for a figure made elsewhere (no fact stored).
     """
+    instance("fig", fig, (go.Figure, dict), what="plotly go.Figure, go.FigureWidget or its JSON dict")
     layout = fig.get("layout", {}) if isinstance(fig, dict) else fig.layout
     meta = layout.get("meta") if isinstance(layout, dict) else layout.meta
     fact = meta.get("fact", "") if isinstance(meta, dict) else ""

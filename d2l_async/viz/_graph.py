@@ -35,6 +35,7 @@ from ..trace import BACKEND_KINDS, Trace
 from . import style
 from ._common import check_positive_int, check_trace
 from ._graph_layout import _layout, lane_device  # noqa: F401 (lane_device: re-exported)
+from .._args import instance
 
 __all__ = ["DependencyGraph", "dependency_graph", "expression_graph", "node_states", "frontend_status",
            "frame_times", "user_names", "OP_STATES", "ARRAY_STATES"]
@@ -276,7 +277,7 @@ def expression_graph(expr: str, *, push_time: float = 0.25, op_time: float = 1.0
         tree = ast.parse(expr.strip())
     except SyntaxError as exc:
         raise ValueError(f"could not parse {expr!r} as Python: {exc.msg}") from exc
-    workers = check_positive_int(workers, "workers")
+    workers = check_positive_int(workers, "workers", maximum=64)  # a schematic: one lane per worker
     b = _Builder()
     free = [0.0] * workers
     clock = {"t": 0.0, "n": 0}
@@ -343,6 +344,7 @@ def expression_graph(expr: str, *, push_time: float = 0.25, op_time: float = 1.0
 def node_states(graph: DependencyGraph, t: float) -> np.ndarray:
     """State of every node at time ``t``: ops one of :data:`OP_STATES`, arrays of
     :data:`ARRAY_STATES`, constants ``"done"``."""
+    instance("graph", graph, DependencyGraph, what="d2l_async.viz.DependencyGraph (from dependency_graph(trace))")
     n = graph.nodes
     typ = n["type"].to_numpy()
     issue = np.nan_to_num(n["issue"].to_numpy(float), nan=-np.inf)
@@ -356,6 +358,7 @@ def node_states(graph: DependencyGraph, t: float) -> np.ndarray:
 
 def frontend_status(graph: DependencyGraph, t: float) -> tuple[str, bool]:
     """(what the frontend is doing at ``t``, whether it is blocked)."""
+    instance("graph", graph, DependencyGraph, what="d2l_async.viz.DependencyGraph (from dependency_graph(trace))")
     f = graph.frontend
     if not len(f):
         return "", False

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .._args import having
+
 __all__ = [
     "OKABE_ITO", "KIND_COLORS", "STATE_COLORS", "FONT", "time_unit", "time_axis_title",
     "KIND_ORDER", "lane_label", "kind_color", "block_label", "block_statement", "series_color", "base_layout",
@@ -101,7 +103,7 @@ def bytes_unit(max_bytes: float) -> tuple[str, float]:
 
 def lane_label(lane: Any) -> str:
     """How a lane is named on an axis: virtual devices say so (a thread is not hardware)."""
-    name = lane.name
+    name = having("lane", lane, ("name",), what="a d2l_async.trace.Lane").name
     if getattr(lane, "virtual", False) and "virtual" not in name:
         return f"{name} (virtual)"
     return name

@@ -17,6 +17,8 @@ from typing import Any, Sequence
 import ipywidgets as widgets
 from traitlets import TraitError, validate
 
+from .._args import instance, integer, number
+
 __all__ = [
     "int_slider",
     "float_slider",
@@ -59,6 +61,10 @@ class _SelectionSlider(_NamesChoices, widgets.SelectionSlider):
 
 
 def _check_range(name: str, value: float, min: float, max: float) -> None:
+    instance("description", name, str, what="str (the control's label)")
+    check = integer if all(isinstance(v, int) for v in (value, min, max)) else number
+    for arg, v in (("value", value), ("min", min), ("max", max)):
+        check(f"{name}: {arg}", v)
     if not min <= max:
         raise ValueError(f"{name}: min={min!r} must not exceed max={max!r}")
     if not min <= value <= max:
@@ -68,6 +74,9 @@ def _check_range(name: str, value: float, min: float, max: float) -> None:
 def int_slider(description: str, value: int, min: int, max: int, step: int = 1) -> widgets.IntSlider:
     """An integer slider that reports its value on release."""
     _check_range(description, value, min, max)
+    for arg, v in (("value", value), ("min", min), ("max", max)):
+        integer(f"{description}: {arg}", v)
+    integer(f"{description}: step", step, minimum=1)
     return widgets.IntSlider(
         value=value, min=min, max=max, step=step, description=description,
         continuous_update=False, layout=_LAYOUT, style=_STYLE,
@@ -79,10 +88,15 @@ def float_slider(
 ) -> widgets.FloatSlider:
     """A float slider that reports its value on release."""
     _check_range(description, value, min, max)
-    return widgets.FloatSlider(
-        value=value, min=min, max=max, step=step, description=description, readout_format=readout_format,
-        continuous_update=False, layout=_LAYOUT, style=_STYLE,
-    )
+    number(f"{description}: step", step, above=0)
+    instance("readout_format", readout_format, str, what="str such as '.2f'")
+    try:
+        return widgets.FloatSlider(
+            value=value, min=min, max=max, step=step, description=description, readout_format=readout_format,
+            continuous_update=False, layout=_LAYOUT, style=_STYLE,
+        )
+    except TraitError as e:  # a readout_format d3-format does not read (ipywidgets checks it)
+        raise ValueError(f"{description}: {e}") from None
 
 
 def log_slider(
@@ -92,8 +106,7 @@ def log_slider(
 
     ``min``, ``max`` and ``value`` must be powers of ``base``; the value is an ``int``.
     """
-    if base < 2:
-        raise ValueError(f"{description}: base must be at least 2, got {base!r}")
+    integer(f"{description}: base", base, minimum=2)
     _check_range(description, value, min, max)
     for name, v in (("min", min), ("max", max), ("value", value)):
         exp = round(math.log(v, base)) if v > 0 else None
@@ -109,6 +122,10 @@ def log_slider(
 
 def dropdown(description: str, options: Sequence[Any], value: Any = None) -> widgets.Dropdown:
     """A dropdown; ``options`` are values or ``(label, value)`` pairs; ``value`` defaults to the first."""
+    instance("description", description, str, what="str (the control's label)")
+    if isinstance(options, (str, bytes)) or not hasattr(options, "__iter__"):
+        raise TypeError(f"{description}: options must be a sequence of values or (label, value) pairs, "
+                        f"got {type(options).__name__}")
     options = list(options)
     if not options:
         raise ValueError(f"{description}: a dropdown needs at least one option")
@@ -122,6 +139,7 @@ def dropdown(description: str, options: Sequence[Any], value: Any = None) -> wid
 
 def toggle(description: str, value: bool = False) -> widgets.Checkbox:
     """An on/off control."""
+    instance("description", description, str, what="str (the control's label)")
     return widgets.Checkbox(value=bool(value), description=description, indent=False)
 
 

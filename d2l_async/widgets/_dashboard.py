@@ -47,6 +47,7 @@ from d2l_async.experiments.deadline import RunStopped, deadline
 from ._guards import Guard
 from ._live import Live, LiveFigure, LiveRun, Poller
 from ._views import FigureView, OutputView, make_view, resolve_mode
+from .._args import instance
 
 __all__ = ["Dashboard", "FigureSpec", "DEFAULT_TIME_LIMIT_S"]
 
@@ -163,6 +164,8 @@ class Dashboard:
                                          or not time_limit_s > 0):
             raise ValueError(f"time_limit_s must be a positive number of seconds or None, got {time_limit_s!r}")
 
+        if title is not None:
+            instance("title", title, str, what="str or None")
         self.experiment = experiment
         self.controls = controls
         self.view_controls = view_controls

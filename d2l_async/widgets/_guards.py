@@ -30,10 +30,13 @@ This module imports neither ipywidgets nor plotly.
 
 from __future__ import annotations
 
+import math
 import statistics
 import threading
 import time
 from typing import Any, Callable, Mapping
+
+from .._args import number
 
 __all__ = [
     "BYTES_PER_OP",
@@ -86,7 +89,8 @@ def _memory_words(available: int) -> str:
 
 
 def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < 0:
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+            or value != int(value) or value < 0):
         raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
     return int(value)
 
@@ -127,10 +131,12 @@ def check_bytes(
         available: free bytes; ``None`` reads :func:`available_memory` now.
         fraction: the share of the free memory the workload may take.
     """
-    if not 0 < fraction <= 1:
-        raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
+    number("need", need, minimum=0)
+    number("fraction", fraction, above=0, maximum=1)
     if available is None:
         available = available_memory()
+    else:
+        number("available", available, minimum=0)
     if available is None:  # unknown machine: do not refuse on a guess
         return None
     budget = int(available * fraction)

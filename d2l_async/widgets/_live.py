@@ -30,6 +30,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
+from .._args import having, instance, sequence
 
 __all__ = ["Live", "LiveRun", "Sample", "Poller", "LiveFigure", "EngineWatcher", "live_columns", "sample_of",
            "live_figure", "PROGRESS_AFTER_S"]
@@ -159,6 +160,8 @@ def live_columns(samples: Sequence[Sample]) -> dict[str, np.ndarray]:
 
     ``mib`` is the memory held by pending outputs in MiB.
     """
+    samples = [having("samples", s, ("t", "pending", "running", "done", "bytes_pending"), what="a sequence of Samples")
+               for s in sequence("samples", samples, what="Samples")]
     return {
         "t": np.array([s.t for s in samples], dtype=float),
         "pending": np.array([s.pending for s in samples], dtype=np.int64),
@@ -321,7 +324,7 @@ class LiveRun:
     """
 
     def __init__(self, live: Live, kwargs: Mapping[str, Any], *, view: LiveFigure | None, progress: Any) -> None:
-        self.live = live
+        self.live = instance("live", live, Live, what="d2l_async.widgets.Live")
         self.view = view
         self.progress = progress
         self.total = live.total_for(kwargs)

@@ -26,6 +26,7 @@ from typing import Any, Mapping
 
 import numpy as np
 import plotly.graph_objects as go
+from .._args import instance
 
 __all__ = ["MODES", "FigureView", "OutputView", "apply_figure", "resolve_mode", "make_view"]
 
@@ -102,6 +103,7 @@ def apply_figure(widget: go.FigureWidget, figure: go.Figure) -> None:
         widget: the ``go.FigureWidget`` on screen.
         figure: the new figure (any ``go.Figure``; it is not modified).
     """
+    instance("widget", widget, go.FigureWidget, what="plotly go.FigureWidget")
     if not isinstance(figure, go.Figure):
         raise TypeError(f"a figure function must return a plotly go.Figure, got {type(figure).__name__}")
     new_traces = [t.to_plotly_json() for t in figure.data]

@@ -18,6 +18,7 @@ from typing import Any, Mapping
 from ._controls import float_slider, int_slider
 from ._dashboard import Dashboard
 from ._guards import check_bytes
+from .._args import instance
 
 __all__ = ["RANK_BYTES", "distributed_dashboard", "ranks_guard"]
 
@@ -27,6 +28,7 @@ RANK_BYTES = 400 * 2**20
 
 def ranks_guard(values: Mapping[str, Any], *, available: int | None = None) -> str | None:
     """Refuse rank counts whose processes would not fit in the free memory."""
+    instance("values", values, Mapping, what="mapping of control values")
     ranks = int(values.get("ranks", 1))
     return check_bytes(ranks * RANK_BYTES, what=f"ranks={ranks} (one process of ~400 MiB each)",
                        available=available)
