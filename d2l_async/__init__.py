@@ -32,7 +32,7 @@ _LAZY = {
     "synchronize": "d2l_async.torch_async",
 }
 _SUBMODULES = {"analysis", "benchmark", "capture", "config", "data", "devices", "distributed", "engine", "experiments",
-               "lesson", "report", "torch_async", "trace", "viz", "widgets"}
+               "lesson", "report", "torch_async", "trace", "verdict", "viz", "widgets"}
 
 __all__ = sorted([*_LAZY, "__version__"])
 

@@ -16,10 +16,10 @@ One format per quantity:
   direction, named by its sides: :func:`ratio_words` (``every step / once at the end = 1.47``);
 * **a spread** -- :func:`spread_words`: the ratio, its interval, the runs it came from and the bound the
   claim needs, each once: ``every step / once = 1.47, bootstrap 90% interval 1.10–1.95 over 5 vs 5
-  runs; the claim needs it wholly above 1`` (what :attr:`d2l_async._verdict.Verdict.spread` returns, and
+  runs; the claim needs it wholly above 1`` (what :attr:`d2l_async.verdict.Verdict.spread` returns, and
   what :func:`d2l_async.lesson.check` puts beside a ✘'s reason and in front of a can't tell's).
 
-The verdict records (:class:`d2l_async._verdict.Verdict`, :class:`~d2l_async._verdict.Trend`) are read
+The verdict records (:class:`d2l_async.verdict.Verdict`, :class:`~d2l_async.verdict.Trend`) are read
 by their fields (duck-typed), so this module imports nothing: standard library only.
 """
 
@@ -118,9 +118,9 @@ def _rule(v: Any) -> str:
 def spread_words(v: Any) -> str:
     """The spread behind a verdict, each number once.
 
-    A :class:`~d2l_async._verdict.Verdict`: ``a / b = 1.47, bootstrap 90% interval 1.10–1.95 over 5
+    A :class:`~d2l_async.verdict.Verdict`: ``a / b = 1.47, bootstrap 90% interval 1.10–1.95 over 5
     vs 5 runs; the claim needs it above 1`` (one run each: no interval, and the factor that one run
-    can decide beyond).  A :class:`~d2l_async._verdict.Trend`: ``Spearman's rho -0.90 over 20 points
+    can decide beyond).  A :class:`~d2l_async.verdict.Trend`: ``Spearman's rho -0.90 over 20 points
     (one-sided p = 0.001; the claim needs p < 0.05)``.
     """
     if hasattr(v, "rho"):

@@ -20,8 +20,8 @@ bottleneck) and what to change.  A ✘ without one is a bug in the notebook, and
 one-core run fails on it (:attr:`Check.explained`).
 
 **Three outcomes.**  A claim that compares timings is decided against the run's own
-spread by :mod:`d2l_async._verdict` (:func:`~d2l_async._verdict.compare` for two sets of repeated
-samples, :func:`~d2l_async._verdict.trend` for a series): pass its record as ``holds`` and the check
+spread by :mod:`d2l_async.verdict` (:func:`~d2l_async.verdict.compare` for two sets of repeated
+samples, :func:`~d2l_async.verdict.trend` for a series): pass its record as ``holds`` and the check
 is ✔ (the effect is larger than the spread, as claimed), ✘ (larger, the other way) or **can't tell**
 (inside the spread), rendered with its own mark::
 
@@ -56,7 +56,7 @@ The three calls:
 **Where a topic's checks live (the one convention).**  Each experiment topic has one home for its
 checks: pure functions of its frozen result, named ``checks(result)`` or after the claim
 (``time_check(runs)``, ``straggler_checks(result)``), built with :func:`check` (never displayed),
-decided with :mod:`d2l_async._verdict` and worded with :mod:`d2l_async._words`.  The home is the
+decided with :mod:`d2l_async.verdict` and worded with :mod:`d2l_async._words`.  The home is the
 experiment module itself (``blockers``, ``scheduling``, ``collective``,
 ``ddp``), or, where that module would pass about 400 lines, its private
 ``_<topic>_lessons`` module, imported at the top of the experiment module and re-exported by it
@@ -114,7 +114,7 @@ class Check:
         otherwise: why it did not hold (measured reason + what to change), or for can't tell the
             spread and what would make the effect visible; read only when ``holds`` is not True.
         decided_by: the rule that decided a comparison of timings (``"compare: ..."``,
-            ``"trend: ..."``, from :mod:`d2l_async._verdict`); ``""`` for a fact read off the run.
+            ``"trend: ..."``, from :mod:`d2l_async.verdict`); ``""`` for a fact read off the run.
         role: ``"machine"`` (whether this machine can show a speed-up), ``"speed-up"`` (a claim that
             credits one) or ``""``; see :func:`contradictions`.
         numbers: the deciding verdict's numbers as ``(key, value)`` pairs -- ``ratio``, ``low``,
@@ -208,7 +208,7 @@ def _is_bool(value: Any) -> bool:
 
 
 def _is_verdict(value: Any) -> bool:
-    # a record of d2l_async._verdict (compare / trend): duck-typed, so this module stays import-free
+    # a record of d2l_async.verdict (compare / trend): duck-typed, so this module stays import-free
     return hasattr(value, "holds") and isinstance(getattr(value, "method", None), str) and hasattr(value, "spread")
 
 
@@ -218,7 +218,7 @@ def check(name: str, holds: Any, *, shown: str, otherwise: str = "", unclear: st
 
     Args:
         holds: a bool computed from the run (a fact: ✔ or ✘), ``None`` (can't tell), or a record of
-            :func:`d2l_async._verdict.compare` / :func:`~d2l_async._verdict.trend`: its outcome,
+            :func:`d2l_async.verdict.compare` / :func:`~d2l_async.verdict.trend`: its outcome,
             decided against the run's spread, with ``decided_by`` set to its method.
         otherwise: the ✘'s reason (measured, with what to change).
         unclear: for can't tell, what would make the effect visible (a default sentence otherwise);
@@ -236,7 +236,7 @@ def check(name: str, holds: Any, *, shown: str, otherwise: str = "", unclear: st
         decided_by, spread, numbers, holds = holds.method, str(holds.spread), _numbers_of(holds), holds.holds
     if holds is not None and not _is_bool(holds):
         raise TypeError(f"lesson check {name!r}: holds must be a bool computed from the run, None (can't tell) "
-                        f"or a verdict of d2l_async._verdict, got {type(holds).__name__} {holds!r}")
+                        f"or a verdict of d2l_async.verdict, got {type(holds).__name__} {holds!r}")
     if not isinstance(shown, str) or not shown.strip():
         raise ValueError(f"lesson check {name!r}: shown must state the numbers, got {shown!r}")
     if not isinstance(otherwise, str) or not isinstance(unclear, str):

@@ -7,8 +7,8 @@ not, have not separated their concepts.
 The layers, lowest first (a unit is a subpackage or a top-level module of ``d2l_async``):
 
 ====  ===========================================================
-0     ``config``, ``_words``, ``_machine``
-1     ``trace``, ``devices``, ``verdict``, ``lesson``
+0     ``_words``, ``_machine``, ``_args``
+1     ``config``, ``trace``, ``devices``, ``verdict``, ``lesson``
 2     ``engine``, ``capture``, ``analysis``, ``data``, ``benchmark``
 3     ``torch_async``, ``distributed``
 4     ``experiments``, ``viz``
@@ -17,8 +17,9 @@ The layers, lowest first (a unit is a subpackage or a top-level module of ``d2l_
 ====  ===========================================================
 
 A unit imports only units of a lower layer (and itself), and only their public modules: a module whose
-name starts with ``_`` belongs to its own subpackage.  The top-level ``_words`` and ``_machine`` are the
-whole package's (the number format and the machine's description every layer uses).
+name starts with ``_`` belongs to its own subpackage.  The top-level ``_words``, ``_machine`` and ``_args``
+are the whole package's (the number format, the machine's description and the argument checks every
+layer uses).
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ import d2l_async
 ROOT = Path(d2l_async.__file__).parent
 
 LAYERS = {
-    "config": 0, "_words": 0, "_machine": 0,
-    "trace": 1, "devices": 1, "verdict": 1, "lesson": 1,
+    "_words": 0, "_machine": 0, "_args": 0,
+    "config": 1, "trace": 1, "devices": 1, "verdict": 1, "lesson": 1,
     "engine": 2, "capture": 2, "analysis": 2, "data": 2, "benchmark": 2,
     "torch_async": 3, "distributed": 3,
     "experiments": 4, "viz": 4,
@@ -42,7 +43,7 @@ LAYERS = {
     "__main__": 6, "": 6,
 }
 #: top-level private modules that belong to the whole package (see the module docstring)
-SHARED = {"_words", "_machine"}
+SHARED = {"_words", "_machine", "_args"}
 
 
 def module_name(path: Path) -> str:

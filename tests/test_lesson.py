@@ -164,7 +164,7 @@ def test_a_cells_last_value_is_not_displayed_twice():
 
 
 # --- three outcomes (issue 20) ---------------------------------------------------------------
-from d2l_async import _verdict  # noqa: E402
+from d2l_async import verdict  # noqa: E402
 from d2l_async.lesson import UNSURE  # noqa: E402
 
 
@@ -179,20 +179,20 @@ def test_cant_tell_has_its_own_mark_and_reason():
 
 
 def test_a_verdict_decides_the_check_and_is_recorded():
-    noisy = _verdict.compare([1.0, 1.3, 0.8, 1.1, 0.9], [1.05, 0.85, 1.25, 1.0, 0.95])
+    noisy = verdict.compare([1.0, 1.3, 0.8, 1.1, 0.9], [1.05, 0.85, 1.25, 1.0, 0.95])
     c = lesson.check("a is faster", noisy, shown="1.0 vs 1.0 ms", otherwise="busy core")
     assert c.holds is None and c.decided_by.startswith("compare:")
     assert "interval" in c.otherwise and "runs" in c.otherwise  # the spread is shown
-    clear = lesson.check("a is faster", _verdict.compare([1.0, 1.01, 0.99], [2.0, 2.02, 1.98]), shown="1 vs 2")
+    clear = lesson.check("a is faster", verdict.compare([1.0, 1.01, 0.99], [2.0, 2.02, 1.98]), shown="1 vs 2")
     assert clear.holds is True and clear.decided_by.startswith("compare:")
-    wrong = lesson.check("a is faster", _verdict.compare([2.0, 2.02, 1.98], [1.0, 1.01, 0.99]), shown="2 vs 1",
+    wrong = lesson.check("a is faster", verdict.compare([2.0, 2.02, 1.98], [1.0, 1.01, 0.99]), shown="2 vs 1",
                          otherwise="b had the spare core")
     assert wrong.holds is False and wrong.otherwise.startswith("b had the spare core")
     assert lesson.check("plain fact", True, shown="1").decided_by == ""
 
 
 def test_cant_tell_round_trips_through_metadata():
-    c = lesson.check("a", _verdict.compare([1, 1.2, 0.9], [1.1, 0.95, 1.05]), shown="x", role="speed-up")
+    c = lesson.check("a", verdict.compare([1, 1.2, 0.9], [1.1, 0.95, 1.05]), shown="x", role="speed-up")
     outputs = [{"output_type": "display_data", "data": {"text/plain": c.text}, "metadata": {METADATA_KEY: c.to_dict()}}]
     assert lesson.checks_in_outputs(outputs) == [c]
 
@@ -211,7 +211,7 @@ def test_role_is_checked_and_contradictions_found():
 
 # --- words built from this verdict's numbers ------------------------------------------------------
 def test_a_verdicts_cant_tell_never_shows_the_reason_written_for_a_fail():
-    v = _verdict.compare([1.0, 1.3, 0.8, 1.1, 0.9], [1.05, 0.85, 1.25, 1.0, 0.95], names=("every step", "once"))
+    v = verdict.compare([1.0, 1.3, 0.8, 1.1, 0.9], [1.05, 0.85, 1.25, 1.0, 0.95], names=("every step", "once"))
     c = lesson.check("every step is slower", v, shown="x", otherwise="a wait per step costs almost nothing extra")
     assert c.holds is None and "costs almost nothing" not in c.otherwise
     assert c.otherwise.startswith("every step / once = ")  # the spread, in the verdict's own direction
@@ -220,7 +220,7 @@ def test_a_verdicts_cant_tell_never_shows_the_reason_written_for_a_fail():
 
 
 def test_a_check_keeps_its_verdicts_numbers_through_metadata():
-    v = _verdict.compare([1.0, 1.01, 0.99], [2.0, 2.02, 1.98], names=("bucketed", "after backward"))
+    v = verdict.compare([1.0, 1.01, 0.99], [2.0, 2.02, 1.98], names=("bucketed", "after backward"))
     c = lesson.check("bucketed is faster", v, shown="1.00 s vs 2.00 s")
     assert c.number("ratio") == pytest.approx(0.5, rel=0.02) and c.number("a") == "bucketed"
     assert c.number("n_a") == 3 and c.number("missing", 7) == 7
@@ -229,14 +229,14 @@ def test_a_check_keeps_its_verdicts_numbers_through_metadata():
     meta = json.loads(json.dumps(c.to_dict()))  # as a notebook stores it
     outputs = [{"output_type": "display_data", "data": {"text/plain": c.text}, "metadata": {METADATA_KEY: meta}}]
     assert lesson.checks_in_outputs(outputs) == [c]
-    t = lesson.check("it falls", _verdict.trend([1, 2, 3, 4, 5], [5, 4, 3, 2, 1]), shown="5, 4, 3, 2, 1")
+    t = lesson.check("it falls", verdict.trend([1, 2, 3, 4, 5], [5, 4, 3, 2, 1]), shown="5, 4, 3, 2, 1")
     assert t.number("rho") == pytest.approx(-1.0) and t.number("n") == 5
 
 
 def test_spread_states_each_number_once():
-    s = _verdict.similar([1.0, 1.02, 0.98, 1.01, 0.99], [1.0, 1.01, 0.99, 1.0, 1.02], names=("item", "asnumpy")).spread
+    s = verdict.similar([1.0, 1.02, 0.98, 1.01, 0.99], [1.0, 1.01, 0.99, 1.0, 1.02], names=("item", "asnumpy")).spread
     assert s.startswith("item / asnumpy = ") and s.count("0.80") == 1 and s.count("1.25") == 1
-    w = _verdict.within([4.0, 4.1, 3.9], 4.0, tolerance=0.25, names=("measured", "model")).spread
+    w = verdict.within([4.0, 4.1, 3.9], 4.0, tolerance=0.25, names=("measured", "model")).spread
     assert "\u00b1" not in w and w.count("0.75") == 1 and "measured / model = 1.00" in w
 
 
@@ -320,7 +320,7 @@ def test_a_p_value_and_a_labelled_sentence_are_not_read_as_ratios_or_rows():
 
 
 def test_words_that_agree_with_their_numbers_break_no_rule():
-    v = _verdict.compare([18.0, 18.5, 19.0, 18.2, 18.7], [12.0, 12.7, 13.1, 12.4, 12.9], less=False,
+    v = verdict.compare([18.0, 18.5, 19.0, 18.2, 18.7], [12.0, 12.7, 13.1, 12.4, 12.9], less=False,
                          names=("every step", "once at the end"))
     ok = lesson.check("converting the loss every step is slower than converting once at the end", v,
                       shown="every step 18.50 ms vs once at the end 12.70 ms (every step / once at the end = 1.46)")
@@ -335,7 +335,7 @@ def test_words_that_agree_with_their_numbers_break_no_rule():
 def test_a_modelled_result_has_its_own_mark_and_is_never_evidence():
     from d2l_async.lesson import MODELLED
 
-    v = _verdict.compare_paired([1.0, 1.01, 0.99], [1.1, 1.11, 1.09])
+    v = verdict.compare_paired([1.0, 1.01, 0.99], [1.1, 1.11, 1.09])
     c = lesson.check("modelled link: bucketing shortens the step", v, shown="1.00 s vs 1.10 s", role="modelled")
     assert c.holds is True and c.mark == MODELLED and not c.evidence and c.text.startswith(MODELLED)
     assert lesson.parse_line(c.text).role == "modelled"

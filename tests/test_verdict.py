@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from d2l_async._verdict import UNREPEATED_FACTOR, compare, spearman, trend
+from d2l_async.verdict import UNREPEATED_FACTOR, compare, spearman, trend
 
 
 def noisy(centre, n, spread, seed):
@@ -80,14 +80,14 @@ def test_spearman_handles_ties():
 
 
 def test_verdict_is_stdlib_only():
-    code = ("import sys, d2l_async._verdict; "
+    code = ("import sys, d2l_async.verdict; "
             "print([m for m in ('numpy', 'torch', 'plotly', 'ipywidgets') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr
 
 
 def test_within_a_tolerance_against_the_spread():
-    from d2l_async._verdict import within
+    from d2l_async.verdict import within
 
     assert within([1.0, 1.02, 0.98, 1.01], 1.0, tolerance=0.25).holds is True
     assert within([2.0, 2.1, 1.9], 1.0, tolerance=0.25).holds is False
@@ -98,7 +98,7 @@ def test_within_a_tolerance_against_the_spread():
 
 
 def test_a_lower_bound_against_the_spread_with_its_estimates_slack():
-    from d2l_async._verdict import at_least
+    from d2l_async.verdict import at_least
 
     above = at_least([2.0, 2.1, 1.9], 1.0, names=("measured", "model"))
     assert above.holds is True and above.ratio == pytest.approx(2.0) and (above.n_a, above.n_b) == (3, 1)
@@ -114,7 +114,7 @@ def test_a_lower_bound_against_the_spread_with_its_estimates_slack():
 
 
 def test_paired_samples_are_not_widened_by_a_shared_load():
-    from d2l_async._verdict import compare_paired
+    from d2l_async.verdict import compare_paired
 
     backward = [0.04, 0.9, 0.13, 1.4, 0.06]  # a loaded machine: each pass 1x to 35x the fastest
     after = [t + 0.005 for t in backward]

@@ -75,8 +75,21 @@ class RankComm:
 
 def is_backward_name(names: np.ndarray, *, accumulate: bool = False) -> np.ndarray:
     """True for the autograd nodes that compute gradients (``...Backward0``); with ``accumulate``
-    also for ``AccumulateGrad`` (the node whose hook launches DDP's all-reduce)."""
+    also for ``AccumulateGrad`` (the node whose hook launches DDP's all-reduce).
+
+    Returns:
+        A bool array, one entry per name.
+
+    Raises:
+        TypeError: ``names`` is not a sequence of strings, or ``accumulate`` not a bool.
+    """
+    if not isinstance(accumulate, bool):
+        raise TypeError(f"accumulate must be True or False, got {accumulate!r}")
+    if isinstance(names, (str, bytes)) or not hasattr(names, "__len__"):
+        raise TypeError(f"names must be a sequence of event names (str), got {type(names).__name__}")
     names = np.asarray(names, dtype=object)
+    if names.ndim != 1 or not all(isinstance(n, str) for n in names.tolist()):
+        raise TypeError("names must be a one-dimensional sequence of event names (str)")
     return np.fromiter((("Backward" in n and "AccumulateGrad" not in n) or (accumulate and "AccumulateGrad" in n)
                         for n in names.tolist()), dtype=bool, count=len(names))
 

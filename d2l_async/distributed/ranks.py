@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from ._launch import RankContext
-from .._args import having
+from .._args import having, integer
 
 __all__ = ["DEFAULT_NUMEL", "DEFAULT_SIZE", "MODES", "STEP_LABEL", "collective_rank", "mlp", "profiled", "raising_rank",
            "training_rank"]
@@ -210,9 +210,14 @@ def mlp(width: int, depth: int, dev: Any) -> Any:
 
     Returns:
         A ``torch.nn.Sequential``.
+
+    Raises:
+        ValueError: ``width`` or ``depth`` is not a positive int.
     """
     import torch
 
+    width = integer("width", width, minimum=1, maximum=1 << 16)
+    depth = integer("depth", depth, minimum=1, maximum=1024)
     torch.manual_seed(0)  # the same initial weights on every rank
     layers: list[Any] = []
     for _ in range(depth):

@@ -155,7 +155,7 @@ def time_runs(fn: Callable[[], Any], *, warmup: int, repeat: int) -> tuple[float
 def time_interleaved(fns: Sequence[Callable[[], Any]], *, warmup: int, repeat: int) -> tuple[tuple[float, ...], ...]:
     """:func:`time_runs` of several functions in rounds (``fns[0]``, ``fns[1]``, ..., then again): the
     ``i``-th runs of all of them are moments apart, so a change of the machine's load hits every one
-    alike and run ``i`` of one pairs with run ``i`` of another (:func:`d2l_async._verdict.compare_paired`).
+    alike and run ``i`` of one pairs with run ``i`` of another (:func:`d2l_async.verdict.compare_paired`).
 
     Returns:
         One tuple of ``repeat`` wall-clock seconds per function, in the order of ``fns``.

@@ -23,7 +23,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from d2l_async._verdict import Verdict, compare
+from d2l_async.verdict import Verdict, compare
 
 from ._cuda_why import cpu_per_launch
 from ._why import fmt_time
@@ -201,7 +201,7 @@ class SideCosts:
     backend_name: str
 
     def verdict(self) -> Verdict:
-        """:func:`~d2l_async._verdict.compare` of the backend's time per op against the frontend's (one number
+        """:func:`~d2l_async.verdict.compare` of the backend's time per op against the frontend's (one number
         each, so decided beyond a factor of 2)."""
         return compare(self.backend_s, self.frontend_s, less=False)
 

@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 from d2l_async import lesson
-from d2l_async._verdict import compare, compare_paired
+from d2l_async.verdict import compare, compare_paired
 
 from ._why import cpus_clause, fmt_time
 from d2l_async._args import having

@@ -18,6 +18,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from d2l_async._args import having
+
 from . import _cuda_why as cuda_why
 from ._common import backend_work
 from ._cost_model import side_costs, t2_share
@@ -40,7 +42,7 @@ def _runs(measurement: Any) -> int:
 def run_checks(r: Any) -> list[Any]:
     """Two checks: asynchrony is faster; the pipeline model is a lower bound on the asynchronous time.
 
-    Both are decided against the spread of the timed runs (:mod:`d2l_async._verdict`): every run of
+    Both are decided against the spread of the timed runs (:mod:`d2l_async.verdict`): every run of
     each loop is a sample, so a ratio inside the run-to-run spread is "can't tell", not ✔ or ✘.  The
     comparison is written in one direction throughout, synchronous / asynchronous as the book prints it.
 
@@ -52,7 +54,7 @@ def run_checks(r: Any) -> list[Any]:
     overlap does not reproduce, the check's numbers say why.
     """
     from d2l_async import lesson
-    from d2l_async._verdict import at_least, compare
+    from d2l_async.verdict import at_least, compare
 
     m = r.model
     measured = r.async_.median
@@ -151,7 +153,7 @@ def book_loop_check(sync_s: Any, async_s: Any, *, ops: int, machine: Any = None)
         ValueError: a non-positive op count or time.
     """
     from d2l_async import lesson
-    from d2l_async._verdict import compare
+    from d2l_async.verdict import compare
 
     sync_runs = tuple(sync_s) if isinstance(sync_s, (tuple, list)) else (sync_s,)
     async_runs = tuple(async_s) if isinstance(async_s, (tuple, list)) else (async_s,)
@@ -159,6 +161,8 @@ def book_loop_check(sync_s: Any, async_s: Any, *, ops: int, machine: Any = None)
         raise ValueError(f"ops must be a positive int, got {ops!r}")
     if not sync_runs or not async_runs or min(sync_runs + async_runs) <= 0:
         raise ValueError(f"sync_s and async_s must be positive seconds, got {sync_s!r} and {async_s!r}")
+    if machine is not None:
+        having("machine", machine, ("usable_cpus",), what="a d2l_async.devices.machine() snapshot or None")
     v = compare(sync_runs, async_runs, less=False, names=("synchronous", "asynchronous"))
     s, a = statistics.median(sync_runs), statistics.median(async_runs)
     runs = f"{len(sync_runs)} run(s) each" if len(sync_runs) == len(async_runs) else (
@@ -187,7 +191,7 @@ def _largest_ops(sweep: Any) -> list[Any]:
 
 def sweep_checks(sweep: Any) -> list[Any]:
     """Two checks at the largest op count swept, each decided from the whole series (Spearman's rank
-    correlation over every size, :func:`d2l_async._verdict.trend`): the ratio falls as ops grow; t2
+    correlation over every size, :func:`d2l_async.verdict.trend`): the ratio falls as ops grow; t2
     takes over an op's cost (its share read from the backend's own clock, :func:`t2_share`: a claim about work).
 
     Where the sweep kept every round (``sweep.runs``), the trend is over every round's point -- each size
@@ -196,7 +200,7 @@ def sweep_checks(sweep: Any) -> list[Any]:
     from dataclasses import replace
 
     from d2l_async import lesson
-    from d2l_async._verdict import trend
+    from d2l_async.verdict import trend
 
     pts = _largest_ops(sweep) if getattr(sweep, "points", ()) else []
     sizes = sorted({p.numel for p in pts})
@@ -300,7 +304,7 @@ def slower_side(r: Any) -> tuple[str | None, Any, float, float]:
 
     Returns:
         ``(side, verdict, frontend_s, backend_s)``: ``"backend"``, ``"frontend"`` or None (within the
-        spread of one measurement: a factor of 2), the :func:`~d2l_async._verdict.compare` record, and
+        spread of one measurement: a factor of 2), the :func:`~d2l_async.verdict.compare` record, and
         each side's seconds per op.  On the engine without a CPU clock, the model's wall-time ``t1`` vs
         ``t2``.
     """

@@ -251,12 +251,12 @@ def timer_check(naive_s: Any, synced_s: Any, machine: Any = None, *, share_befor
     """Check that a naive (unsynchronized) timer saw less than half of the synchronized time.
 
     ``naive_s`` and ``synced_s`` are seconds, one run or every run of each (a sequence): decided
-    against their spread by :func:`d2l_async._verdict.compare` (one run each: only beyond a factor 2
+    against their spread by :func:`d2l_async.verdict.compare` (one run each: only beyond a factor 2
     of the half, i.e. the naive timer saw under a quarter, or over all of it).
     """
     if machine is not None:
         having("machine", machine, ("usable_cpus",), what="a d2l_async.devices.machine() snapshot or None")
-    from d2l_async._verdict import compare
+    from d2l_async.verdict import compare
 
     naive = tuple(naive_s) if isinstance(naive_s, (tuple, list)) else (naive_s,)
     synced = tuple(synced_s) if isinstance(synced_s, (tuple, list)) else (synced_s,)

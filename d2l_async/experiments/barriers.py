@@ -28,7 +28,7 @@ from typing import Any
 from d2l_async import config, lesson
 
 from d2l_async._args import TRACE_HINT, having, instance
-from d2l_async._verdict import compare
+from d2l_async.verdict import compare
 from d2l_async._words import fmt_time
 from d2l_async.trace import Trace
 

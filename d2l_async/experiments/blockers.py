@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from d2l_async import config, lesson
-from d2l_async._verdict import compare, compare_paired, similar
+from d2l_async.verdict import compare, compare_paired, similar
 from d2l_async._words import added, fmt_time, ratio_words
 
 from ._common import Setup, make_measurement, positive_int, resolve_backend, time_interleaved, time_runs

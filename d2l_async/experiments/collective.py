@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import config, lesson
-from .._verdict import compare, compare_paired, overruled
+from ..verdict import compare, compare_paired, overruled
 from .._words import fmt_time
 from ..trace import Trace, rank_lanes
 from .._args import having
@@ -214,7 +214,7 @@ def checks(r: CollectiveResult) -> list[Any]:
 def slow_peer_check(r: CollectiveResult) -> Any:
     """"Overlapping the wait for a slower peer with independent work saves time", decided from every
     repeat of the waiting ranks: call-to-wait of the asynchronous call against the blocking call plus
-    the matmul of the same repeat (:func:`d2l_async._verdict.compare_paired`: a load that slows both
+    the matmul of the same repeat (:func:`d2l_async.verdict.compare_paired`: a load that slows both
     calls of a repeat alike does not widen the interval).
 
     Not a ``"speed-up"`` claim in the sense of the machine verdict: the saving is the matmul done while

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from .. import config, lesson
-from .._verdict import compare, overruled, within
+from ..verdict import compare, overruled, within
 from .._words import fmt_change, fmt_time
 from ..trace import Trace
 from ..analysis import RankComm, comm_overlap, comm_per_step
@@ -256,7 +256,7 @@ def machine_check(r: TrainingResult) -> Any:
 def step_check(r: TrainingResult) -> Any:
     """"Overlapping communication with backward shortens the step" (``role="speed-up"``), credited only
     where (1) the machine could show a speed-up (:func:`machine_check`), (2) the bucketed steps are
-    shorter beyond the spread of the timed steps (:func:`d2l_async._verdict.compare`) and (3) the time
+    shorter beyond the spread of the timed steps (:func:`d2l_async.verdict.compare`) and (3) the time
     saved is no more than the communication the traces show hidden behind backward (issue 20, C1)."""
     bucketed = r.comm["bucketed"]
     t_after, t_bucket = r.median_step("after_backward"), r.median_step("bucketed")
@@ -300,7 +300,7 @@ def straggler_checks(r: TrainingResult) -> list[Any]:
     """Lesson checks of :func:`run_straggler` (not displayed), each decided against the spread of its samples.
 
     * the step: every timed step of the straggler setting against the even steps' median, as a share of
-      the delay (:func:`d2l_async._verdict.within`: about the delay, within :data:`ABOUT`);
+      the delay (:func:`d2l_async.verdict.within`: about the delay, within :data:`ABOUT`);
     * the waiting: per profiled step and even rank, the communication with no gradient compute beside
       it (exposed), over that rank's own even steps -- the time it spent waiting for the straggler after
       its own backward was done -- again as a share of the delay.  Communication hidden behind the

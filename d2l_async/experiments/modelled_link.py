@@ -20,7 +20,7 @@ machine with a network card per rank would give, the way notebook 07 shows model
 The step is the later of the backward's end and the last bucket's end.  Every repeat gives one
 sample of each step time (both schedules of the same pass: a pair), so :func:`checks` decides
 "bucketing shortens the step" against the spread of the paired ratios
-(:func:`d2l_async._verdict.compare_paired`), and every figure and check says *modelled*.
+(:func:`d2l_async.verdict.compare_paired`), and every figure and check says *modelled*.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def schedule(ready_s: list[float], nbytes: list[int], *, bucket_bytes: float, en
         ``(buckets, step_bucketed, step_after)``: per bucket ``(ready, start, end, bytes)``; the two
         step ends (seconds from the backward's start).
     """
-    instance("link", link, LinkModel, what="d2l_async.distributed.modelled_link.LinkModel")
+    instance("link", link, LinkModel, what="d2l_async.experiments.modelled_link.LinkModel")
     if len(ready_s) != len(nbytes) or not ready_s:
         raise ValueError("schedule needs one ready time per gradient, at least one")
     buckets, size, last_ready = [], 0, 0.0
@@ -170,7 +170,7 @@ def run_modelled_overlap(*, width: int | None = None, depth: int | None = None, 
     if min(width, depth, batch, repeats) < 1 or not 0 < bucket_cap_mb <= 1024:
         raise ValueError("width, depth, batch, repeats must be >= 1 and bucket_cap_mb in (0, 1024]")
     if link is not None:
-        instance("link", link, LinkModel, what="d2l_async.distributed.modelled_link.LinkModel or None")
+        instance("link", link, LinkModel, what="d2l_async.experiments.modelled_link.LinkModel or None")
     link = link or LinkModel()
     runs, nbytes = _measure(width, depth, batch, repeats)
     order = None
@@ -215,7 +215,7 @@ def checks(m: ModelledOverlap) -> list[Any]:
     real link would give, never a ✔ of this machine (the link's times come from :class:`LinkModel`)."""
     having("m", m, ("hidden_s", "comm_s"), what="a ModelledOverlap")
     from d2l_async import lesson
-    from d2l_async._verdict import compare_paired
+    from d2l_async.verdict import compare_paired
 
     hid = statistics.median(m.hidden_s)
     return [

@@ -27,7 +27,7 @@ import numpy as np
 
 from d2l_async import lesson
 from d2l_async.analysis import intersection_seconds, intervals_union, union_seconds
-from d2l_async._verdict import compare, overruled
+from d2l_async.verdict import compare, overruled
 from d2l_async.trace import Trace
 from d2l_async._args import TRACE_HINT, having, instance, sequence
 

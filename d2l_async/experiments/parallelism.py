@@ -35,8 +35,7 @@ from d2l_async import config
 from ._common import Setup, positive_int, resolve_backend, stable_matrix
 from .parallel_lessons import RunFacts, run_facts
 
-__all__ = ["TwoDeviceResult", "MLPResult", "run_two_devices", "run_mlp_parallel", "compute_comm_overlap",
-           "DEVICE_BACKENDS", "device_setup"]
+__all__ = ["TwoDeviceResult", "run_two_devices", "DEVICE_BACKENDS", "device_setup"]
 
 #: Backends of the device experiments: the usual three, and modelled-time devices.
 DEVICE_BACKENDS = ("auto", "engine", "modelled", "cuda")

@@ -189,7 +189,7 @@ def compare_sync_every(
     The repeats are interleaved (every ``k`` once, then every ``k`` again, ...), so a change of the
     machine's load hits every ``k`` alike; each result is the repeat whose time is the median (its trace,
     queue and memory), with ``runs_s`` holding every repeat's wall time and ``seconds`` their median --
-    the samples a time claim is decided from (:func:`d2l_async._verdict.compare`).
+    the samples a time claim is decided from (:func:`d2l_async.verdict.compare`).
 
     Args:
         repeats: runs per ``k``; default 5 (quick mode 3: the bootstrap interval needs at least 3).

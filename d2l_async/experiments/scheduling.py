@@ -9,7 +9,7 @@ timed in wall time and in the process's CPU time (:mod:`d2l_async.engine._overhe
 Whether the cost *grows* with the threads is a measurement, not a promise: extra threads add lock
 traffic, wake-ups and interpreter-lock hand-offs only when they get to run, and on one usable CPU
 they mostly sleep.  :meth:`SchedulingResult.lessons` states the growth only where it is larger than the
-scatter of the runs (:func:`d2l_async._verdict.trend`: Spearman's rank correlation over every run at
+scatter of the runs (:func:`d2l_async.verdict.trend`: Spearman's rank correlation over every run at
 every worker count, the same rule as notebook 5's "shrinks"), says "can't tell" inside it, with the reason from the machine (usable CPUs, other work on them), and
 compares the scheduler with eager PyTorch in CPU time on both sides (a claim about work).
 """
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from d2l_async import config, lesson
-from d2l_async._verdict import compare, trend
+from d2l_async.verdict import compare, trend
 
 from ._common import positive_int, positive_ints
 from ._why import cpus_clause, fmt_time
@@ -30,7 +30,7 @@ from d2l_async._args import having
 
 __all__ = ["GROWTH", "SchedulingResult", "run_scheduling", "checks", "growth_check"]
 
-#: Kept for compatibility: growth is now decided by the trend over every run (``_verdict.trend``), not
+#: Kept for compatibility: growth is now decided by the trend over every run (``verdict.trend``), not
 #: by this factor.
 GROWTH = 1.1
 
@@ -185,7 +185,7 @@ def checks(r: SchedulingResult) -> list[Any]:
 def growth_check(r: SchedulingResult) -> Any:
     """Whether the per-op cost grows with the worker threads, decided by the one rule for "grows" of the
     book's notebooks: Spearman's rank correlation over *every run* at every worker count
-    (:func:`d2l_async._verdict.trend`; ✔ grew, ✘ fell, can't tell when the runs do not move one way beyond
+    (:func:`d2l_async.verdict.trend`; ✔ grew, ✘ fell, can't tell when the runs do not move one way beyond
     their scatter), not from the two end points."""
     having("r", r, ("raw", "workers"), what="a SchedulingResult")
     lo, hi = r.raw[0], r.raw[-1]

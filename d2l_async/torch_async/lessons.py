@@ -15,7 +15,7 @@ from collections import Counter
 from typing import Any, Iterable
 
 from .. import lesson
-from .._verdict import compare, similar
+from ..verdict import compare, similar
 from .._words import fmt_time
 from ..trace import Trace
 from .._args import TRACE_HINT, having, instance, integer

@@ -26,7 +26,22 @@ __all__ = ["Coded", "Ragged", "LeanColumns", "segments"]
 
 
 def segments(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Indices ``starts[i], ..., starts[i] + counts[i] - 1`` for every i, concatenated."""
+    """Indices ``starts[i], ..., starts[i] + counts[i] - 1`` for every i, concatenated.
+
+    Returns:
+        One integer array (int32 when every index fits, else int64) of ``counts.sum()`` indices.
+
+    Raises:
+        TypeError: ``starts`` or ``counts`` is not an integer numpy array.
+        ValueError: they differ in length, or a count is negative.
+    """
+    for name, a in (("starts", starts), ("counts", counts)):
+        if not isinstance(a, np.ndarray) or a.dtype.kind not in "iu":
+            raise TypeError(f"{name} must be an integer numpy array, got {type(a).__name__}")
+    if len(starts) != len(counts):
+        raise ValueError(f"starts and counts must have one entry each per segment, got {len(starts)} and {len(counts)}")
+    if len(counts) and int(counts.min()) < 0:
+        raise ValueError(f"counts must be >= 0, got {int(counts.min())}")
     total = int(counts.sum(dtype=np.int64))
     dtype = np.int32 if total < 2**31 and (not len(starts) or int(starts.max()) < 2**31) else np.int64
     if total == 0:

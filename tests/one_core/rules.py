@@ -16,7 +16,7 @@ student would read as a contradiction:
 * ``garbled-number`` -- a spread printed twice (``inside 0.80-1.25 0.94–1.25``, ``1 ± 0.25 3.76–5.25``),
   a sign printed twice (``+-9.7 ms``), a cost that "adds" a negative time;
 * ``trend-not-by-trend`` -- a claim that something grows or shrinks, decided other than by the trend
-  rule over every point (:func:`d2l_async._verdict.trend`);
+  rule over every point (:func:`d2l_async.verdict.trend`);
 * ``one-number-for-several`` -- a check that gives one number to a label for which its cell printed
   several different times (``item 405.8 ms`` where the cell printed item waits of 130.1 ms and 405.8 ms);
 * ``conclusion-against-its-numbers`` -- a printed ``t1 …, t2 … -> backend slower`` whose own t1 and t2
@@ -98,7 +98,7 @@ class Problem:
 
 def compares_times(c: lesson.Check) -> bool:
     """Whether a check's numbers compare two times (``"... 1.2 ms vs 3.4 ms"``): such a claim must be
-    decided against the run's spread by :mod:`d2l_async._verdict`, which records itself in ``decided_by``."""
+    decided against the run's spread by :mod:`d2l_async.verdict`, which records itself in ``decided_by``."""
     return bool(_COMPARISON.search(c.shown))
 
 

@@ -41,7 +41,7 @@ def test_notebook_on_one_busy_core(path):
                        f"show: {clash}")
     undecided = [c.text for c in run.undecided_comparisons]
     assert not undecided, (f"{run.name}: a check compares times without deciding against the run's spread "
-                           f"(use d2l_async._verdict.compare/trend as holds): {undecided}")
+                           f"(use d2l_async.verdict.compare/trend as holds): {undecided}")
     words = [str(p) for p in run.word_problems]
     assert not words, f"{run.name}: an explanation contradicts the numbers it shows: {words}"
     check_figures(run)

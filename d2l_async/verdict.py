@@ -222,7 +222,20 @@ def similar(a: Sequence[float] | float, b: Sequence[float] | float, *, tolerance
 
 def overruled(v: Verdict, holds: bool | None, by: str) -> Verdict:
     """``v`` with its outcome set by a fact that outranks the timings -- a machine that could not show the
-    effect, a trace that contradicts it -- named by ``by`` at the head of its method."""
+    effect, a trace that contradicts it -- named by ``by`` at the head of its method.
+
+    Returns:
+        A new :class:`Verdict` (``v`` is frozen): ``holds`` replaced, ``by`` prefixed to its method.
+
+    Raises:
+        TypeError: ``v`` is not a :class:`Verdict`, ``holds`` not True/False/None or ``by`` not a string.
+    """
+    if not isinstance(v, Verdict):
+        raise TypeError(f"v must be a Verdict (from compare, trend, within, ...), got {type(v).__name__}")
+    if holds not in (True, False, None):
+        raise TypeError(f"holds must be True, False or None, got {holds!r}")
+    if not isinstance(by, str) or not by:
+        raise TypeError(f"by must be a non-empty str naming the overruling fact, got {by!r}")
     return replace(v, holds=holds, method=f"{by}; {v.method}")
 
 
