@@ -14,7 +14,12 @@ __all__ = ["intervals_union", "union_seconds", "intersection_seconds", "overlap_
 
 
 def intervals_union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Merge intervals into disjoint sorted ones (touching intervals join)."""
+    """Merge intervals into disjoint sorted ones (touching intervals join).
+
+    Returns:
+        ``(starts, ends)``: two float arrays of the merged intervals, sorted by start; two empty arrays for no
+        input.
+    """
     start = np.asarray(start, dtype=float)
     end = np.asarray(end, dtype=float)
     if not len(start):
@@ -30,13 +35,21 @@ def intervals_union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.
 
 
 def union_seconds(start: np.ndarray, end: np.ndarray) -> float:
-    """Seconds covered by the union of the intervals ``[start, end)``."""
+    """Seconds covered by the union of the intervals ``[start, end)``.
+
+    Returns:
+        The total length of the union, in the intervals' unit (0.0 for no intervals).
+    """
     s, e = intervals_union(start, end)
     return float((e - s).sum())
 
 
 def intersection_seconds(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> float:
-    """Total length of the intersection of two disjoint sorted interval sets."""
+    """Total length of the intersection of two disjoint sorted interval sets.
+
+    Returns:
+        The seconds covered by both sets (0.0 when they do not meet).
+    """
     (sa, ea), (sb, eb) = a, b
     total, i, j = 0.0, 0, 0
     while i < len(sa) and j < len(sb):
@@ -51,7 +64,11 @@ def intersection_seconds(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, 
 
 
 def overlap_counts(start: np.ndarray, end: np.ndarray, other: tuple[np.ndarray, np.ndarray]) -> int:
-    """How many intervals ``[start, end)`` intersect (with positive length) the disjoint set ``other``."""
+    """How many intervals ``[start, end)`` intersect (with positive length) the disjoint set ``other``.
+
+    Returns:
+        The number of intervals that overlap ``other`` (0 when either side is empty).
+    """
     os_, oe = other
     if not len(start) or not len(os_):
         return 0
