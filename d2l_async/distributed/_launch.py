@@ -125,14 +125,23 @@ class LaunchResult:
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on now (the OS picks it), for one run's rendezvous."""
+    """A TCP port nobody listens on now (the OS picks it), for one run's rendezvous.
+
+    Returns:
+        The port number the OS bound and released (another process may take it before the run does).
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
 
 
 def is_alive(pid: int) -> bool:
-    """True while process ``pid`` exists and has not exited (a zombie counts as gone)."""
+    """True while process ``pid`` exists and has not exited (a zombie counts as gone).
+
+    Returns:
+        ``True`` while the process runs (or exists but belongs to another user), ``False`` once it is gone or a
+        zombie.
+    """
     try:
         stat = Path(f"/proc/{int(pid)}/stat").read_text()
     except FileNotFoundError:
