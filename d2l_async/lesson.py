@@ -224,9 +224,10 @@ def check(name: str, holds: Any, *, shown: str, otherwise: str = "", unclear: st
         role: ``"machine"``, ``"speed-up"`` or ``""`` (see :func:`contradictions`).
 
     Returns:
-        The frozen :class:`Check`: the stripped ``name`` and ``shown``, ``holds`` as ``True``, ``False`` or ``None``, the
-        reason (for can't tell: the verdict's spread and the ``unclear`` hint or a default; for a ✘ from a verdict,
-        ``otherwise`` with the spread appended), and, for a verdict, its ``decided_by`` method and its numbers.
+        The frozen :class:`Check`: the stripped ``name`` and ``shown``, ``holds`` as ``True``, ``False`` or
+        ``None``, the reason (for can't tell: the verdict's spread and the ``unclear`` hint or a default; for a ✘
+        from a verdict, ``otherwise`` with the spread appended), and, for a verdict, its ``decided_by`` method and
+        its numbers.
 
     Raises:
         TypeError: ``holds`` is not a bool, None or a verdict (e.g. a number: compute the condition).
