@@ -26,7 +26,11 @@ __all__ = ["Coded", "Ragged", "LeanColumns", "segments"]
 
 
 def segments(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Indices ``starts[i], ..., starts[i] + counts[i] - 1`` for every i, concatenated."""
+    """Indices ``starts[i], ..., starts[i] + counts[i] - 1`` for every i, concatenated.
+
+    Returns:
+        A flat int32 array of the indices (int64 when they or their count reach 2**31); empty when every count is 0.
+    """
     total = int(counts.sum(dtype=np.int64))
     dtype = np.int32 if total < 2**31 and (not len(starts) or int(starts.max()) < 2**31) else np.int64
     if total == 0:
