@@ -66,7 +66,11 @@ def _check_range(name: str, value: float, min: float, max: float) -> None:
 
 
 def int_slider(description: str, value: int, min: int, max: int, step: int = 1) -> widgets.IntSlider:
-    """An integer slider that reports its value on release."""
+    """An integer slider that reports its value on release.
+
+    Returns:
+        An ``ipywidgets.IntSlider`` with ``continuous_update=False``.
+    """
     _check_range(description, value, min, max)
     return widgets.IntSlider(
         value=value, min=min, max=max, step=step, description=description,
@@ -77,7 +81,11 @@ def int_slider(description: str, value: int, min: int, max: int, step: int = 1) 
 def float_slider(
     description: str, value: float, min: float, max: float, step: float = 0.1, readout_format: str = ".2f"
 ) -> widgets.FloatSlider:
-    """A float slider that reports its value on release."""
+    """A float slider that reports its value on release.
+
+    Returns:
+        An ``ipywidgets.FloatSlider`` with ``continuous_update=False``.
+    """
     _check_range(description, value, min, max)
     return widgets.FloatSlider(
         value=value, min=min, max=max, step=step, description=description, readout_format=readout_format,
@@ -91,6 +99,10 @@ def log_slider(
     """An integer slider over the powers of ``base`` from ``min`` to ``max`` (sizes, op counts).
 
     ``min``, ``max`` and ``value`` must be powers of ``base``; the value is an ``int``.
+
+    Returns:
+        A ``SelectionSlider`` whose options are the powers of ``base`` from ``min`` to ``max`` (labelled with
+        thousands separators), set to ``value``, with ``continuous_update=False``.
     """
     if base < 2:
         raise ValueError(f"{description}: base must be at least 2, got {base!r}")
@@ -108,7 +120,11 @@ def log_slider(
 
 
 def dropdown(description: str, options: Sequence[Any], value: Any = None) -> widgets.Dropdown:
-    """A dropdown; ``options`` are values or ``(label, value)`` pairs; ``value`` defaults to the first."""
+    """A dropdown; ``options`` are values or ``(label, value)`` pairs; ``value`` defaults to the first.
+
+    Returns:
+        A ``Dropdown`` labelled ``description``; an invalid value later set on it is answered with the allowed ones.
+    """
     options = list(options)
     if not options:
         raise ValueError(f"{description}: a dropdown needs at least one option")
@@ -121,12 +137,20 @@ def dropdown(description: str, options: Sequence[Any], value: Any = None) -> wid
 
 
 def toggle(description: str, value: bool = False) -> widgets.Checkbox:
-    """An on/off control."""
+    """An on/off control.
+
+    Returns:
+        An ``ipywidgets.Checkbox`` labelled ``description``, set to ``bool(value)``.
+    """
     return widgets.Checkbox(value=bool(value), description=description, indent=False)
 
 
 def backends(*, min_gpus: int = 1) -> tuple[str, ...]:
-    """The backends this machine can run: ``"engine"``, plus ``"cuda"`` with ``min_gpus`` usable GPUs."""
+    """The backends this machine can run: ``"engine"``, plus ``"cuda"`` with ``min_gpus`` usable GPUs.
+
+    Returns:
+        ``("engine", "cuda")`` when at least ``max(min_gpus, 1)`` CUDA devices are usable, else ``("engine",)``.
+    """
     try:
         import torch
 
@@ -137,13 +161,23 @@ def backends(*, min_gpus: int = 1) -> tuple[str, ...]:
 
 
 def backend_dropdown(value: str = "engine", *, min_gpus: int = 1) -> widgets.Dropdown:
-    """Where the work runs: the teaching engine (virtual devices) or, with enough GPUs, CUDA."""
+    """Where the work runs: the teaching engine (virtual devices) or, with enough GPUs, CUDA.
+
+    Returns:
+        A ``Dropdown`` labelled "backend" offering ``"engine"`` and, when :func:`backends` allows it, ``"cuda"``; an
+        invalid value is answered with the allowed ones.
+    """
     cuda = [("cuda (this machine's GPU)", "cuda")] if "cuda" in backends(min_gpus=min_gpus) else []
     return dropdown("backend", [("engine (virtual devices)", "engine"), *cuda], value)
 
 
 def blocker_dropdown(value: str | None = None, options: Sequence[str] | None = None) -> widgets.Dropdown:
-    """Which call makes the frontend wait (default: the blockers the experiments measure)."""
+    """Which call makes the frontend wait (default: the blockers the experiments measure).
+
+    Returns:
+        A ``Dropdown`` labelled "blocker" over ``options`` (default: the experiments' ``BLOCKERS``), set to
+        ``value`` or the first.
+    """
     if options is None:
         from d2l_async.experiments import BLOCKERS
 
@@ -153,7 +187,12 @@ def blocker_dropdown(value: str | None = None, options: Sequence[str] | None = N
 
 def expression_dropdown(value: str | None = None, options: Sequence[str] | None = None) -> widgets.Dropdown:
     """Which expression the dependency graph is built for (default: the experiments' list,
-    the book's ``x * y + 2`` first)."""
+    the book's ``x * y + 2`` first).
+
+    Returns:
+        A ``Dropdown`` labelled "expression" over ``options`` (default: the experiments' ``EXPRESSIONS``), set to
+        ``value`` or the first.
+    """
     if options is None:
         from d2l_async.experiments import EXPRESSIONS
 
