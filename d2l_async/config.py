@@ -41,6 +41,9 @@ def scale(full: int, quick: int) -> int:
 
     Returns:
         ``quick`` when :func:`quick_mode` is on, else ``full``.
+
+    Raises:
+        ValueError: ``full`` or ``quick`` is below 1.
     """
     if full < 1 or quick < 1:
         raise ValueError(f"workload sizes must be positive, got full={full}, quick={quick}")

@@ -133,7 +133,8 @@ def overlap(trace: Trace, lane_a: str, lane_b: str) -> Overlap:
 
     Returns:
         The frozen :class:`Overlap`: seconds with both lanes busy, only ``lane_a``, only ``lane_b``, neither, and
-        the trace's span (first issue or start to last end); all zero but ``span`` when the lanes hold no work.
+        the trace's span (first issue or start to last end); when the lanes hold no work, ``neither`` is the whole
+        span and the rest 0.
     """
     check_trace(trace)
     for name in (lane_a, lane_b):

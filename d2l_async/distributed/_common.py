@@ -70,6 +70,9 @@ def check_backend(backend: str, ranks: int) -> str:
     Returns:
         The backend name: ``"nccl"`` or ``"gloo"`` for ``"auto"``, else ``backend`` itself once it is one of
         :data:`BACKENDS`.
+
+    Raises:
+        ValueError: ``backend`` is neither ``"auto"`` nor one of :data:`BACKENDS`.
     """
     if backend == "auto":
         import torch
