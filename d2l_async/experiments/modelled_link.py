@@ -162,7 +162,8 @@ def run_modelled_overlap(*, width: int | None = None, depth: int | None = None, 
     Returns:
         The frozen :class:`ModelledOverlap`: per measured backward pass the after-backward and bucketed step times
         on the modelled link, the backward time and the hidden link time; the one-message link time, the last
-        repeat's schedule as a trace, and the settings. The step times are modelled, not measured.
+        repeat's schedule as a trace, and the settings. The step times add the modelled link to the measured
+        backward: they are modelled, not measured.
 
     Raises:
         ValueError: a size or ``repeats`` below 1, or ``bucket_cap_mb`` outside (0, 1024].
