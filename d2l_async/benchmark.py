@@ -44,6 +44,10 @@ def no_collector_pauses() -> Iterator[None]:
     (the frontend and the engine's workers) for as long as it walks the heap.  No collection
     first: that alone can take seconds in a notebook on a busy core, and is not needed to keep
     pauses out of the block.
+
+    Yields:
+        ``None``: the block runs with the collector disabled; on exit it is enabled again only if it was enabled on
+        entry.
     """
     enabled = gc.isenabled()
     gc.disable()
@@ -244,6 +248,11 @@ def measure(
 
     Each timed run is synchronized on entry and exit (unless ``sync=False``), like
     ``torch.utils.benchmark.Timer``, so queued asynchronous work is billed to the run that queued it.
+
+    Returns:
+        The frozen :class:`Measurement`: the ``repeat`` timed runs' seconds in order (warm-up runs not included),
+        the label (``label`` or ``fn``'s name), this machine's :func:`~d2l_async.devices.describe_machine` line and
+        whether the runs were synchronized.
 
     Raises:
         ValueError: a negative ``warmup``, ``repeat`` < 1, or an unknown device.

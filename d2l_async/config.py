@@ -24,6 +24,9 @@ _FALSE = {"", "0", "false", "no", "off"}
 def quick_mode() -> bool:
     """True when ``D2L_ASYNC_QUICK`` asks for small workloads (tests, CI, the quick report).
 
+    Returns:
+        ``True`` for 1/true/yes/on, ``False`` for 0/false/no/off or an unset (or empty) variable.
+
     Raises:
         ValueError: the variable holds something other than a yes/no value.
     """
@@ -36,7 +39,14 @@ def quick_mode() -> bool:
 
 
 def scale(full: int, quick: int) -> int:
-    """The workload size to use: ``quick`` in quick mode, ``full`` otherwise."""
+    """The workload size to use: ``quick`` in quick mode, ``full`` otherwise.
+
+    Returns:
+        ``quick`` when :func:`quick_mode` is on, else ``full``.
+
+    Raises:
+        ValueError: ``full`` or ``quick`` is below 1.
+    """
     number("full", full, minimum=1)
     number("quick", quick, minimum=1)
     if full < 1 or quick < 1:
@@ -64,7 +74,11 @@ def engine_kind() -> str:
 
 
 def in_colab() -> bool:
-    """True inside Google Colab (its module is imported by the Colab runtime)."""
+    """True inside Google Colab (its module is imported by the Colab runtime).
+
+    Returns:
+        ``True`` when ``google.colab`` is already imported (the Colab runtime imports it), else ``False``.
+    """
     import sys
 
     return "google.colab" in sys.modules

@@ -225,6 +225,12 @@ def check(name: str, holds: Any, *, shown: str, otherwise: str = "", unclear: st
             with a verdict record the spread is put in front of it.
         role: ``"machine"``, ``"speed-up"`` or ``""`` (see :func:`contradictions`).
 
+    Returns:
+        The frozen :class:`Check`: the stripped ``name`` and ``shown``, ``holds`` as ``True``, ``False`` or
+        ``None``, the reason (for can't tell: the verdict's spread and the ``unclear`` hint or a default; for a ✘
+        from a verdict, ``otherwise`` with the spread appended), and, for a verdict, its ``decided_by`` method and
+        its numbers.
+
     Raises:
         TypeError: ``holds`` is not a bool, None or a verdict (e.g. a number: compute the condition).
         ValueError: ``name`` or ``shown`` is empty, or ``role`` is unknown.
@@ -274,6 +280,10 @@ def contradictions(checks: Iterable[Check]) -> list[tuple[Check, Check]]:
 
     A check about the machine that says it *cannot* show a speed-up (``role="machine"``, ✘) forbids a
     ✔ on any check that credits a speed-up (``role="speed-up"``) among the same checks (one notebook).
+
+    Returns:
+        Every ``(machine check, speed-up check)`` pair where a ✘ ``role="machine"`` check meets a ✔
+        ``role="speed-up"`` one; ``[]`` when none contradict.
     """
     items = [having("checks", c, ("role", "holds"), what="a sequence of lesson checks")
              for c in sequence("checks", checks, what="lesson checks")]
@@ -324,7 +334,11 @@ def show(checks: CheckLike | Iterable[CheckLike]) -> CheckList:
 
 def expect(name: str, holds: Any, *, shown: str, otherwise: str = "", unclear: str = "",
            role: str = "") -> Check:
-    """Build a check from this run's numbers (see :func:`check`) and display it; returns the :class:`Check`."""
+    """Build a check from this run's numbers (see :func:`check`) and display it; returns the :class:`Check`.
+
+    Returns:
+        The :class:`Check` that :func:`check` builds, after it has been displayed.
+    """
     c = check(name, holds, shown=shown, otherwise=otherwise, unclear=unclear, role=role)
     _display(c)
     return c
@@ -362,6 +376,9 @@ def checks_in_outputs(outputs: Iterable[Mapping[str, Any]]) -> list[Check]:
     """Every lesson check in a notebook cell's outputs (nbformat dicts), in order.
 
     Displayed checks are read from their metadata; printed ones (stdout streams) from their lines.
+
+    Returns:
+        The :class:`Check` records found, in output order (``[]`` when the cell shows none).
     """
     found: list[Check] = []
     for out in sequence("outputs", outputs, what="nbformat output dicts"):

@@ -130,6 +130,11 @@ def overlap(trace: Trace, lane_a: str, lane_b: str) -> Overlap:
 
     Any two lanes may be compared: the frontend thread with a GPU stream shows how much Python
     work overlapped device work; two streams show concurrent kernels.
+
+    Returns:
+        The frozen :class:`Overlap`: seconds with both lanes busy, only ``lane_a``, only ``lane_b``, neither, and
+        the trace's span (first issue or start to last end); when the lanes hold no work, ``neither`` is the whole
+        span and the rest 0.
     """
     check_trace(trace)
     for name in (lane_a, lane_b):

@@ -78,10 +78,7 @@ def is_backward_name(names: np.ndarray, *, accumulate: bool = False) -> np.ndarr
     also for ``AccumulateGrad`` (the node whose hook launches DDP's all-reduce).
 
     Returns:
-        A bool array, one entry per name.
-
-    Raises:
-        TypeError: ``names`` is not a sequence of strings, or ``accumulate`` not a bool.
+        A boolean array, one entry per name.
     """
     if not isinstance(accumulate, bool):
         raise TypeError(f"accumulate must be True or False, got {accumulate!r}")
@@ -116,9 +113,16 @@ def comm_overlap(trace: Trace, *, window: str = "file") -> tuple[RankComm, ...]:
             inward to whole µs, which this does not copy (a100_nccl_step: 14.76 % here, 14.31 %
             in HTA).
 
+    Returns:
+        One frozen :class:`RankComm` per rank, in :func:`~d2l_async.trace.rank_lanes` order: its collective count,
+        how many of them overlap the backward pass, and the communication, hidden and backward seconds
+        (``exposed_s`` and ``hidden_fraction`` derive from them). Backward compute is every kernel on a GPU rank,
+        the ``...Backward`` ops on a CPU rank.
+
     Raises:
         TypeError: ``trace`` is not a Trace.
         ValueError: an unknown ``window``.
+        TraceError: the trace has no ranks.
     """
     if not isinstance(trace, Trace):
         raise TypeError(f"comm_overlap expects a Trace, got {type(trace).__name__}")
@@ -153,7 +157,12 @@ def comm_overlap(trace: Trace, *, window: str = "file") -> tuple[RankComm, ...]:
 
 def step_windows(trace: Trace, label: str) -> dict[int, list[tuple[float, float]]]:
     """Per rank, the ``(start, end)`` of every ``record_function(label)`` range it recorded, on the merged
-    trace's clock, in order (the profiler keeps them in each rank's ``meta["annotations"]``)."""
+    trace's clock, in order (the profiler keeps them in each rank's ``meta["annotations"]``).
+
+    Returns:
+        Rank (an unranked trace's ``-1`` as 0) -> the sorted ``(start, end)`` seconds of its ``label`` ranges;
+        ``[]`` for a rank without one.
+    """
     out: dict[int, list[tuple[float, float]]] = {}
     for rank, shift, meta in rank_metas(trace):
         spans = [(float(a["start"]) + shift, float(a["end"]) + shift) for a in meta.get("annotations") or ()
@@ -164,7 +173,12 @@ def step_windows(trace: Trace, label: str) -> dict[int, list[tuple[float, float]
 
 def comm_per_step(trace: Trace, label: str) -> dict[int, tuple[RankComm, ...]]:
     """Per rank, :func:`comm_overlap` of each of its ``record_function(label)`` windows: one
-    :class:`RankComm` per profiled step, so a claim about the time per step has one sample per step."""
+    :class:`RankComm` per profiled step, so a claim about the time per step has one sample per step.
+
+    Returns:
+        Rank -> one :class:`RankComm` per ``label`` window of that rank, in time order (a window holding none of the
+        rank's events gives an all-zero :class:`RankComm`); a rank that recorded no such window maps to ``()``.
+    """
     if not isinstance(trace, Trace):
         raise TypeError(f"comm_per_step expects a Trace, got {type(trace).__name__}")
     start, end = trace["start"], trace["end"]

@@ -43,7 +43,8 @@ def intervals_union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.
     """Merge intervals into disjoint sorted ones (touching intervals join).
 
     Returns:
-        ``(starts, ends)``: float arrays of the disjoint intervals, sorted by start (empty for no input).
+        ``(starts, ends)``: two float arrays of the merged intervals, sorted by start; two empty arrays for no
+        input.
 
     Raises:
         TypeError: ``start`` or ``end`` is not a one-dimensional sequence of times.
@@ -66,7 +67,7 @@ def union_seconds(start: np.ndarray, end: np.ndarray) -> float:
     """Seconds covered by the union of the intervals ``[start, end)``.
 
     Returns:
-        Each instant covered by any interval counted once, in seconds (0.0 for none).
+        The total length of the union, each instant counted once, in the intervals' unit (0.0 for none).
     """
     s, e = intervals_union(start, end)
     return float((e - s).sum())
@@ -76,7 +77,7 @@ def intersection_seconds(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, 
     """Total length of the intersection of two disjoint sorted interval sets.
 
     Returns:
-        Seconds covered by both sets.
+        The seconds covered by both sets (0.0 when they do not meet).
 
     Raises:
         TypeError: ``a`` or ``b`` is not a ``(starts, ends)`` pair of time arrays.
@@ -98,7 +99,7 @@ def overlap_counts(start: np.ndarray, end: np.ndarray, other: tuple[np.ndarray, 
     """How many intervals ``[start, end)`` intersect (with positive length) the disjoint set ``other``.
 
     Returns:
-        The number of intervals of ``start``/``end`` that share time with ``other``.
+        The number of intervals that overlap ``other`` (0 when either side is empty).
 
     Raises:
         TypeError: bad arrays (see :func:`intervals_union`); ``other`` is not a ``(starts, ends)`` pair.

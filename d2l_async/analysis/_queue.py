@@ -95,6 +95,10 @@ def queue_length_summary(trace: Trace, *, in_flight: bool = False,
 
     ``include_last_profiler_step``: as in :func:`queue_length_series` (HTA's default: ``False``).
     A trace without backend work (a CPU-only profile) gives an empty frame with these columns.
+
+    Returns:
+        A pandas DataFrame with the columns above, one row per backend lane with queued work, in the trace's lane
+        order.
     """
     check_trace(trace)
     mask = queued_mask(trace, include_last_profiler_step=_flag(include_last_profiler_step))

@@ -134,7 +134,12 @@ def _to_trace(prof: Any, device: str) -> Trace:
 def cuda_capture(trace: Trace, device_name: str) -> Trace:
     """What :func:`capture` makes of a CUDA profile read from its file: the capture's own final
     synchronize labelled, each wait labelled with its source (the reader already filed the copy
-    waits), and the meta of a real GPU run on ``device_name``."""
+    waits), and the meta of a real GPU run on ``device_name``.
+
+    Returns:
+        A new trace with those labels and ``meta`` set to ``source="cuda"``, ``device=device_name``,
+        ``virtual=False``, ``path=""``.
+    """
     instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     return label_block_sources(label_final_sync(trace)).with_meta(source="cuda", device=device_name, virtual=False,
                                                                   path="")
@@ -146,6 +151,10 @@ def synchronize_all(torch: Any) -> list[int]:
     ``torch.cuda.synchronize()`` waits for the current device only, so kernels queued on another GPU
     would end after the profiler stopped and be lost.  A GPU without a context has nothing queued, and
     synchronizing it would create one (hundreds of MB of its memory), so it is left alone.
+
+    Returns:
+        The indices of the GPUs synchronized, in order (every GPU when torch cannot tell which have a context);
+        ``[]`` without CUDA.
     """
     having("torch", torch, ("cuda",), what="the torch module")
     if not torch.cuda.is_available():
@@ -166,6 +175,10 @@ def blocking_copies(trace: Trace) -> Trace:
     names as such (issue 18, finding 8).  :func:`~d2l_async.trace.read_chrome_trace` files them so for
     every profiler file it reads (a capture too); this is for traces that still call them launches, such
     as an export written by an older version.
+
+    Returns:
+        A new trace whose calls of those copies are ``block`` events with a reason; ``trace`` itself when it holds
+        none.
     """
     instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     import numpy as np
@@ -194,6 +207,10 @@ def label_block_sources(trace: Trace) -> Trace:
     A CUDA capture knows no Python line, but it knows the op that called the synchronizing runtime call:
     ``aten::item`` for ``.item()`` and ``float()``, ``aten::_to_copy`` for ``.cpu()``, ``aten::is_nonzero``
     for a tensor in an ``if``.  The capture's own final synchronize keeps its label.
+
+    Returns:
+        A new trace with those ``source`` fields filled (a wait off the frontend lanes, or with no op around it,
+        stays blank); ``trace`` itself when no wait lacks a source.
     """
     instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     import numpy as np
@@ -223,7 +240,12 @@ CAPTURE_SYNC_SOURCE = "d2l_async.capture: waits for the GPU so every kernel is r
 
 def label_final_sync(trace: Trace) -> Trace:
     """Mark the last ``cudaDeviceSynchronize`` as the capture's own, so a blocker report can tell
-    it from the user's code (its ``source`` says so; the event and its time stay)."""
+    it from the user's code (its ``source`` says so; the event and its time stay).
+
+    Returns:
+        A new trace whose last ``cudaDeviceSynchronize`` wait has the capture's source label; ``trace`` itself when
+        it has none.
+    """
     instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     import numpy as np
 

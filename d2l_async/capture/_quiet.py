@@ -50,7 +50,12 @@ def is_kineto_progress(line: str) -> bool:
 @contextlib.contextmanager
 def quiet_kineto() -> Iterator[None]:
     """Drop kineto's progress lines written to fd 2 inside the block, and the profiler's cycle warning
-    (:data:`CYCLE_WARNING`); pass every other line and warning on."""
+    (:data:`CYCLE_WARNING`); pass every other line and warning on.
+
+    Yields:
+        ``None``: the block runs with those lines and that warning filtered; fd 2 and the warning filters are
+        restored on exit.
+    """
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=CYCLE_WARNING, category=UserWarning)
         with _quiet_fd2():

@@ -35,6 +35,9 @@ SAMPLES: tuple[str, ...] = tuple(DESCRIPTIONS)
 def sample_path(name: str) -> Path:
     """Path of the shipped sample trace ``name`` (a ``.json.gz`` file).
 
+    Returns:
+        The path of the installed ``<name>.json.gz`` file (``name`` may carry the suffix or not).
+
     Raises:
         ValueError: ``name`` is not one of :data:`SAMPLES`.
     """
@@ -48,7 +51,11 @@ def sample_path(name: str) -> Path:
 
 
 def load_sample(name: str) -> "Trace":
-    """Load the shipped sample trace ``name`` as a :class:`~d2l_async.trace.Trace`."""
+    """Load the shipped sample trace ``name`` as a :class:`~d2l_async.trace.Trace`.
+
+    Returns:
+        The sample read by :func:`~d2l_async.trace.read_chrome_trace` (its Python-stack lanes kept).
+    """
     from ..trace import read_chrome_trace
 
     return read_chrome_trace(sample_path(name))

@@ -65,7 +65,15 @@ class OnRanks:
         return False
 
 def check_backend(backend: str, ranks: int) -> str:
-    """``"auto"`` -> ``"nccl"`` when every rank can have its own GPU, else ``"gloo"``."""
+    """``"auto"`` -> ``"nccl"`` when every rank can have its own GPU, else ``"gloo"``.
+
+    Returns:
+        The backend name: ``"nccl"`` or ``"gloo"`` for ``"auto"``, else ``backend`` itself once it is one of
+        :data:`BACKENDS`.
+
+    Raises:
+        ValueError: ``backend`` is neither ``"auto"`` nor one of :data:`BACKENDS`.
+    """
     if backend == "auto":
         import torch
 
@@ -77,7 +85,12 @@ def check_backend(backend: str, ranks: int) -> str:
 
 
 def where(backend: str, ranks: int) -> Where:
-    """Measure the machine (``devices.machine()``) and describe the run honestly."""
+    """Measure the machine (``devices.machine()``) and describe the run honestly.
+
+    Returns:
+        The frozen :class:`Where`: the honest device line, ``backend``, the usable and spare CPUs, the load average
+        and the GPU names.
+    """
     from d2l_async.devices import describe_machine, machine
 
     m = machine()

@@ -126,7 +126,11 @@ class LaunchResult:
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on now (the OS picks it), for one run's rendezvous."""
+    """A TCP port nobody listens on now (the OS picks it), for one run's rendezvous.
+
+    Returns:
+        The port number the OS bound and released (another process may take it before the run does).
+    """
     instance("host", host, str, what="str (an IPv4 address such as '127.0.0.1')")
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         try:
@@ -137,7 +141,12 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def is_alive(pid: int) -> bool:
-    """True while process ``pid`` exists and has not exited (a zombie counts as gone)."""
+    """True while process ``pid`` exists and has not exited (a zombie counts as gone).
+
+    Returns:
+        ``True`` while the process runs (or exists but belongs to another user), ``False`` once it is gone or a
+        zombie.
+    """
     pid = integer("pid", pid, minimum=1)
     try:
         stat = Path(f"/proc/{int(pid)}/stat").read_text()

@@ -28,6 +28,10 @@ def deferred(exc: BaseException, where: str) -> BaseException:
     Args:
         exc: the exception an op raised on a worker.
         where: a sentence for the note, e.g. ``"op 'div' (#12), raised at wait_to_read"``.
+
+    Returns:
+        The new exception (``exc``'s type, or :class:`EngineError` naming it when that type cannot be copied), with
+        no traceback of its own, ``exc``'s notes and one more saying where it was deferred from.
     """
     try:
         new = copy.copy(exc)  # same type and args, via __reduce_ex__

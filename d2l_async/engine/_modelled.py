@@ -153,6 +153,9 @@ def with_flops(flops: Callable[..., float]) -> Callable[[Callable[..., Any]], Ca
             torch.matmul(x, w, out=out)
 
     Without it a custom op counts one FLOP per element of its largest array.
+
+    Returns:
+        A decorator that stores ``flops`` on the function and returns the same function.
     """
     if not callable(flops):
         raise TypeError(f"with_flops({flops!r}): pass a function of the arrays' shapes")

@@ -101,7 +101,12 @@ _LIVE: "weakref.WeakSet[Scheduler]" = weakref.WeakSet()
 
 
 def live_engines() -> list["Scheduler"]:
-    """Engines that have been created and not shut down."""
+    """Engines that have been created and not shut down.
+
+    Returns:
+        A new list of the live engines, in no particular order (they are held weakly: an engine nobody references
+        drops out).
+    """
     return [e for e in list(_LIVE) if not e.closed]
 
 

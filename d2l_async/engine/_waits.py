@@ -52,6 +52,10 @@ def wait_limit(until: float | None, error: Callable[[], BaseException] | None = 
 
     The layer above uses it for a run's time limit (``d2l_async.experiments``' ``deadline``): the
     wait gets the time that is left, not the whole queue's.  ``until=None``: no limit inside.
+
+    Yields:
+        ``None``: the block runs under the limit (or under none, for ``until=None``); the previous limit is restored
+        on exit.
     """
     if until is not None and error is None:
         raise ValueError("wait_limit(until, error): pass what to raise once `until` has passed")

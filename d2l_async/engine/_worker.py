@@ -110,6 +110,10 @@ def lower_priority(nice: int) -> int:
     later (torch's OpenMP pool among them) inherit it.  Elsewhere (macOS, Windows) the call would
     change the whole process, so nothing is done (0).  Raising a nice value needs no privilege;
     a refusal (a sandbox) is not an error: the worker runs at the frontend's priority (0).
+
+    Returns:
+        The steps the nice value actually rose (capped at 19); 0 for ``nice <= 0``, off Linux, or when the OS
+        refused.
     """
     if nice <= 0 or not sys.platform.startswith("linux"):
         return 0

@@ -70,6 +70,11 @@ def resolve_backend(backend: str, *, n_devices: int = 1, workers: int = 1, min_g
         workers: worker threads per virtual device (for the label).
         min_gpus: GPUs the CUDA variant needs; ``"auto"`` falls back to the engine below that.
 
+    Returns:
+        The frozen :class:`Setup`: ``backend`` (``"cuda"`` or ``"engine"``, what ``"auto"`` resolved to), the
+        ``device`` label (the GPU names and ``cuda:i`` used, or the engine's virtual-device label) and ``virtual``
+        (``True`` for the engine).
+
     Raises:
         ValueError: unknown backend, or ``"cuda"`` without (enough) CUDA devices.
     """

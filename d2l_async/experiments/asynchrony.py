@@ -85,6 +85,11 @@ def run_asynchrony(
         repeat: timed runs per variant (after one warm-up); default 5 (quick mode 2).
         backend: ``"auto"``, ``"engine"`` or ``"cuda"``.
 
+    Returns:
+        The frozen :class:`AsynchronyResult`: the NumPy, naive (unsynchronized) and synchronized
+        :class:`Measurement`, a trace of one synchronized framework run, the sizes, where it ran (``backend``,
+        ``device``, ``virtual``) and the :class:`~d2l_async.devices.Machine` read before it.
+
     Raises:
         ValueError: a non-positive size/count, or an unavailable backend.
     """

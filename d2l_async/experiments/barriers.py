@@ -104,6 +104,12 @@ def run_barriers(
             default 3 (quick mode 2).
         backend: ``"auto"``, ``"engine"`` (two virtual devices) or ``"cuda"`` (two streams).
 
+    Returns:
+        The frozen :class:`BarrierResult`: per barrier (``waitall`` vs ``wait_to_read``) the frontend's wait, the
+        run's total and the time to the next useful statement (medians, and every run's ``*_next``), the last run's
+        trace of each, the sizes, the barriers' names on this backend, where it ran and the
+        :class:`~d2l_async.devices.Machine` read before it.
+
     Raises:
         ValueError: bad counts or an unavailable backend.
     """

@@ -148,6 +148,11 @@ def run_blockers(
         repeat: timed runs per measurement; default 5 (quick mode 2).
         backend: ``"auto"``, ``"engine"`` or ``"cuda"``.
 
+    Returns:
+        The frozen :class:`BlockersResult`: a :class:`Measurement` per blocker and for the baseline, the book-style
+        and every-step vs once-at-end runs, the blocker report and its trace, the sizes, where it ran and the
+        :class:`~d2l_async.devices.Machine` read before it.
+
     Raises:
         ValueError: bad counts or an unavailable backend.
     """

@@ -65,7 +65,11 @@ BOOK: Mapping[str, BookNumber] = MappingProxyType({n.key: n for n in _NUMBERS})
 
 
 def book_number(key: str) -> BookNumber:
-    """The book's number called ``key``; a ValueError lists the known keys."""
+    """The book's number called ``key``; a ValueError lists the known keys.
+
+    Returns:
+        The frozen :class:`BookNumber` (key, value, unit, what it measured, its source in the book).
+    """
     try:
         return BOOK[key]
     except KeyError:

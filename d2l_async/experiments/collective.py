@@ -95,6 +95,12 @@ def run_collective(*, ranks: int = 2, numel: int | None = None, size: int | None
             while their asynchronous call lets them compute the matmul during that wait -- a saving that
             needs no spare core, since the peer sleeps.
 
+    Returns:
+        The frozen :class:`CollectiveResult`: per rank the median (and per-repeat) seconds of the async call's
+        return, its completion, the blocking call and the matmul, how many repeats were complete at return, whether
+        every sum was right, the merged trace of one profiled async round, the
+        :class:`~d2l_async.distributed.Where`, the wall time and the slow peer's delay and rank (-1: none).
+
     Raises:
         ValueError: bad sizes or backend.  RankError / RankTimeout: see :func:`launch`.
     """

@@ -171,6 +171,12 @@ def run_overlap(*, ranks: int = 2, bucket_cap_mb: float = 1.0, delay_ms: float =
         backend: ``"auto"``, ``"gloo"`` or ``"nccl"``.
         timeout: seconds before every rank is ended.
         trace_dir: keep the per-rank trace files here (``<trace_dir>/<setting>/rank<r>.json``).
+
+    Returns:
+        The frozen :class:`TrainingResult` of the settings ``"after_backward"`` and ``"bucketed"``: per setting the
+        slowest rank's seconds of each timed step, one merged profiled step, each rank's :class:`RankComm` (whole
+        window and per step) and whether the ranks' parameters agree; the model, the gradient megabytes, the
+        :class:`~d2l_async.distributed.Where` and the wall time.
     """
     cap, delay = _bucket(bucket_cap_mb), _delay(delay_ms)
     settings = [{"label": "after_backward", "mode": "after_backward", "delay_s": delay},
@@ -188,6 +194,14 @@ def run_straggler(*, ranks: int = 2, delay_ms: float | None = None, bucket_cap_m
         delay_ms: the straggler's extra time per step; default 100 ms (quick mode 50 ms: it is sleep,
             so it costs time but no CPU).
         Others as in :func:`run_overlap`.
+
+    Returns:
+        The frozen :class:`TrainingResult` of the settings ``"even"`` and ``"straggler"`` (both bucketed), as for
+        :func:`run_overlap`, with several profiled steps each (one :class:`RankComm` sample per step in
+        ``comm_steps``).
+
+    Raises:
+        ValueError: a ``delay_ms`` of 0 (two even runs), or an argument :func:`run_overlap` rejects.
     """
     cap = _bucket(bucket_cap_mb)
     delay = _delay(delay_ms if delay_ms is not None else config.scale(100, 50))

@@ -87,6 +87,9 @@ class DependencyResult:
 def check_expression(expression: str) -> ast.Expression:
     """Parse ``expression`` and check it only uses what the evaluator allows.
 
+    Returns:
+        The parsed ``ast.Expression`` (of the stripped text), for the evaluator to run.
+
     Raises:
         ValueError: a syntax error or anything outside :data:`NAMES`, :data:`FUNCTIONS`, numbers
             and ``+ - * / @ **`` (the message names the offending part); a number, or a part made
@@ -210,6 +213,10 @@ def run_expression(
         workers: engine worker threads.
         seed: seed of the random arrays.
 
+    Returns:
+        The frozen :class:`DependencyResult`: the expression, the engine's value and eager PyTorch's (both NumPy
+        arrays), the engine's trace, the arrays' shape, the worker count and the virtual-device label.
+
     Raises:
         ValueError: a bad expression or argument.
     """
@@ -297,6 +304,11 @@ def run_independent_vs_dependent(
         repeat: runs of each variant (medians reported, last traces kept); default 3 (quick mode 2).
         backend: ``"engine"`` (threads) or ``"modelled"`` (a modelled-time device, see above).
         model: the :class:`~d2l_async.engine.DeviceModel` of ``backend="modelled"``.
+
+    Returns:
+        One frozen :class:`IndependenceResult` per entry of ``workers``, in that order: the median independent and
+        dependent seconds (and every run's), the last run's trace of each, the independent runs' CPU seconds, the
+        facts of this machine and, for ``backend="modelled"``, the model's record.
 
     Raises:
         ValueError: bad counts (``ops`` must be at least ``chains``).

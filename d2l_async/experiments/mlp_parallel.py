@@ -105,6 +105,11 @@ def run_mlp_parallel(
         seed: seed of the weights and data.
         model: the :class:`~d2l_async.engine.DeviceModel` of ``backend="modelled"``.
 
+    Returns:
+        The frozen :class:`MLPResult`: the loss of each minibatch, the wall seconds, the compute/communication
+        overlap and the trace, each lane's role, the sizes, where it ran, the machine's facts, the modelled record
+        (``None`` unless modelled) and the loop's CPU seconds (NaN on GPUs).
+
     Raises:
         ValueError: bad sizes or an unavailable backend.
     """

@@ -162,6 +162,15 @@ def run_modelled_overlap(*, width: int | None = None, depth: int | None = None, 
         bucket_cap_mb: DDP's bucket size.
         link: the link model (default 10 Gbit/s, 20 µs).
         repeats: measured backward passes (default 7, quick mode 5): one step-time sample each.
+
+    Returns:
+        The frozen :class:`ModelledOverlap`: per measured backward pass the after-backward and bucketed step times
+        on the modelled link, the backward time and the hidden link time; the one-message link time, the last
+        repeat's schedule as a trace, and the settings. The step times add the modelled link to the measured
+        backward: they are modelled, not measured.
+
+    Raises:
+        ValueError: a size or ``repeats`` below 1, or ``bucket_cap_mb`` outside (0, 1024].
     """
     width = int(width if width is not None else 512)
     depth = int(depth if depth is not None else config.scale(6, 4))

@@ -117,6 +117,11 @@ def run_two_devices(
             devices) or ``"cuda"`` (needs two GPUs).
         model: the :class:`~d2l_async.engine.DeviceModel` of ``backend="modelled"`` (default: its defaults).
 
+    Returns:
+        The frozen :class:`TwoDeviceResult`: the median concurrent and serialized seconds (and every run's), the
+        last run's trace of each, the devices, the sizes, where it ran, the machine's facts, the modelled record
+        (``None`` unless modelled) and the concurrent runs' CPU seconds (NaN on CUDA).
+
     Raises:
         ValueError: bad counts or an unavailable backend.
     """

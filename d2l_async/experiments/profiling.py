@@ -72,6 +72,11 @@ def run_profiling(
         backend: ``"auto"``, ``"cuda"`` or ``"cpu"`` (PyTorch on the CPU, profiled directly; the
             engine is not involved).
 
+    Returns:
+        The frozen :class:`ProfilingResult`: the capture's trace, the model's description, ``steps``,
+        ``batch_size``, the event and backend-event counts, the longest launch queue, the seconds blocked, the
+        backend (``"cuda"`` or ``"cpu"``), the device label and ``virtual=False``.
+
     Raises:
         ValueError: bad sizes or an unavailable backend.
     """
@@ -117,7 +122,11 @@ def run_profiling(
 
 
 def sample_summaries(names: tuple[str, ...] = PROFILE_SAMPLES) -> tuple[SampleQueueSummary, ...]:
-    """:func:`~d2l_async.experiments.queue_memory.sample_queue_summary` for each shipped GPU trace."""
+    """:func:`~d2l_async.experiments.queue_memory.sample_queue_summary` for each shipped GPU trace.
+
+    Returns:
+        One :class:`SampleQueueSummary` per name, in order (a single name may be given as a string).
+    """
     if isinstance(names, str):
         names = (names,)
     return tuple(sample_queue_summary(n) for n in names)
@@ -125,6 +134,9 @@ def sample_summaries(names: tuple[str, ...] = PROFILE_SAMPLES) -> tuple[SampleQu
 
 def export_perfetto(trace: Any, path: str | Path) -> Path:
     """Write ``trace`` as Chrome Trace JSON (``.json`` or ``.json.gz``) for https://ui.perfetto.dev.
+
+    Returns:
+        ``path`` as a :class:`~pathlib.Path`, the file written (its parent folders created).
 
     Raises:
         ValueError: ``path`` does not end in ``.json`` or ``.json.gz``.

@@ -114,6 +114,11 @@ def run_queue_memory(
             overlap the backend's work even on one core).  Never synchronized, that wait overlaps the
             backend's work on earlier minibatches; synchronized every minibatch, it cannot.
 
+    Returns:
+        The frozen :class:`QueueMemoryResult`: the settings, the longest queue, the peak bytes held by pending ops,
+        the seconds blocked, the loop's wall seconds (also the one entry of ``runs_s``), the trace, the device
+        label, the backend's busy seconds and the :class:`~d2l_async.devices.Machine` read before it.
+
     Raises:
         ValueError: non-positive sizes (``sync_every``/``max_pending`` must be None or >= 1), or a
             ``frontend_work_s`` outside [0, 1].
@@ -193,6 +198,10 @@ def compare_sync_every(
 
     Args:
         repeats: runs per ``k``; default 5 (quick mode 3: the bootstrap interval needs at least 3).
+
+    Returns:
+        One :class:`QueueMemoryResult` per entry of ``ks``, in that order: the median-time repeat's run (trace,
+        queue, memory), with ``seconds`` the median wall time and ``runs_s`` every repeat's wall time.
     """
     if isinstance(ks, (str, bytes)) or not hasattr(ks, "__iter__") or not len(tuple(ks)):
         raise ValueError(f"ks must be a non-empty sequence of ints or None, got {ks!r}")
@@ -249,6 +258,12 @@ class SampleQueueSummary:
 
 def sample_queue_summary(name: str = "v100_training_step") -> SampleQueueSummary:
     """Summarize the launch queue of a shipped GPU trace (default: the V100 training step).
+
+    Returns:
+        The frozen :class:`SampleQueueSummary` of the lane with the longest queue: the sample and GPU names, the
+        lane, its longest and time-weighted mean queue, the share of time at the longest, the launch count and
+        seconds (in all and while the queue was within 1 % of its longest), the seconds blocked, the trace's
+        duration and the trace.
 
     Raises:
         ValueError: an unknown sample name (the message lists them) or a trace without GPU work.

@@ -109,6 +109,12 @@ def run_scheduling(*, workers: tuple[int, ...] = (1, 2, 4, 8, 16), ops: int | No
         ops: tiny ops per measurement; default 5000 (quick mode 500).
         repeats: runs per worker count; default 5 (quick mode 3): quantiles need a few.
 
+    Returns:
+        The frozen :class:`SchedulingResult`: the worker counts (sorted, distinct), the median wall seconds per op
+        for each (and per CPU second, when every run measured CPU time, else ``()``), the raw measurements, the
+        usable CPU count, the label, eager PyTorch's median seconds per op and CPU runs, and the
+        :class:`~d2l_async.devices.Machine`.
+
     Raises:
         ValueError: bad counts.
     """

@@ -177,6 +177,12 @@ def run_sync_async(
         trace_ops: ops in the recorded traces; default ``min(ops, 2000)``.
         backend: ``"auto"``, ``"engine"`` or ``"cuda"``.
 
+    Returns:
+        The frozen :class:`SyncAsyncResult`: the synchronous and asynchronous :class:`Measurement`, the fitted
+        :class:`CostModel` (``t1`` issue, ``t2`` backend, ``t3`` synchronization seconds per op), a trace of each
+        mode, the sizes, where it ran, eager PyTorch's :class:`Measurement` (engine backend only, else ``None``),
+        the CPU times of both modes and the :class:`~d2l_async.devices.Machine`.
+
     Raises:
         ValueError: bad counts or an unavailable backend.
     """
@@ -368,6 +374,10 @@ def sweep_sync_async(
         repeat: rounds: each round times every point once (one synchronous and one asynchronous run), the
             rounds interleaved across sizes; each point reports the medians over the rounds.
         backend: ``"auto"``, ``"engine"`` or ``"cuda"``.
+
+    Returns:
+        The frozen :class:`SyncAsyncSweep`: one point per ``(numel, ops)`` (numels outer, ops inner) holding the
+        medians over the rounds, where it ran, the :class:`~d2l_async.devices.Machine` and every round's raw point.
 
     Raises:
         ValueError: bad values or an unavailable backend.

@@ -52,6 +52,10 @@ def render_html(*, title: str, banner: str, rows: Sequence[Row], sections: Seque
             ``checks`` (:class:`d2l_async.lesson.Check`, rendered with their marks and reasons) and
             ``error`` (a failed step's traceback, rendered as it is; empty when the step ran).
         book: :class:`~d2l_async.experiments.BookNumber` records, listed with their sources.
+
+    Returns:
+        The whole HTML document as one string: plotly.js inlined, the banner, the results table, the book's numbers
+        and one section per entry of ``sections``.
     """
     instance("title", title, str)
     instance("banner", banner, str)
@@ -102,6 +106,11 @@ def to_jsonable(value: Any) -> Any:
 
 
 def write_json(path: Path, data: dict[str, Any]) -> Path:
+    """Write ``data`` as indented UTF-8 JSON (through :func:`to_jsonable`) to ``path``, replacing it.
+
+    Returns:
+        ``path``.
+    """
     instance("path", path, Path, what="pathlib.Path")
     path.write_text(json.dumps(to_jsonable(data), indent=2, ensure_ascii=False), encoding="utf-8")
     return path

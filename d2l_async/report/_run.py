@@ -59,6 +59,9 @@ class ReportResult:
 def check_device(device: str) -> str:
     """``device`` if usable here.
 
+    Returns:
+        ``device`` unchanged.
+
     Raises:
         ValueError: not one of :data:`DEVICES`, or ``"cuda"`` on a machine without CUDA.
     """
@@ -86,6 +89,10 @@ def run_report(
         progress: show a tqdm progress bar (on stderr).
         steps: the steps to run (default: all nine topics).
         stream: where the table is printed (default ``sys.stdout``).
+
+    Returns:
+        The frozen :class:`ReportResult`: the table's rows, the HTML and JSON paths written, the run's seconds, the
+        device asked for, whether quick mode was on, the machine line and the keys of the steps that failed.
 
     Raises:
         ValueError: a bad device or output path.

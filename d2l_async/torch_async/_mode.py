@@ -33,6 +33,10 @@ class _AsyncMode(TorchDispatchMode):
 
 
 def current_runtime() -> AsyncRuntime | None:
-    """The innermost open ``asynchronous()`` block of this thread (None outside one)."""
+    """The innermost open ``asynchronous()`` block of this thread (None outside one).
+
+    Returns:
+        The innermost open block's :class:`AsyncRuntime`, or ``None`` outside any block on this thread.
+    """
     stack = getattr(_local, "stack", None)
     return stack[-1] if stack else None

@@ -174,8 +174,11 @@ def make_async(module: nn.Module, runtime: AsyncRuntime | None = None) -> nn.Mod
     Optimizers made before it keep working (they hold the same parameter objects), and tied
     weights stay tied.
 
+    Returns:
+        ``module`` itself, its parameters and buffers now asynchronous.
+
     Raises:
-        RuntimeError: outside any block and without ``runtime``.
+        RuntimeError: outside any block and without ``runtime``, or the runtime's block is closed.
         TypeError: ``module`` is not an ``nn.Module``.
     """
     if not isinstance(module, nn.Module):

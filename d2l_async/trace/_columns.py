@@ -29,11 +29,7 @@ def segments(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Indices ``starts[i], ..., starts[i] + counts[i] - 1`` for every i, concatenated.
 
     Returns:
-        One integer array (int32 when every index fits, else int64) of ``counts.sum()`` indices.
-
-    Raises:
-        TypeError: ``starts`` or ``counts`` is not an integer numpy array.
-        ValueError: they differ in length, or a count is negative.
+        A flat int32 array of the indices (int64 when they or their count reach 2**31); empty when every count is 0.
     """
     for name, a in (("starts", starts), ("counts", counts)):
         if not isinstance(a, np.ndarray) or a.dtype.kind not in "iu":

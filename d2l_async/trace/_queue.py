@@ -50,6 +50,10 @@ def last_step_starts(trace: Trace) -> dict[int, float]:
     they carry no stream or correlation id, as ROCm writes them (``meta["device_annotations"]``).
     The GPU begins a step after the CPU launched it, so on such a trace the last step starts at
     the GPU's copy.
+
+    Returns:
+        Rank -> the last step's start, in seconds on the trace's clock, for each rank with two or more distinctly
+        named steps; ranks with fewer are absent (an empty dict when none has two).
     """
     instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     out: dict[int, float] = {}
@@ -70,6 +74,10 @@ def hta_window_mask(trace: Trace) -> np.ndarray:
     On a rank with two profiler steps or more, HTA keeps the CPU events that start before the last
     ``ProfilerStep`` starts and the device work launched by them (its launch starts before then;
     work with no known launch is dropped); a rank with fewer steps is kept whole, as HTA does.
+
+    Returns:
+        A boolean array of ``len(trace)``: ``True`` for the events HTA keeps (all of them on ranks with fewer than
+        two steps).
     """
     instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     c = trace.columns
@@ -90,6 +98,9 @@ def queued_mask(trace: Trace, *, include_last_profiler_step: bool = True) -> np.
         trace: the trace.
         include_last_profiler_step: ``False`` leaves out work issued in the last
             ``ProfilerStep`` of a multi-step trace, as HTA does by default.
+
+    Returns:
+        A boolean array of ``len(trace)`` (empty for an empty trace).
     """
     instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     c = trace.columns
@@ -112,7 +123,11 @@ def isin(col: np.ndarray, values) -> np.ndarray:
 
 def launch_calls(trace: Trace, on_back: np.ndarray | None = None) -> np.ndarray:
     """Mask of the frontend calls that put work on a launch queue: every ``launch``, and the waits named
-    as launch calls (a ``cudaMemcpyAsync`` into pageable memory: a ``block`` that queued its copy)."""
+    as launch calls (a ``cudaMemcpyAsync`` into pageable memory: a ``block`` that queued its copy).
+
+    Returns:
+        A boolean array of ``len(trace)``: ``True`` for those calls, never for an event on a backend lane.
+    """
     instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     c = trace.columns
     if on_back is None:
@@ -153,6 +168,12 @@ def hta_tie_ranks(trace: Trace, mask: np.ndarray) -> tuple[np.ndarray, np.ndarra
     rank at a time, so a merged trace is ordered rank by rank, each on its own clock and in its own
     file's order.  Returns None for traces that did not come from profiler files (engine
     recordings): they keep the plain rule, a launch before a start at equal times.
+
+    Returns:
+        ``(plus, minus)``: two int64 arrays of ``len(trace)``, indexed by event row, holding each queued event's
+        global rank of its +1 (launch) row and of its -1 (start) row in HTA's sorted table (-1 for rows outside
+        ``mask``). ``None`` when ``mask`` selects nothing, when a rank's meta has no ``origin_us`` or its ``source``
+        is not a profiler file's, or when a queued event has no launch call (HTA would not count it).
     """
     instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     c = trace.columns

@@ -85,6 +85,15 @@ def rank_lanes(trace: Trace, rank: int | None = None) -> tuple[RankLanes, ...] |
         trace: a merged trace (:func:`merge_ranks`, :func:`read_trace_dir`) or a single-rank one
             (then its lanes count as rank ``-1``).
         rank: one rank; ``None`` for all, in display order.
+
+    Returns:
+        With ``rank=None``, a tuple of frozen :class:`RankLanes` (rank, frontend, compute, communication and
+        Python-stack lane names), one per rank in display order (a single ``rank=-1`` entry for a single-rank
+        trace); with ``rank``, that rank's :class:`RankLanes`.
+
+    Raises:
+        TypeError: ``trace`` is not a Trace.
+        TraceError: ``rank`` is not one of the trace's ranks.
     """
     if not isinstance(trace, Trace):
         raise TypeError(f"rank_lanes expects a Trace, got {type(trace).__name__}")
@@ -121,7 +130,12 @@ def rank_value(meta: Mapping[str, Any], key: str, rank: int, default: Any) -> An
 
 def rank_metas(trace: Trace) -> list[tuple[int, float, Mapping[str, Any]]]:
     """``(rank, clock shift in seconds, the rank's own meta)`` for each rank of a merged trace;
-    ``[(-1, 0.0, trace.meta)]`` for one process's trace."""
+    ``[(-1, 0.0, trace.meta)]`` for one process's trace.
+
+    Returns:
+        A list of ``(rank, shift_s, meta)`` tuples, in ``meta["per_rank"]``'s order (entries whose meta is not a
+        dict are skipped); the shift is 0.0 for a rank without an offset.
+    """
     instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     per_rank = trace.meta.get("per_rank")
     if not isinstance(per_rank, dict):
@@ -229,6 +243,9 @@ def split_ranks(trace: Trace) -> dict[int, Trace]:
     and correlation ids (the merge's offsets undone) and its own meta, plus ``meta["distributed"]``
     (``rank``, ``world_size`` and ``backend`` where the rank's file said so) for the writer's
     ``distributedInfo``.
+
+    Returns:
+        Rank -> that rank's :class:`Trace`, in the merged trace's rank order.
 
     Raises:
         TraceError: the trace has no ranks (it is one rank's trace already).
@@ -363,6 +380,10 @@ def read_trace_dir(path: str | os.PathLike[str], *, strict: bool = False, max_by
         strict: raise instead of warning when the files are not one job's.
         max_bytes: the most JSON to read per file (default: what fits in the memory available
             when the file is read, ``read_chrome_trace``).
+
+    Returns:
+        The merged trace (:func:`merge_ranks`), its ``meta`` also holding ``path`` (the folder), ``files`` (rank ->
+        file path) and, where they apply, ``job_problems``, ``skipped_entries`` and ``missing_ranks``.
 
     Raises:
         TraceError: not a folder, no trace files, a file that cannot be read (named), a file

@@ -37,7 +37,12 @@ def stack_lane_name(thread_lane: str, depth: int) -> str:
 
 
 def is_python_lane(lane: Any) -> bool:
-    """True for a lane of the Python call-stack group (also inside a merged, multi-rank trace)."""
+    """True for a lane of the Python call-stack group (also inside a merged, multi-rank trace).
+
+    Returns:
+        ``True`` when ``lane``'s ``group`` ends with the Python-stack group's name; ``False`` otherwise (also for an
+        object without a ``group``).
+    """
     return str(getattr(lane, "group", "")).endswith(PYTHON_GROUP)
 
 

@@ -29,7 +29,12 @@ _CURTAIN = "rgba(255,255,255,1)"
 
 
 def queue_at(trace: Trace, times: np.ndarray) -> dict[str, np.ndarray]:
-    """Exact queue length of each backend lane at each of ``times`` (the counter's data step)."""
+    """Exact queue length of each backend lane at each of ``times`` (the counter's data step).
+
+    Returns:
+        Lane -> a float array of queue lengths, one per entry of ``times`` (0 before the lane's first change); lanes
+        that never queued are absent.
+    """
     trace = check_trace(trace, "queue_at")
     times = np.asarray(times, dtype=float)
     df = queue_length_series(trace)
@@ -56,6 +61,11 @@ def animate_timeline(trace: Trace, *, max_frames: int = 150, max_events: int = 2
         title: figure title.
 
     Frame names are the frame's time in seconds, as text.
+
+    Returns:
+        A plotly Figure: the timeline above the queue length on a shared time axis, with one frame per sampled time
+        and a live queue counter; ``layout.meta["fact"]`` states the timeline's fact, the peak queue and the frame
+        count. An empty figure that says so for an empty trace.
     """
     trace = check_trace(trace, "animate_timeline")
     # each frame holds its own copy of the queue bars: past a thousand the figure is too heavy to play

@@ -31,6 +31,10 @@ def plot_blocked_time(trace: Trace, *, by: str = "cause", top: int = 15, title: 
             of :func:`d2l_async.analysis.blocked_time`: ``"reason"``, ``"source"``, ``"name"``, ``"lane"``.
         top: most bars (the longest causes).
         title: figure title.
+
+    Returns:
+        A plotly Figure with one horizontal bar per cause (at most ``top``), its fact the total wait and the number
+        of waits; an empty figure that says so when the trace is empty or the frontend never blocked.
     """
     trace = check_trace(trace, "plot_blocked_time")
     top = check_positive_int(top, "top")

@@ -43,6 +43,9 @@ def join_wait(trace: Trace) -> dict[int, float]:
     differ (a recording cut short), only the first collective is matched.
 
     Ranks without collectives are left out; a trace of one rank gives ``{}``.
+
+    Returns:
+        Rank -> seconds its collectives spent before the last rank entered them (the union of those intervals).
     """
     if not isinstance(trace, Trace):
         raise TypeError(f"join_wait expects a Trace, got {type(trace).__name__}")
@@ -72,6 +75,10 @@ def comm_table(rows: Any) -> pd.DataFrame:
     Args:
         rows: records with ``setting, rank, hidden_s, exposed_s`` (optional ``step_s``), as
             mappings, a DataFrame, or an object with ``.rows()``.
+
+    Returns:
+        A pandas DataFrame with the input's columns plus ``label``, one row per (setting, rank), on a fresh index;
+        an empty frame with the columns ``setting, rank, hidden_s, exposed_s, label`` for no rows.
 
     Raises:
         TypeError: ``rows`` is not records.  ValueError: a column is missing or a time is negative.
@@ -151,6 +158,10 @@ def plot_comm_overlap(rows: Any, *, title: str | None = None) -> go.Figure:
             ``run_straggler()``'s), the bars split the waiting for the slow rank from the rest.
         title: the figure title (default: what the bars show); the subtitle is always the run's
             measured fact.
+
+    Returns:
+        A plotly Figure of stacked hidden/exposed (and, for a straggler run, waiting) milliseconds per setting and
+        rank, with the median step times; an empty figure saying "no communication in these runs" for no rows.
     """
     df = comm_table(rows)
     if not len(df):

@@ -210,6 +210,10 @@ def dependency_graph(trace: Trace, *, max_ops: int = 16) -> DependencyGraph:
     Ops are the backend events (op, kernel, copy, memset) in issue order; the first ``max_ops``
     are kept.  Without reads/writes, the ``deps`` column gives op→op edges; with neither, ops of
     one lane are chained in lane order (a stream runs its work in order).
+
+    Returns:
+        The :class:`DependencyGraph` of the kept ops and their arrays (measured times, ``schematic=False``, with
+        ``n_ops_total`` counting every op before the cut) and the frontend's statements.
     """
     trace = check_trace(trace, "dependency_graph")
     max_ops = check_positive_int(max_ops, "max_ops")
@@ -266,6 +270,9 @@ def expression_graph(expr: str, *, push_time: float = 0.25, op_time: float = 1.0
     array labelled with its sub-expression.  The schedule is made up, for teaching: the frontend
     pushes one op every ``push_time`` steps; an op runs for ``op_time`` steps on the first of
     ``workers`` free workers once its inputs are done.
+
+    Returns:
+        The :class:`DependencyGraph` of the statements, with the made-up schedule as its times (``schematic=True``).
 
     Raises:
         ValueError: the text is not Python, or uses a construct other than assignments, names,
@@ -343,7 +350,11 @@ def expression_graph(expr: str, *, push_time: float = 0.25, op_time: float = 1.0
 # -- states -----------------------------------------------------------------------------------
 def node_states(graph: DependencyGraph, t: float) -> np.ndarray:
     """State of every node at time ``t``: ops one of :data:`OP_STATES`, arrays of
-    :data:`ARRAY_STATES`, constants ``"done"``."""
+    :data:`ARRAY_STATES`, constants ``"done"``.
+
+    Returns:
+        An object array of state names, one per row of ``graph.nodes``.
+    """
     instance("graph", graph, DependencyGraph, what="d2l_async.viz.DependencyGraph (from dependency_graph(trace))")
     n = graph.nodes
     typ = n["type"].to_numpy()
@@ -357,7 +368,13 @@ def node_states(graph: DependencyGraph, t: float) -> np.ndarray:
 
 
 def frontend_status(graph: DependencyGraph, t: float) -> tuple[str, bool]:
-    """(what the frontend is doing at ``t``, whether it is blocked)."""
+    """(what the frontend is doing at ``t``, whether it is blocked).
+
+    Returns:
+        ``(text, blocked)``: the statement running at ``t`` (an open wait wins, ``blocked=True``), ``"after ..."``
+        once a wait has ended, ``"not started"`` before the first statement, or ``("", False)`` when the graph has
+        no frontend rows.
+    """
     instance("graph", graph, DependencyGraph, what="d2l_async.viz.DependencyGraph (from dependency_graph(trace))")
     f = graph.frontend
     if not len(f):

@@ -86,6 +86,10 @@ def plot_dependency_graph(source: Trace | str | DependencyGraph, *, max_ops: int
         title: figure title.
 
     Frame names are the frame's time in seconds (steps for an expression), as text.
+
+    Returns:
+        A plotly Figure of the graph with one animation frame per sampled time (nodes coloured by state, the
+        frontend's statement written in each frame); an empty figure that says so for a trace without events or ops.
     """
     if isinstance(source, str):
         graph = expression_graph(source)

@@ -53,6 +53,9 @@ def measurement_table(measurements: Any) -> pd.DataFrame:
     ``measurements`` is a mapping label -> runs (a sequence of seconds, or an object with
     ``.raw``/``.times`` such as :class:`d2l_async.benchmark.Measurement`), or a sequence of such
     objects, labelled by their ``.label``.
+
+    Returns:
+        A pandas DataFrame with one row per raw run and the columns ``label, run, seconds, synchronized``.
     """
     if isinstance(measurements, Mapping):
         items = list(measurements.items())
@@ -93,6 +96,10 @@ def plot_measurements(measurements: Any, *, book: Mapping[str, float] | None = N
         book: label -> seconds the book printed, drawn as a black bar labelled "book" in its own
             column ``"the book: <label>"``, placed right after the measured column of that label.
         title: figure title.
+
+    Returns:
+        A plotly Figure with one box of raw runs per label (and the book's marks), its fact the medians; an empty
+        figure saying "no measurements" when there is none.
     """
     table = measurement_table(measurements)
     book = dict(book or {})
@@ -192,6 +199,10 @@ def plot_scheduling_overhead(rows: Any, *, title: str | None = None) -> go.Figur
             label), ``runs`` (µs per op of each repeat: drawn as points, the quartiles as the error
             bar) or ``spread_us`` (an error bar cut at 0).
         title: figure title.
+
+    Returns:
+        A plotly Figure of the median per-op cost (µs) against the worker count, one line per label with the runs or
+        spread as error bars, its fact the medians; an empty figure saying "no measurements" when there is none.
     """
     df = _overhead_rows(rows)
     title = title if title is not None else "Scheduling overhead of the engine (CPU threads)"

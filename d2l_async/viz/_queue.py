@@ -78,7 +78,13 @@ def _steps(df, lane: str, span: tuple[float, float], bins: int) -> tuple[np.ndar
 
 def queue_data(trace: Trace, *, in_flight: bool = False, memory: bool = False,
                cap: float | None | Literal["auto"] = "auto", bins: int = 1500) -> QueueData:
-    """The queue figure's data step: per backend lane, decimated step series and exact peaks."""
+    """The queue figure's data step: per backend lane, decimated step series and exact peaks.
+
+    Returns:
+        The :class:`QueueData`: per lane the decimated queued (and, if asked, in-flight) step points and the exact
+        peak, the memory series (or ``None``), the cap to mark, the time span, display unit and factor, and a note
+        on what the counts leave out.
+    """
     trace = check_trace(trace, "queue_data")
     bins = check_positive_int(bins, "bins")
     if cap == "auto":
@@ -195,6 +201,10 @@ def plot_queue_length(trace: Trace, *, in_flight: bool = False, cap: float | Non
             traces of CUDA streams and nothing otherwise; ``None`` draws none.
         memory: also draw the bytes held by pending work, on a secondary axis.
         title: figure title.
+
+    Returns:
+        A plotly Figure with one step line per backend lane (and the cap, in-flight and memory traces asked for),
+        its fact the peak queue; an empty figure that says so when the trace is empty or nothing was queued.
     """
     trace = check_trace(trace, "plot_queue_length")
     title = title if title is not None else default_title(trace, "Queue length")
@@ -226,7 +236,12 @@ def plot_queue_length(trace: Trace, *, in_flight: bool = False, cap: float | Non
 
 def plot_trace(trace: Trace, *, in_flight: bool = False, cap: float | None | Literal["auto"] = "auto",
                memory: bool = False, max_events: int = 4000, title: str | None = None) -> go.Figure:
-    """The timeline over the queue length, sharing one time axis (zoom one, both follow)."""
+    """The timeline over the queue length, sharing one time axis (zoom one, both follow).
+
+    Returns:
+        A plotly Figure with the timeline above the queue length on one shared time axis, its fact both figures'
+        facts; an empty figure that says so for an empty trace.
+    """
     trace = check_trace(trace, "plot_trace")
     title = title if title is not None else default_title(trace, "Timeline and queue length")
     if not len(trace):

@@ -23,6 +23,9 @@ __all__ = ["sweep_table", "plot_sweep"]
 def sweep_table(sweep: Any) -> list[dict[str, Any]]:
     """The data step: one dict per sweep point (``ops``, ``numel``, ``ratio``).
 
+    Returns:
+        A list of ``{"ops": int, "numel": int, "ratio": float}`` dicts, in the sweep's order.
+
     Raises:
         TypeError: ``sweep`` has no ``points``, or a point lacks ``ops``/``numel``/``ratio``.
     """
@@ -49,6 +52,10 @@ def plot_sweep(sweep: Any, *, by: str = "ops", reference: Mapping[str, float] | 
         by: the x axis: ``"ops"`` (ops per run) or ``"numel"`` (elements per op).
         reference: label -> a published ratio drawn as a dashed line (the book's 3.4×).
         title: figure title (default: what it shows, and where it ran on a second line).
+
+    Returns:
+        A plotly Figure with one ratio line per tensor size (or per op count), the 1× line and any reference lines,
+        its fact the lowest and highest ratio; an empty figure saying "no sweep points" when there is none.
     """
     if by not in ("ops", "numel"):
         raise ValueError(f"by must be 'ops' or 'numel', got {by!r}")

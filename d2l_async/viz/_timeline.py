@@ -208,6 +208,11 @@ def timeline_data(
         pixels: the plot width the merging assumes.
         python_stack: draw the Python call-stack lanes of a ``with_stack=True`` profile; ``None``
             (default) draws them for traces of at most :data:`PYTHON_STACK_AUTO` events.
+
+    Returns:
+        The :class:`TimelineData`: lanes and row labels, the (merged) bars, the connectors kept and how many there
+        were, the frontend's waits, the span, the display unit and factor, the event count before merging and the
+        Python-stack events left out.
     """
     trace = check_trace(trace, "timeline_data")
     if python_stack is not None and not isinstance(python_stack, bool):

@@ -72,7 +72,11 @@ def _check_range(name: str, value: float, min: float, max: float) -> None:
 
 
 def int_slider(description: str, value: int, min: int, max: int, step: int = 1) -> widgets.IntSlider:
-    """An integer slider that reports its value on release."""
+    """An integer slider that reports its value on release.
+
+    Returns:
+        An ``ipywidgets.IntSlider`` with ``continuous_update=False``.
+    """
     _check_range(description, value, min, max)
     for arg, v in (("value", value), ("min", min), ("max", max)):
         integer(f"{description}: {arg}", v)
@@ -86,7 +90,11 @@ def int_slider(description: str, value: int, min: int, max: int, step: int = 1) 
 def float_slider(
     description: str, value: float, min: float, max: float, step: float = 0.1, readout_format: str = ".2f"
 ) -> widgets.FloatSlider:
-    """A float slider that reports its value on release."""
+    """A float slider that reports its value on release.
+
+    Returns:
+        An ``ipywidgets.FloatSlider`` with ``continuous_update=False``.
+    """
     _check_range(description, value, min, max)
     number(f"{description}: step", step, above=0)
     instance("readout_format", readout_format, str, what="str such as '.2f'")
@@ -105,6 +113,10 @@ def log_slider(
     """An integer slider over the powers of ``base`` from ``min`` to ``max`` (sizes, op counts).
 
     ``min``, ``max`` and ``value`` must be powers of ``base``; the value is an ``int``.
+
+    Returns:
+        A ``SelectionSlider`` whose options are the powers of ``base`` from ``min`` to ``max`` (labelled with
+        thousands separators), set to ``value``, with ``continuous_update=False``.
     """
     integer(f"{description}: base", base, minimum=2)
     _check_range(description, value, min, max)
@@ -121,7 +133,11 @@ def log_slider(
 
 
 def dropdown(description: str, options: Sequence[Any], value: Any = None) -> widgets.Dropdown:
-    """A dropdown; ``options`` are values or ``(label, value)`` pairs; ``value`` defaults to the first."""
+    """A dropdown; ``options`` are values or ``(label, value)`` pairs; ``value`` defaults to the first.
+
+    Returns:
+        A ``Dropdown`` labelled ``description``; an invalid value later set on it is answered with the allowed ones.
+    """
     instance("description", description, str, what="str (the control's label)")
     if isinstance(options, (str, bytes)) or not hasattr(options, "__iter__"):
         raise TypeError(f"{description}: options must be a sequence of values or (label, value) pairs, "
@@ -138,13 +154,21 @@ def dropdown(description: str, options: Sequence[Any], value: Any = None) -> wid
 
 
 def toggle(description: str, value: bool = False) -> widgets.Checkbox:
-    """An on/off control."""
+    """An on/off control.
+
+    Returns:
+        An ``ipywidgets.Checkbox`` labelled ``description``, set to ``bool(value)``.
+    """
     instance("description", description, str, what="str (the control's label)")
     return widgets.Checkbox(value=bool(value), description=description, indent=False)
 
 
 def backends(*, min_gpus: int = 1) -> tuple[str, ...]:
-    """The backends this machine can run: ``"engine"``, plus ``"cuda"`` with ``min_gpus`` usable GPUs."""
+    """The backends this machine can run: ``"engine"``, plus ``"cuda"`` with ``min_gpus`` usable GPUs.
+
+    Returns:
+        ``("engine", "cuda")`` when at least ``max(min_gpus, 1)`` CUDA devices are usable, else ``("engine",)``.
+    """
     try:
         import torch
 
@@ -155,13 +179,23 @@ def backends(*, min_gpus: int = 1) -> tuple[str, ...]:
 
 
 def backend_dropdown(value: str = "engine", *, min_gpus: int = 1) -> widgets.Dropdown:
-    """Where the work runs: the teaching engine (virtual devices) or, with enough GPUs, CUDA."""
+    """Where the work runs: the teaching engine (virtual devices) or, with enough GPUs, CUDA.
+
+    Returns:
+        A ``Dropdown`` labelled "backend" offering ``"engine"`` and, when :func:`backends` allows it, ``"cuda"``; an
+        invalid value is answered with the allowed ones.
+    """
     cuda = [("cuda (this machine's GPU)", "cuda")] if "cuda" in backends(min_gpus=min_gpus) else []
     return dropdown("backend", [("engine (virtual devices)", "engine"), *cuda], value)
 
 
 def blocker_dropdown(value: str | None = None, options: Sequence[str] | None = None) -> widgets.Dropdown:
-    """Which call makes the frontend wait (default: the blockers the experiments measure)."""
+    """Which call makes the frontend wait (default: the blockers the experiments measure).
+
+    Returns:
+        A ``Dropdown`` labelled "blocker" over ``options`` (default: the experiments' ``BLOCKERS``), set to
+        ``value`` or the first.
+    """
     if options is None:
         from d2l_async.experiments import BLOCKERS
 
@@ -171,7 +205,12 @@ def blocker_dropdown(value: str | None = None, options: Sequence[str] | None = N
 
 def expression_dropdown(value: str | None = None, options: Sequence[str] | None = None) -> widgets.Dropdown:
     """Which expression the dependency graph is built for (default: the experiments' list,
-    the book's ``x * y + 2`` first)."""
+    the book's ``x * y + 2`` first).
+
+    Returns:
+        A ``Dropdown`` labelled "expression" over ``options`` (default: the experiments' ``EXPRESSIONS``), set to
+        ``value`` or the first.
+    """
     if options is None:
         from d2l_async.experiments import EXPRESSIONS
 

@@ -165,6 +165,10 @@ def memory_guard(
         dtype_bytes: bytes per element (4: float32).
         fraction: share of the free memory allowed.
         available: where the free memory is read (tests pass a constant).
+
+    Returns:
+        A :data:`Guard`: ``values -> None`` when the matrices fit (or the control is absent, or the free memory is
+        unknown), else the refusal message of :func:`check_bytes`.
     """
 
     def guard(values: Mapping[str, Any]) -> str | None:

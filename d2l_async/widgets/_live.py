@@ -172,7 +172,12 @@ def live_columns(samples: Sequence[Sample]) -> dict[str, np.ndarray]:
 
 
 def live_figure(samples: Sequence[Sample] = ()) -> go.Figure:
-    """Queue length (pending, running) and memory pending over time, as a static figure."""
+    """Queue length (pending, running) and memory pending over time, as a static figure.
+
+    Returns:
+        A plotly Figure of two rows on one time axis: pending and running ops, and the MiB held by pending ops
+        (empty lines for no samples).
+    """
     from plotly.subplots import make_subplots
 
     cols = live_columns(samples)

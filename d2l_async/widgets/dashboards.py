@@ -105,7 +105,13 @@ def _matrices_guard(size: str, live: Any) -> Any:
 
 # -- the chapter's experiments ---------------------------------------------------------------------
 def asynchrony_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashboard:
-    """NumPy vs the framework, timed naively and with a barrier: change the matrix size and count."""
+    """NumPy vs the framework, timed naively and with a barrier: change the matrix size and count.
+
+    Returns:
+        A :class:`Dashboard` with the controls ``size`` (matrix side, powers of 2), ``matmuls`` and ``backend``, and
+        the figures ``timings`` (NumPy, naive and synchronized runs) and ``timeline``; it has run once unless
+        ``autorun=False``.
+    """
 
     def experiment(*, size: int, matmuls: int, backend: str) -> Any:
         return _E().run_asynchrony(size=size, matmuls=matmuls, repeat=1, backend=backend)
@@ -125,7 +131,13 @@ def asynchrony_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashboa
 
 
 def sync_async_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashboard:
-    """``n`` × ``y = x + 1``, synchronously and asynchronously: change ``n`` and the tensor size."""
+    """``n`` × ``y = x + 1``, synchronously and asynchronously: change ``n`` and the tensor size.
+
+    Returns:
+        A :class:`Dashboard` with the controls ``ops``, ``numel`` and ``backend``, and the figures ``timings``
+        (synchronous vs asynchronous, the cost model in the title) and ``timeline`` (the asynchronous run); it has
+        run once unless ``autorun=False``.
+    """
 
     def experiment(*, ops: int, numel: int, backend: str) -> Any:
         return _E().run_sync_async(ops=ops, numel=numel, repeat=1, trace_ops=min(ops, 300), backend=backend)
@@ -162,6 +174,11 @@ def queue_dashboard(*, mode: str = "auto", live: bool = True, autorun: bool = Tr
 
     Args:
         live: draw the engine's queue and pending memory while the loop runs (>= 5 Hz).
+
+    Returns:
+        A :class:`Dashboard` with the controls ``sync_every`` (0: never), ``max_pending`` (0: no bound) and
+        ``batches``, and the figures ``queue`` (queue length and pending memory) and ``timeline``; with ``live``, a
+        live view while it runs; it has run once unless ``autorun=False``.
     """
     batch_size, features = 64, 64
 
@@ -192,7 +209,12 @@ def queue_dashboard(*, mode: str = "auto", live: bool = True, autorun: bool = Tr
 
 
 def dependency_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashboard:
-    """An expression's dependency graph as the engine scheduled it: pick the expression and workers."""
+    """An expression's dependency graph as the engine scheduled it: pick the expression and workers.
+
+    Returns:
+        A :class:`Dashboard` with the controls ``expression``, ``workers`` and ``size``, and the figures ``graph``
+        (the animated dependency graph) and ``timeline``; it has run once unless ``autorun=False``.
+    """
 
     def experiment(*, expression: str, workers: int, size: int) -> Any:
         return _E().run_expression(expression=expression, size=size, workers=workers)
@@ -209,7 +231,13 @@ def dependency_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashboa
 
 
 def barrier_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashboard:
-    """``waitall()`` vs ``wait_to_read()`` with unrelated work queued: change how much work."""
+    """``waitall()`` vs ``wait_to_read()`` with unrelated work queued: change how much work.
+
+    Returns:
+        A :class:`Dashboard` with the controls ``long_ops``, ``size`` and ``backend``, and the figures ``waits``
+        (each barrier's wait) and the ``waitall`` and ``wait_to_read`` timelines; it has run once unless
+        ``autorun=False``.
+    """
 
     def experiment(*, long_ops: int, size: int, backend: str) -> Any:
         return _E().run_barriers(long_ops=long_ops, size=size, backend=backend)
@@ -239,7 +267,13 @@ def barrier_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashboard:
 
 
 def blocker_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashboard:
-    """What an implicit blocker (print, item, asnumpy, ...) costs per step; pick the blocker shown."""
+    """What an implicit blocker (print, item, asnumpy, ...) costs per step; pick the blocker shown.
+
+    Returns:
+        A :class:`Dashboard` with the controls ``steps``, ``size`` and ``backend``, the view control ``blocker``
+        (redraws without rerunning), and the figures ``cost`` (the chosen blocker's cost per step) and ``blocked``
+        (time blocked per cause); it has run once unless ``autorun=False``.
+    """
 
     def experiment(*, steps: int, size: int, backend: str) -> Any:
         return _E().run_blockers(steps=steps, size=size, repeat=1, backend=backend)
@@ -270,6 +304,10 @@ def parallelism_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashbo
     (:func:`d2l_async.experiments.parallel_lessons.plan_devices`): thread-devices where two cores are
     spare, else modelled-time devices (durations from a cost model, not measured); the other kinds
     stay in the dropdown, and the title says which ran.
+
+    Returns:
+        A :class:`Dashboard` with the controls ``ops``, ``size`` and ``backend`` (the device kind), and the figures
+        ``times`` and the ``concurrent`` and ``serialized`` timelines; it has run once unless ``autorun=False``.
     """
     from d2l_async.engine import DeviceModel
     from d2l_async.experiments.parallel_lessons import plan_devices
@@ -312,7 +350,12 @@ def parallelism_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashbo
 
 
 def scheduling_dashboard(*, mode: str = "auto", autorun: bool = True) -> Dashboard:
-    """The engine's per-op scheduling cost as worker threads grow (up to ``max workers``)."""
+    """The engine's per-op scheduling cost as worker threads grow (up to ``max workers``).
+
+    Returns:
+        A :class:`Dashboard` with the controls ``max_workers`` and ``ops``, and the figure ``overhead`` (per-op cost
+        against the worker count); it has run once unless ``autorun=False``.
+    """
 
     def experiment(*, max_workers: int, ops: int) -> Any:
         workers = tuple(2**i for i in range(int(np.log2(max_workers)) + 1))
@@ -343,6 +386,11 @@ def window_trace(trace: Any, *, window: tuple[float, float], lanes: tuple[str, .
     clipped to the window.  The queue length inside the window stays exact: an op issued before a
     time ``t`` of the window and not started by then is kept, and clipping does not move it across
     ``t``.  Bars that cross an edge are drawn cut (the meta records ``window`` and ``clipped``).
+
+    Returns:
+        A new :class:`~d2l_async.trace.Trace` of the kept events (every lane when ``lanes`` is ``None``), their
+        times clipped to the window; its ``meta`` adds ``window`` (``(lo, hi)``) and ``clipped`` (how many events were
+        cut).
 
     Raises:
         TypeError: ``trace`` is not a Trace.
@@ -375,6 +423,10 @@ def trace_explorer(trace: Any = "v100_training_step", *, mode: str = "auto", aut
 
     Moving the window or choosing lanes crops the trace (:func:`window_trace`: every event that
     touches the window, cut at its edges, so the queue there is exact) and redraws it.
+
+    Returns:
+        A :class:`Dashboard` with the controls ``window`` (a time range) and ``lanes``, and the figure ``trace``
+        (the cropped trace's timeline over its queue length); it has run once unless ``autorun=False``.
     """
     import ipywidgets as widgets
 
