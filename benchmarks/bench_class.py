@@ -1,4 +1,4 @@
-"""What a class costs: N = 1, 4, 8 simulated students at once on a real local JupyterHub (issue 22).
+"""What a class costs: N = 1, 4, 8 simulated students at once on a real local JupyterHub.
 
 Each student starts a server and runs notebooks 01 and 07 in quick mode through the REST and kernel
 APIs (deploy/jupyterhub/local_class.py). Saved: benchmarks/results/class.json — per class size the

@@ -9,7 +9,7 @@ time of the assignment is the kernel's share of the response (the browser's redr
 figure is not included).  Each change is checked: the run count grew and the status reports success.
 
 We report the median, min and max per dashboard, the run/draw split of each change, and keep every
-raw time.  Target (issue 6): median <= 0.5 s.
+raw time.  Target: median <= 0.5 s.
 
 Run: ``.venv/bin/python benchmarks/bench_dashboards.py [--repeat 5] [--only queue_dashboard]``;
 writes ``benchmarks/results/dashboards.json``.

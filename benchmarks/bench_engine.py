@@ -3,7 +3,7 @@
 1. **The book's benchmark** (D2L 12.2): 10,000 x ``y = x + 1`` on a one-element array, synchronous
    (``y.wait_to_read()`` after each push) vs asynchronous (one ``eng.waitall()`` at the end), on a
    ``ThreadedEngine()`` with default settings (recording on), a fresh engine per run, runs
-   alternating sync/async so a busy neighbour slows both alike.  Targets (issue 3): ratio >= 3.5
+   alternating sync/async so a busy neighbour slows both alike.  Targets: ratio >= 3.5
    and async <= 15 us per op, median of the runs.  Eager torch's per-op time is measured beside it.
    Python's garbage collector stays on (it is part of "all-in": 10,000 pending ops are 30,000 live
    objects, enough to trigger a full collection now and then); the same runs with the collector
@@ -14,14 +14,14 @@
    machine (on a shared 2-core machine, other people's processes take their share of both).
 3. **Scheduling overhead** vs workers 1, 2, 4, 8, 16 (per-op cost of a tiny op):
    :func:`d2l_async.engine.measure_scheduling_overhead`, the table the notebooks read.
-4. **What recording costs** (issue 11): 1,000,000 tiny ops recorded (``y = x + 1``, and
+4. **What recording costs**: 1,000,000 tiny ops recorded (``y = x + 1``, and
    ``x += 1``): bytes of the recorder's columns per op (goal <= 100), ``eng.trace()`` seconds for
    them (goal <= 2 s on the 2-core development machine; decoding every lean column into a plain
    ``Trace.from_columns`` afterwards is timed beside it), and on 200,000 ops
    the process's memory growth per op measured by ``tracemalloc`` (everything recording keeps:
    columns, tables, read ids), with ``record=False`` beside it.  And from part 1, the async
    per-op cost with recording on as a ratio to eager torch in the same run (goal <= 2.5).
-5. **What a trace costs** (issue 21): ``eng.trace()`` of 1,000,000 recorded ``y = x + 1``: its
+5. **What a trace costs**: ``eng.trace()`` of 1,000,000 recorded ``y = x + 1``: its
    seconds (goal <= 2 s), the bytes per row it keeps (goal <= 150: its columns are lean, strings
    by code and tuples flat, decoded when first read) and the peak while it is built (goal <= 300
    MB), by ``tracemalloc``; and the bytes per row once every column has been read.
@@ -55,8 +55,8 @@ TARGET_PROGRESS = 0.5
 TARGET_ASYNC_OVER_EAGER = 2.5
 TARGET_BYTES_PER_OP = 100
 TARGET_TRACE_S = 2.0
-TARGET_BYTES_PER_ROW = 150  # issue 21: a trace row, as eng.trace() returns it
-TARGET_TRACE_PEAK_MB = 300  # issue 21: building the trace of 1M ops
+TARGET_BYTES_PER_ROW = 150  # a trace row, as eng.trace() returns it
+TARGET_TRACE_PEAK_MB = 300  # building the trace of 1M ops
 RECORD_OPS = 1_000_000
 
 
@@ -194,7 +194,7 @@ def recording_cost(n: int, kind: str) -> dict:
         trace_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     # for comparison: every column decoded and copied into a plain Trace (what trace() built before
-    # issue 21; trace() itself now returns lean columns and does not call from_columns)
+    # trace() itself now returns lean columns and does not call from_columns)
     Trace.from_columns(dict(tr.columns), tr.lanes, dict(tr.meta))
     model_s = time.perf_counter() - t0
     rows = len(tr)
@@ -226,7 +226,7 @@ def recording_memory(n: int = 200_000) -> dict:
 
 
 def trace_memory(n: int = RECORD_OPS) -> dict:
-    """What ``eng.trace()`` of ``n`` recorded ops (``y = x + 1``) costs (issue 21): seconds, the
+    """What ``eng.trace()`` of ``n`` recorded ops (``y = x + 1``) costs: seconds, the
     bytes the trace keeps per row and the peak while it is built (``tracemalloc``: numpy's arrays
     are traced too), and the bytes per row once every column has been read (decoded)."""
     import tracemalloc

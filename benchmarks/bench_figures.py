@@ -4,7 +4,7 @@ Inputs: the shipped A100 training step (109k raw profiler events, 67k trace even
 and a 10,000-op synthetic engine-like trace (one frontend, two virtual workers, a final block).
 Loading the trace is not timed; each figure is built ``--repeat`` times (after one warm-up build)
 and we report the median and every raw run, plus the size of ``fig.to_json()``.
-Targets (issue 5): build <= 2 s and JSON <= 10 MB for each figure on the A100 trace.
+Targets: build <= 2 s and JSON <= 10 MB for each figure on the A100 trace.
 
 Run: ``.venv/bin/python benchmarks/bench_figures.py [--repeat 5]``; writes
 ``benchmarks/results/figures.json``.

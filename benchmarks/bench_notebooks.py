@@ -4,7 +4,7 @@ For each notebook the script executes it with nbclient pinned to one CPU beside 
 the same CPU (``tests/one_core/pinned.py``: the kernel inherits the affinity), in default mode (no
 ``D2L_ASYNC_QUICK``), and records the wall time (kernel start to last cell), the kernel's peak RSS
 (``ru_maxrss`` read inside it by a last cell appended in memory) and its finished children's peak,
-and every lesson check with its result.  Goal (issue 10): each notebook <= 90 s and <= 1 GB.
+and every lesson check with its result.  Goal: each notebook <= 90 s and <= 1 GB.
 
 Run: ``.venv/bin/python benchmarks/bench_notebooks.py [--quick] [--no-busy] [--only 03_barriers]``;
 writes ``benchmarks/results/notebooks.json`` (``notebooks_quick.json`` with ``--quick``).

@@ -2,7 +2,7 @@
 
 1. **Frontend cost per op** of ``y = x + 1`` once its metadata is cached: the time the Python loop
    takes to *queue* N ops (before the barrier), with recording off and on, as the frontend
-   thread's CPU time and as wall time.  Goal (issue 14): <= 40 us per op on the 2-core
+   thread's CPU time and as wall time.  Goal: <= 40 us per op on the 2-core
    development machine (checked on the CPU time: the wall time adds waits for the GIL, which the
    worker's Python bookkeeping holds, and for CPUs other processes hold).  Beside it: the same op with the metadata
    cache cleared before every call (meta kernels run each time), and eager torch.
@@ -11,7 +11,7 @@
    asynchronous (one barrier at the end) vs eager torch, per op.
 3. **20 matmuls of 1000 x 1000**: the time the loop takes to return vs the time until the barrier
    returns, in the same run, and eager torch's time for the same work.
-4. **Training runs ahead** (issue 19): 20 steps of the book's MLP (784-256-10, batch 256, SGD) with
+4. **Training runs ahead**: 20 steps of the book's MLP (784-256-10, batch 256, SGD) with
    one worker: the time the loop takes to return vs to finish (goal: return <= 30 % of finish),
    eager's time for the same steps, and whether the losses are eager's bitwise.
 5. **Where the frontend's wall time goes**: the same ``y = x + 1`` loop with the worker held (a
@@ -29,11 +29,11 @@
    of 4 is run freed and kept too.
 7. **Recording memory**: bytes the process keeps per queued ``y = x + 1`` (tracemalloc, 50,000
    ops), recording on and off.
-8. **Cold start** (issue 19): in a fresh interpreter, the first block's 10 x 1000^2 matmul loop --
+8. **Cold start**: in a fresh interpreter, the first block's 10 x 1000^2 matmul loop --
    the block's opening (it warms the meta kernels), the loop's return and finish (goal: return
    < 30 % of finish), and eager's time for the loop in the same process.
 
-Goals of issue 19: frontend <= 20 us *wall* per ``y = x + 1`` (recording off and on are both
+Goals: frontend <= 20 us *wall* per ``y = x + 1`` (recording off and on are both
 printed); the MLP and cold-start ratios above.
 
 Every number is the median of ``--repeat`` runs, alternating the variants so a busy neighbour slows
@@ -63,9 +63,9 @@ from d2l_async.torch_async._runtime import CACHE, WORKER_NICE
 
 OUT = Path(__file__).parent / "results" / "torch_async.json"
 N = 10_000
-GOAL_FRONTEND_US = 40.0  # issue 14, frontend thread CPU time
-GOAL_FRONTEND_WALL_US = 20.0  # issue 19, wall time
-GOAL_RATIO = 0.30  # issue 19: the loop returns in <= 30 % of its finish time (MLP, cold start)
+GOAL_FRONTEND_US = 40.0  # frontend thread CPU time
+GOAL_FRONTEND_WALL_US = 20.0  # wall time
+GOAL_RATIO = 0.30  # the loop returns in <= 30 % of its finish time (MLP, cold start)
 
 
 def frontend_us(record: bool, n: int = N) -> tuple[float, float]:
@@ -471,7 +471,7 @@ def main(argv: list[str] | None = None) -> int:
           f"(async/eager {result['book_async_over_eager']:.1f}x)")
     print(f"20 matmuls 1000x1000: loop returned after {mm['returned_s'] * 1e3:.1f} ms, finished after "
           f"{mm['finished_s'] * 1e3:.0f} ms (eager {mm['eager_s'] * 1e3:.0f} ms)")
-    print(f"goal (issue 19) frontend <= {GOAL_FRONTEND_WALL_US:.0f} us wall, over {args.repeat} repeats: recording "
+    print(f"goal frontend <= {GOAL_FRONTEND_WALL_US:.0f} us wall, over {args.repeat} repeats: recording "
           f"off {result['frontend_wall_goal']} ({min(walls):.1f}-{max(walls):.1f}), on "
           f"{result['frontend_recording_wall_goal']} ({min(walls_rec):.1f}-{max(walls_rec):.1f})")
     print(f"MLP 784-256-10, 20 SGD steps, 1 worker (worker_nice {WORKER_NICE}): loop returned after "

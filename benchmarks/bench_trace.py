@@ -1,6 +1,6 @@
 """Load a profiler trace and compute its queue-length summary: time and peak memory, ours vs HTA.
 
-Three measurements (issue 12), each job in a fresh child process so its peak RSS is its own:
+Three measurements, each job in a fresh child process so its peak RSS is its own:
 
 1. ``a100``: the 109k-event A100 training-step trace (gzip), ours vs HTA 0.5.0, alternating
    (ours, HTA, ours, HTA, ...) so a busy neighbour slows both alike; medians.  Goal: ours >= 4x
@@ -8,7 +8,7 @@ Three measurements (issue 12), each job in a fresh child process so its peak RSS
 2. ``large``: a ~200 MB Kineto JSON file (~1.1M events) generated here by repeating the A100 trace
    end to end (times shifted, correlation ids renumbered), never committed.  Goal on this machine:
    load + summary <= 8 s and <= 800 MB peak RSS.  HTA on it with ``--hta-large`` (slow, GBs).
-   ``large_rocm``: the same file spelled as ROCm 6.2 writes it (issue 17): every ``args.stream``
+   ``large_rocm``: the same file spelled as ROCm 6.2 writes it: every ``args.stream``
    a hex string (``"0x7"``, also on the launch calls), ``hip*`` runtime names.  Same goals: such a
    file used to leave the reader's fast path (1,177 MB peak).
 3. ``json``: the JSON decoders the reader could use, on the A100 trace: stdlib ``json``,

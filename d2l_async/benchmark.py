@@ -66,7 +66,7 @@ class _Stdout:
 
 
 #: ``Benchmark``'s default ``file``: whatever ``sys.stdout`` is when the block ends, so
-#: ``contextlib.redirect_stdout`` and IPython's ``%%capture`` see the line (issue 11: binding
+#: ``contextlib.redirect_stdout`` and IPython's ``%%capture`` see the line (binding
 #: ``sys.stdout`` at import printed past them).
 STDOUT = _Stdout()
 
@@ -75,7 +75,7 @@ def _cuda_devices(device: Any) -> list[Any]:
     """The CUDA devices to synchronize: the given one, or every one this process has used; [] without CUDA.
 
     A GPU the process never touched has nothing queued, and synchronizing it would create a CUDA
-    context there (hundreds of MB of its memory, on every visible GPU; issue 18), so it is skipped.
+    context there (hundreds of MB of its memory, on every visible GPU), so it is skipped.
     """
     torch = sys.modules.get("torch")
     if torch is None or not torch.cuda.is_available():
@@ -157,7 +157,7 @@ class Benchmark:
         if self.sync:
             wait_all(self.device)
         # Keep the collector off while timing: one full collection pauses every thread for
-        # 0.2-0.4 s in a notebook holding many objects, longer than a quick-mode loop (issue 20).
+        # 0.2-0.4 s in a notebook holding many objects, longer than a quick-mode loop.
         self._paused = contextlib.ExitStack()
         self._paused.enter_context(no_collector_pauses())
         self._start = time.perf_counter()

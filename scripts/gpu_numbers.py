@@ -143,7 +143,7 @@ def nccl_all_reduce() -> dict[str, Any]:
 def kineto_tables() -> dict[str, Any]:
     """What this torch's profiler writes for common CUDA work, against the reader's tables: categories
     it does not know, and calls that put work on a device but are not in LAUNCH_CALLS (the queue length
-    would leave their work out; issue 18 found cuLaunchKernelEx so)."""
+    would leave their work out, as cuLaunchKernelEx once was)."""
     import collections
     import os
     import tempfile

@@ -1,4 +1,4 @@
-"""Build the chapter as a static site: ``make site`` -> ``build/site/`` (issue 22).
+"""Build the chapter as a static site: ``make site`` -> ``build/site/``.
 
 Readers read D2L as a web page; this gives them the chapter the same way, with nothing to run:
 every notebook executed here (default mode unless ``--quick``) by Jupyter Book 1.0.4 / myst-nb, one

@@ -130,7 +130,7 @@ def test_empty_measurement_is_an_error():
 
 
 def test_default_file_is_resolved_when_the_block_ends():
-    # issue 11: `file=sys.stdout` bound at import printed past redirect_stdout and %%capture
+    # `file=sys.stdout` bound at import printed past redirect_stdout and %%capture
     import contextlib
 
     out = io.StringIO()
@@ -146,7 +146,7 @@ def test_default_file_is_resolved_when_the_block_ends():
 
 
 def test_benchmark_inside_an_engine_op_raises_instead_of_hanging():
-    # issue 11: its synchronize() waited for the op it ran in
+    # its synchronize() waited for the op it ran in
     from d2l_async.engine import EngineError, ThreadedEngine
 
     with ThreadedEngine() as eng:
@@ -162,7 +162,7 @@ def test_benchmark_inside_an_engine_op_raises_instead_of_hanging():
 
 
 def test_benchmark_keeps_the_collector_out_of_the_timed_block():
-    """Issue 20: a full collection inside a timed loop decided a verdict; the block runs with it off."""
+    """a full collection inside a timed loop decided a verdict; the block runs with it off."""
     import gc
 
     from d2l_async.benchmark import Benchmark

@@ -1,4 +1,4 @@
-"""``Benchmark``'s CUDA synchronization, without a GPU: a stand-in torch.cuda (issue 18, low item)."""
+"""``Benchmark``'s CUDA synchronization, without a GPU: a stand-in torch.cuda (low item)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""First contact (issue 22): what a new reader types first works and says what it means.
+"""First contact: what a new reader types first works and says what it means.
 
 - ``d2l_async.data.load_sample(...)`` (which the package's own messages recommend) after a plain
   ``import d2l_async``;

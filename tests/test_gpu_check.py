@@ -1,4 +1,4 @@
-"""``scripts/gpu_check.sh``'s control flow, without a GPU (issue 18, findings 1-2).
+"""``scripts/gpu_check.sh``'s control flow, without a GPU (findings 1-2).
 
 The script is run with a stub "python" (a shell script) that answers the script's questions the way
 a CUDA machine would -- one GPU, no plotly -- and fails the steps a test chooses.  The real Python

@@ -3,7 +3,7 @@
 Binder and conda install the package with its dependencies listed by hand (Binder's postBuild uses
 ``--no-deps`` to keep the CPU torch): every runtime dependency of pyproject.toml must be listed there
 too, or the notebooks fail on Binder with an ImportError that no test here would see. They must also
-agree on *versions* (issue 22): one torch floor — the package's own ``MIN_VERSION``, read from the
+agree on *versions*: one torch floor — the package's own ``MIN_VERSION``, read from the
 code — one tested list (``TESTED_VERSIONS``), and Binder's exact pins (``binder/constraints.txt``)
 inside every range, so a Binder rebuild installs what ``make test`` tested.
 """

@@ -163,7 +163,7 @@ def test_a_cells_last_value_is_not_displayed_twice():
     assert shown == [f"{HOLDS} a: 1", f"{HOLDS} b: 2", f"{HOLDS} d: 4", f"{HOLDS} e: 5", f"{HOLDS} a: 1"], shown
 
 
-# --- three outcomes (issue 20) ---------------------------------------------------------------
+# --- three outcomes ---------------------------------------------------------------
 from d2l_async import verdict  # noqa: E402
 from d2l_async.lesson import UNSURE  # noqa: E402
 

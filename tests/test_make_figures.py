@@ -1,4 +1,4 @@
-"""`make figures` renders PNGs on a fresh clone (issue 11, item 13): kaleido >= 1 drives the
+"""`make figures` renders PNGs on a fresh clone: kaleido >= 1 drives the
 machine's Chromium.  Without Chromium the test skips, except under CI=true (a failure there)."""
 
 from __future__ import annotations

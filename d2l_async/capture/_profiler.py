@@ -172,7 +172,7 @@ def blocking_copies(trace: Trace) -> Trace:
     CUDA cannot copy asynchronously into memory it has not pinned: ``cudaMemcpyAsync`` to pageable
     memory returns only after every earlier kernel on the stream and the copy itself are done.  On the
     shipped A100 training step those calls held the CPU 758 ms, against 161 ms of the waits the file
-    names as such (issue 18, finding 8).  :func:`~d2l_async.trace.read_chrome_trace` files them so for
+    names as such.  :func:`~d2l_async.trace.read_chrome_trace` files them so for
     every profiler file it reads (a capture too); this is for traces that still call them launches, such
     as an export written by an older version.
 

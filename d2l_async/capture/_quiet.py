@@ -6,7 +6,7 @@ file descriptor 2, past Python's ``sys.stderr``::
     USDT:2026-12-01 00:13:27 9234:9234 SyncActivityProfilerHandler.cpp:52] profiler_start
     STAGE:2026-12-01 00:13:27 9234:9234 SyncActivityProfilerHandler.cpp:60] Completed Stage: Collection
 
-In Jupyter they appear under the cell as red stderr (issue 10, notebook 09).  ``KINETO_LOG_LEVEL``
+In Jupyter they appear under the cell as red stderr (notebook 09).  ``KINETO_LOG_LEVEL``
 could hide them, but only by hiding kineto's warnings and errors with them (the ``USDT`` lines sit
 above ``ERROR`` in its levels).  So :func:`quiet_kineto` catches fd 2 while the profiler starts or
 stops, drops the lines in kineto's progress format (``USDT:`` / ``STAGE:`` prefixes, a C++ source

@@ -28,11 +28,11 @@ Why each piece:
 * **errors travel with their traceback**: a rank that raises sends the formatted traceback before it
   exits; the parent raises :class:`RankError` with it, at once (the peers still blocked in a
   collective are terminated, not waited for).
-* **the right rank blamed** (issue 21): a rank that dies without a word (a segfault, ``os._exit``,
+* **the right rank blamed**: a rank that dies without a word (a segfault, ``os._exit``,
   the OOM killer) makes its peers fail with "Connection reset by peer"; the parent names the rank
   that died, with its exit code or signal, and gives the peers' errors as what followed.  A value
   that cannot be pickled is reported as such by the rank that returned it.
-* **nothing outlives the launching process** (issue 21): when the kernel that called
+* **nothing outlives the launching process**: when the kernel that called
   :func:`launch` is killed -- even by SIGKILL, where no ``finally`` runs -- every rank and the fork
   server exit within a second: each watches the launching process (a pidfd on Linux, else a poll
   of its pid) and the parent-death signal backs that up.  The first start of the fork server
@@ -278,7 +278,7 @@ def _check_gpus(world_size: int) -> None:
 
 
 def _start_all(made: list[Any], procs: list[Any], deadline: float, timeout: float) -> None:
-    """Start the processes, keeping the deadline (issue 21: the first start of the fork server
+    """Start the processes, keeping the deadline (the first start of the fork server
     imports torch -- 30 s at load 15 -- inside ``Process.start``, which nothing interrupts).
 
     A helper thread starts them; this thread waits in ticks (a Ctrl-C gets through).  At the
@@ -365,7 +365,7 @@ _PEER_GONE = ("Connection closed by peer", "remote worker crashing", "Connection
 def _root_cause(first: tuple[Any, ...], results: Any, procs: list[Any] = (), values: Mapping[int, Any] = {},
                 wait: float = 0.3, died_wait: float = 3.0) -> DistributedError:
     """The error to report: the first one that is not just "my peer went away"; when every error is
-    that, the rank that went away -- named with its exit code or signal (issue 21: a segfaulting
+    that, the rank that went away -- named with its exit code or signal (a segfaulting
     rank was reported as its survivor's "Connection reset by peer")."""
     errors = [first]
     deadline = time.perf_counter() + wait

@@ -3,7 +3,7 @@
 A rank joins the process group from the environment (as under ``torchrun``), runs the function,
 and reports its value -- checked to be picklable here, where the reason can still be told -- or its
 error with the formatted traceback.  It ends with the launching process, however that ends
-(:mod:`._watchdog`, issue 21).  torch is imported inside the functions: the launching process never
+(:mod:`._watchdog`).  torch is imported inside the functions: the launching process never
 loads it for this module.
 """
 
@@ -41,7 +41,7 @@ class RankContext:
 
 
 def _die_with_parent(parent_pid: int) -> None:
-    """End this rank when the launching process ends, even by SIGKILL: no orphans (issue 21).
+    """End this rank when the launching process ends, even by SIGKILL: no orphans.
 
     A watchdog thread waits on the launching process (:mod:`._watchdog`).  A rank the fork server
     started also asks Linux for SIGTERM when the server dies (PR_SET_PDEATHSIG: it fires when the
@@ -78,7 +78,7 @@ def _rank_main(fn: Callable[[RankContext], Any], ctx: RankContext, port: int, re
 
 
 def _check_picklable(value: Any, fn: Any) -> None:
-    """Raise here, in the rank, when its value cannot travel to the parent (issue 21: the queue's
+    """Raise here, in the rank, when its value cannot travel to the parent (the queue's
     feeder thread pickles it later, and its failure only printed; the parent heard nothing)."""
     from multiprocessing.reduction import ForkingPickler
 

@@ -1,4 +1,4 @@
-"""Processes that end when the process that launched them ends, however it ends (issue 21).
+"""Processes that end when the process that launched them ends, however it ends.
 
 When a notebook kernel that called :func:`~d2l_async.distributed.launch` is killed -- SIGKILL from
 Jupyter's "restart", the OOM killer -- no ``finally`` runs in it, and its ranks and multiprocessing's

@@ -109,7 +109,7 @@ def _sync(ctx: RankContext) -> None:
 def _sync_stream(ctx: RankContext) -> None:
     """Wait for this thread's current CUDA stream only: the matmul, not a collective in flight on NCCL's
     own stream (a device-wide synchronize waits for both, so the matmul's time would include the
-    collective and "overlapping saved time" would always hold; issue 18, finding 5)."""
+    collective and "overlapping saved time" would always hold)."""
     if ctx.backend == "nccl":
         import torch
 

@@ -39,7 +39,7 @@ def _negative(s: Any) -> bool:
     """``s < 0`` for the cache key of ``pow`` (``int ** -1`` is an error in torch); complex: False."""
     try:
         return bool(s < 0)
-    except TypeError:  # a complex number has no order (issue 11: `x ** 1j` failed on this)
+    except TypeError:  # a complex number has no order (`x ** 1j` failed on this)
         return False
 
 
@@ -244,7 +244,7 @@ class EngineArray(EngineVar):
         elif other.__class__ in _SCALARS or isinstance(other, _NP_SCALARS):
             key = (fn, self._shape, self._dtype, other.__class__, name == "pow" and _negative(other))
             run = _run_as
-        elif isinstance(other, np.ndarray):  # as torch: ``t + ndarray`` is a tensor (issue 21: it waited
+        elif isinstance(other, np.ndarray):  # as torch: ``t + ndarray`` is a tensor (it waited
             # for x through __array__ and returned an ndarray); the op gets a copy, made now
             other = np.array(other)
             fn = _python_op(fn)  # what `t + a` does in torch: its dunder declines, numpy computes and wraps
@@ -306,7 +306,7 @@ class EngineArray(EngineVar):
     def __itruediv__(self, o): return self._inplace(o, "div_", _T.__itruediv__)
     def __ipow__(self, o): return self._inplace(o, "pow_", _T.__ipow__)
     def __neg__(self): return self._unary("neg", _T.__neg__)
-    # comparisons are elementwise ops, as in torch (issue 11: ``x == y`` compared identity)
+    # comparisons are elementwise ops, as in torch (``x == y`` compared identity)
     def __eq__(self, o): return self._binary(o, "eq", _T.__eq__)  # type: ignore[override]
     def __ne__(self, o): return self._binary(o, "ne", _T.__ne__)  # type: ignore[override]
     def __lt__(self, o): return self._binary(o, "lt", _T.__lt__)
@@ -350,7 +350,7 @@ class EngineArray(EngineVar):
                                       dev, self._shape.numel() * self._dtype.itemsize, out), 2)
         return out
 
-    # -- copies and pickling (issue 21) ----------------------------------------------------------
+    # -- copies and pickling ----------------------------------------------------------
     def __copy__(self) -> "EngineArray":
         """``copy.copy(x)``: a new array holding a copy of x's value -- a ``"copy"`` op pushed like
         ``x.to(x.device)``, so it does not wait for x (the copy is made after x's last write)."""

@@ -116,7 +116,7 @@ class Completion:
         """A Ctrl-C inside a naive engine's inline op (lock held): raised at once, never kept.
 
         The arrays it writes keep their values -- a KeyboardInterrupt is not a property of the data
-        (issue 11: every later read of ``x`` raised it again); a custom op stopped half-way may
+        (every later read of ``x`` raised it again); a custom op stopped half-way may
         have left them half-written.  Its fresh output was never made: reading it says so.
         """
         if op.out is not None:

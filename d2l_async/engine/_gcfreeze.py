@@ -4,7 +4,7 @@ A frontend that runs ahead keeps its queued ops (and their arrays or tensors) al
 collections, so they pile up in the oldest generation; past a quarter of its size Python runs a
 *full* collection, which walks every object of the process: 286,000 after ``import torch``, about
 110--180 ms each.  Plain torch in ``asynchronous()`` paid one every ~18,000 queued ops, 9 us of
-each ``y = x + 1`` (issue 19); the engine's own ``y = x + 1`` one every ~40,000, 3--5 us of each
+each ``y = x + 1``; the engine's own ``y = x + 1`` one every ~40,000, 3--5 us of each
 (a 2 us push took 7 us).
 
 So while an engine's ``with`` block or an ``asynchronous()`` block is open (:func:`hold` /

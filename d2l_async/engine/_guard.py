@@ -1,9 +1,9 @@
 """What keeps a student from wedging an engine: ops that wait, dropped engines, interrupted cells.
 
 Three things go wrong when a reader pokes an asynchronous engine, and each is caught here or beside
-it (issue 11).  Standard library only, like the rest of the core.  This module imports nothing of the
+it.  Standard library only, like the rest of the core.  This module imports nothing of the
 engine but its errors: the scheduler, the waits and the workers import it, never the other way
-(issue 21: a circle of imports is one module split in two).
+(a circle of imports is one module split in two).
 
 **Waiting from inside an op.**  An op runs on a worker.  If it calls ``eng.waitall()``, reads its
 own output (``x.wait_to_read()``) or opens ``with Benchmark():`` (which waits for every engine),

@@ -19,7 +19,7 @@ Observers are given to the scheduler (``observers=``, :meth:`Scheduler.set_obser
 With no observer (``record=False``) the engine skips every stamp and call: recording costs
 nothing when it is off.  :class:`Recorder` turns the calls into a :class:`~d2l_async.trace.Trace`.
 
-What recording costs, and its bound (issue 11).  The recorder keeps one typed column per field
+What recording costs, and its bound.  The recorder keeps one typed column per field
 (``array.array``: 8 bytes per time stamp, 1-4 per code), with names, labels, files and reasons
 stored once in small tables and referred to by number: about 80-90 bytes per op, where a tuple or
 a list of Python objects per op cost 300 and more (and gave the garbage collector more to walk).
@@ -53,7 +53,7 @@ RECORD_LIMIT = 1_000_000
 #: device << 16 | worker, name code, file code, line, number of dependencies, number of reads,
 #: n_writes << 2 | is_copy << 1 | failed.  One ``pack`` and one ``+=`` per op: the cheapest way
 #: found to append a dozen numbers from Python (three ``array.extend`` cost twice it).  Each count
-#: has a field of its own (issue 21: reads shared 14 bits with the writes, and an op reading 16,384
+#: has a field of its own (reads shared 14 bits with the writes, and an op reading 16,384
 #: arrays overflowed into them); a count no field holds is refused before anything is written.
 _ROW = struct.Struct("<qqddddIIIIIII")
 _ROW_DTYPE = np.dtype([("id", "<i8"), ("nbytes", "<i8"), ("t_launch", "<f8"), ("t_issue", "<f8"),
@@ -182,7 +182,7 @@ class Recorder:
         r, w, out = op.reads, op.writes, op.out
         nw = len(w) + (out is not None)
         # packed first: a field that cannot hold a value raises here, before anything is kept
-        # (issue 21: the deps and labels of a row that failed shifted every later row's)
+        # (the deps and labels of a row that failed shifted every later row's)
         row = self._pack(op.id, op.nbytes, op.t_launch, op.t_issue, op.t_start, op.t_end,
                          op.device.index << 16 | op.worker, nc, fc, op.line, len(deps), len(r),
                          nw << 2 | (op.kind == "copy") << 1 | (op.error is not None))
@@ -264,7 +264,7 @@ class Recorder:
         t0 = self.t0
         flags = rec["flags"].astype(np.int32)
         # the fields, each as compact as it can be; the packed rows are dropped before the columns
-        # are built, and every field after the last column that needs it: the peak counts (issue 21)
+        # are built, and every field after the last column that needs it: the peak counts
         f: dict[str, np.ndarray] = {
             "ids": rec["id"].copy(), "where": rec["where"].astype(np.int32), "kind": (flags >> 1) & 1,
             "failed": (flags & 1).astype(bool), "n_reads": rec["n_reads"].astype(np.int32), "n_writes": flags >> 2,

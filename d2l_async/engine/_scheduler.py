@@ -53,8 +53,8 @@ Two details keep this honest under threads and Ctrl-C:
 
 The rest of the engine core lives beside this module: the waits (:mod:`._waits`), shutting down
 and cancelling (:mod:`._shutdown`), and what keeps a student from wedging the engine -- waits
-inside an op (:mod:`._guard`), the workers' weak hold on a dropped engine (:mod:`._worker`, issue 11),
-the naive engine's bookkeeping shielded from Ctrl-C (:mod:`._shield`, issue 21), and what a child
+inside an op (:mod:`._guard`), the workers' weak hold on a dropped engine (:mod:`._worker`),
+the naive engine's bookkeeping shielded from Ctrl-C (:mod:`._shield`), and what a child
 made by ``os.fork()`` inherits: an orphan that refuses at its next use (:mod:`._fork`).
 
 What an op costs (``benchmarks/bench_engine.py``; CPU time on the 2-core machine this was built
@@ -362,7 +362,7 @@ class Scheduler(Completion, Waits, Shutdown):
         if len(self._inbox) + self._booked < self.max_pending:
             return
         if inside_op(self._token):  # a push from inside an op never waits: the op that would make
-            return                  # room is the one pushing (issue 11: it waited on itself)
+            return                  # room is the one pushing (it waited on itself)
         if self._forked_from:
             raise forked_error("a full queue", self._forked_from)
         t0 = _perf()
@@ -372,7 +372,7 @@ class Scheduler(Completion, Waits, Shutdown):
                 self._space_waiting += 1
                 try:
                     while len(self._inbox) + self._booked >= self.max_pending:
-                        left = _limit_left()  # a run's time limit (issue 21)
+                        left = _limit_left()  # a run's time limit
                         self._front.wait(WAIT_SLICE if left is None else min(left, WAIT_SLICE))
                 finally:
                     self._space_waiting -= 1
@@ -390,10 +390,10 @@ class Scheduler(Completion, Waits, Shutdown):
         """The naive engine's worker: run every pushed op on this thread, as each becomes ready.
 
         A push from inside an op only joins the inbox and runs after that op returns, as on the
-        threaded engine (issue 11: running it at once ran it before the op that writes its input).
+        threaded engine (running it at once ran it before the op that writes its input).
         Pushes from several threads are serialized by ``_serial``: one thread runs ops at a time;
         waiting for it honours ``deadline`` (a ``timeout=``).  The bookkeeping here is shielded
-        from Ctrl-C (:mod:`._shield`, issue 21): an interrupt is raised in the op being run or
+        from Ctrl-C (:mod:`._shield`): an interrupt is raised in the op being run or
         just after the bookkeeping, never half-way through it.
         """
         if inside_op(self._token):
@@ -454,7 +454,7 @@ class Scheduler(Completion, Waits, Shutdown):
                 blocked_seconds=self._blocked, elapsed=_perf() - self._t0)
 
 
-# Ctrl-C and the bookkeeping (._shield, issue 21): an interrupt that arrives in these is raised
+# Ctrl-C and the bookkeeping (._shield): an interrupt that arrives in these is raised
 # just after them; one that arrives in an op the naive engine runs, or in a wait, is raised there.
 shield(Scheduler.submit, Scheduler._book, Scheduler.queue_ready, Scheduler._record_deps, Scheduler._drain,
        Scheduler._finish, Scheduler._failed_op, Scheduler._interrupted, push_op, finish_op, finish_write)

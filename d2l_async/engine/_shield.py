@@ -5,7 +5,7 @@ is.  A worker thread never sees one, but the *naive* engine books, runs and fini
 the frontend -- the main thread.  An interrupt that landed between taking a lock and releasing it,
 or between taking an op off the ready queue and finishing it, lost the op (a later ``print``
 waited for it forever) or kept the lock (every later push spun on it): 4 of about 80 random
-interrupts did, in the adversarial pass of issue 21.  ``try``/``finally`` cannot fix that: the
+interrupts did, in an adversarial pass.  ``try``/``finally`` cannot fix that: the
 interrupt can land inside the ``finally``, or between ``acquire()`` returning and the ``try``.
 
 So the bookkeeping is *shielded*, as trio shields its own internals: while Python's default

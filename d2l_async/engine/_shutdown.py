@@ -4,7 +4,7 @@
 ``shutdown(wait=False)`` *cancels* what has not started: it is dropped, and a blocker on it raises
 :class:`EngineError`.  An exception that ends a ``with`` block -- a Ctrl-C in a notebook cell --
 cancels too, and goes through at once: draining 40 s of queued ops first hid the Ctrl-C behind them
-(issue 11).  Ops already running finish (a thread cannot be stopped from outside); their workers
+.  Ops already running finish (a thread cannot be stopped from outside); their workers
 exit after them, and a later ``shutdown()`` joins them.  Mixed into :class:`._scheduler.Scheduler`.
 """
 
@@ -23,7 +23,7 @@ __all__ = ["Shutdown", "ABORT_JOIN"]
 _perf = time.perf_counter
 
 #: How long ``__exit__`` waits for the op a worker is running when an exception (a Ctrl-C) ends a
-#: ``with`` block: the exception must reach the reader at once (issue 11); the worker exits after it.
+#: ``with`` block: the exception must reach the reader at once; the worker exits after it.
 ABORT_JOIN = 0.1
 
 
@@ -106,7 +106,7 @@ class Shutdown:
                     t.join(max(0.0, end - _perf()))
                     if t.is_alive():
                         stuck.append(t.name)
-            # release the joined threads (issue 21): a Thread is in threading's WeakSet of dangling
+            # release the joined threads: a Thread is in threading's WeakSet of dangling
             # threads, whose callback is Python code; freed later by the garbage collector, in the
             # reader's next loop, a Ctrl-C that landed in that callback was swallowed
             dev.threads[:] = [t for t in dev.threads if t.is_alive()]
@@ -144,7 +144,7 @@ class Shutdown:
     def _exit(self, exc_type, exc) -> None:
         if exc_type is not None:
             # an exception (a Ctrl-C) ends the block: cancel the queue instead of running it first,
-            # and let the exception itself through at once (issue 11: 40 s of queued ops hid it)
+            # and let the exception itself through at once (40 s of queued ops hid it)
             if not self.closed:
                 dropped, _ = self._close(cancel=True, join=ABORT_JOIN)
                 if dropped and exc is not None:

@@ -26,7 +26,7 @@ _INTERNAL_DIRS: tuple[str, ...] = (_ENGINE_DIR,)
 
 def add_internal_dir(path: str) -> None:
     """Count frames under ``path`` as the engine's own, not the user's (plain-torch asynchrony,
-    issue 14, adds its package and torch's: the user's line is the one that called torch)."""
+    adds its package and torch's: the user's line is the one that called torch)."""
     global _INTERNAL_DIRS
     path = os.path.abspath(path).rstrip(os.sep) + os.sep
     if path not in _INTERNAL_DIRS:

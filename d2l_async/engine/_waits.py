@@ -5,7 +5,7 @@ A blocker (``x.wait_to_read()``, ``print(x)``, ``x.item()``, ...) waits for the 
 condition in slices of :data:`WAIT_SLICE`, so a KeyboardInterrupt -- a real Ctrl-C or
 ``_thread.interrupt_main`` -- reaches the reader between slices, and the engine stays consistent
 (the frontend never changes the dependency state).  Three waits can never succeed, and raise at
-once instead of hanging (issue 11):
+once instead of hanging:
 
 * a wait from inside an op of the same engine (the op would wait for itself, see ._guard);
 * a wait for an op a shut-down engine will never run (it was cancelled);
@@ -39,7 +39,7 @@ _perf = time.perf_counter
 WAIT_SLICE = 0.05
 
 #: A limit every wait on this thread keeps, set by the code above the engine (an experiment's
-#: time limit: issue 21, a dashboard's 1 s limit stopped a run only at 4.3 s, after a waitall):
+#: time limit: a dashboard's 1 s limit stopped a run only at 4.3 s, after a waitall):
 #: ``(perf_counter time, what to raise once it has passed)``.
 _LIMIT: ContextVar[tuple[float, Callable[[], BaseException]] | None] = ContextVar("d2l_async_wait_limit",
                                                                                   default=None)
@@ -92,7 +92,7 @@ class Waits:
         st = op.state
         if st is _DONE or st is _FAILED:  # identity, not `in {...}`: an Enum's hash runs Python code
             return
-        if inside_op(self._token):  # it would wait on itself (issue 11): refuse at once
+        if inside_op(self._token):  # it would wait on itself: refuse at once
             raise wait_inside_op(f"a blocker ({reason})")
         if self._forked_from:  # a child of os.fork(): the op's worker is in the parent (._fork)
             raise forked_error(f"a blocker ({reason})", self._forked_from)
@@ -191,7 +191,7 @@ class Waits:
         """How long the next wait may sleep (lock held); raise when waiting can no longer succeed."""
         if self.closed and not any(t.is_alive() for d in self._devices.values() for t in d.threads):
             raise EngineError(f"{reason}: the engine was shut down before this op ran")
-        outer = _limit_left()  # a run's time limit (issue 21)
+        outer = _limit_left()  # a run's time limit
         if deadline is None:
             return WAIT_SLICE if outer is None else min(outer, WAIT_SLICE)
         left = deadline - _perf()
@@ -218,11 +218,11 @@ class Waits:
 
 def _take(lock: "threading.RLock", deadline: float | None) -> None:
     """Take the naive engine's ``_serial`` lock, which another thread holds while it runs its ops:
-    in slices, so a Ctrl-C gets through, and never past ``deadline`` (issue 21: this spin ignored
+    in slices, so a Ctrl-C gets through, and never past ``deadline`` (this spin ignored
     ``waitall(timeout=)``, and spun for ever on a lock a Ctrl-C had kept)."""
     while not lock.acquire(timeout=WAIT_SLICE if deadline is None else max(0.0, min(WAIT_SLICE,
                                                                                    deadline - _perf()))):
-        _limit_left()  # a run's time limit (issue 21)
+        _limit_left()  # a run's time limit
         if deadline is not None and _perf() >= deadline:
             raise TimeoutError("timed out waiting for another thread that is running the naive engine's "
                                "ops; the engine is still running them")

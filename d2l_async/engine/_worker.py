@@ -4,7 +4,7 @@ A worker takes READY ops from its device's queue and runs them (the state machin
 :mod:`._scheduler`).  It finishes the last op and takes the next one under one lock, and runs the
 op without it.
 
-**Dropped engines** (issue 11).  A worker thread that referred to its engine would keep it alive
+**Dropped engines**.  A worker thread that referred to its engine would keep it alive
 for ever: 50 engines made and dropped in a loop were 200 live threads.  So a worker holds only a
 weak reference while it sleeps (:func:`worker_loop`); when the reader drops the engine, a
 finalizer (:func:`abandoned`, which refers to the devices, never to the engine) stops the workers
@@ -14,7 +14,7 @@ lock.
 
 The loop needs of its engine only what :class:`WorkerHost` names; it imports no engine module but
 the records and the thread-local of :mod:`._guard`, so the scheduler imports it and not the other
-way round (issue 21: no circle of imports).
+way round (no circle of imports).
 """
 
 from __future__ import annotations

@@ -141,7 +141,7 @@ def time_runs(fn: Callable[[], Any], *, warmup: int, repeat: int) -> tuple[float
 
     Each timed call runs with Python's garbage collector disabled during it
     (:func:`no_collector_pauses`): one full collection pauses every thread for 0.2-0.4 s once a
-    notebook holds many objects, longer than a whole quick-mode loop (issue 20).
+    notebook holds many objects, longer than a whole quick-mode loop.
     """
     since = time.perf_counter()
     for i in range(warmup):

@@ -319,7 +319,7 @@ def queue_check(r: Any) -> Any:
     from d2l_async import lesson
     from d2l_async.analysis import queue_length_summary
 
-    # device work only: a CUDA capture's frontend cpu_ops are kind "op" too (issue 18)
+    # device work only: a CUDA capture's frontend cpu_ops are kind "op" too
     n = len(backend_work(r.trace_async))
     summary = queue_length_summary(r.trace_async)
     q = int(summary["max"].max()) if len(summary) else 0

@@ -276,8 +276,7 @@ def gather_once(losses: list) -> list[float]:
     """The losses of a CUDA loop as floats with one copy to the host (one wait), not one per loss.
 
     ``[float(l) for l in losses]`` is one blocking device-to-host copy per element on a GPU (on the
-    engine, the first ``float`` waits and the rest read ready values); issue 18, finding 9.
-    """
+    engine, the first ``float`` waits and the rest read ready values);     """
     import torch
 
     return torch.stack(losses).tolist() if losses else []
@@ -396,7 +395,7 @@ def _paired(a: Any, b: Any) -> bool:
 
 
 def _cuda_copy_reason(r: BlockersResult, ratio: float) -> str:
-    """Why item and asnumpy differ on a GPU: they copy different amounts to the host (issue 18)."""
+    """Why item and asnumpy differ on a GPU: they copy different amounts to the host."""
     mb = r.size * r.size * 4 / 1e6
     slower = "asnumpy" if ratio < 1 else "item"
     return (f"on a GPU the two conversions do not copy the same thing: asnumpy (b.cpu().numpy()) copies the whole "

@@ -84,7 +84,7 @@ def run_collective(*, ranks: int = 2, numel: int | None = None, size: int | None
         ranks: processes (2-8).
         numel: floats reduced; default ``1 << 20`` = 1,048,576 (4 MiB; quick mode ``1 << 18``).
         size: side of the independent matmul done while the collective is in flight; default 640
-            (quick mode 512): sized so the product takes at least as long as the reduction (issue 20:
+            (quick mode 512): sized so the product takes at least as long as the reduction (
             with 4M floats and a 512 product, a 3 ms product was set against a 27 ms all-reduce,
             so overlap could never save time).
         repeats: timed repeats; default 5 (quick 2).

@@ -271,7 +271,7 @@ def step_check(r: TrainingResult) -> Any:
     """"Overlapping communication with backward shortens the step" (``role="speed-up"``), credited only
     where (1) the machine could show a speed-up (:func:`machine_check`), (2) the bucketed steps are
     shorter beyond the spread of the timed steps (:func:`d2l_async.verdict.compare`) and (3) the time
-    saved is no more than the communication the traces show hidden behind backward (issue 20, C1)."""
+    saved is no more than the communication the traces show hidden behind backward."""
     bucketed = r.comm["bucketed"]
     t_after, t_bucket = r.median_step("after_backward"), r.median_step("bucketed")
     hidden = float(np.mean([c.hidden_fraction for c in bucketed])) if bucketed else 0.0

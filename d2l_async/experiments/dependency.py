@@ -132,7 +132,7 @@ def check_expression(expression: str) -> ast.Expression:
 
 #: The largest magnitude a number, or a part of an expression made of numbers only, may have.
 #: Python computes such parts exactly on the frontend: ``9 ** 9 ** 9`` is an integer of 370
-#: million digits, minutes of work that not even Ctrl-C stops (issue 11).
+#: million digits, minutes of work that not even Ctrl-C stops.
 CONSTANT_LIMIT = 1e15
 
 

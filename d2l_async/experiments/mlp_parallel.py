@@ -255,7 +255,7 @@ def timed_after_warmup(run: Callable[[], None], reset: Callable[[], None],
                        clock: Callable[[], float] = time.perf_counter) -> float:
     """Seconds of ``run()``'s second call: the first, untimed, pays CUDA's one-time costs (cuBLAS
     handles, pinned host memory, peer access between the GPUs, kernel loading), which are not the
-    training loop's (issue 18, finding 6); ``reset()`` runs before each call."""
+    training loop's; ``reset()`` runs before each call."""
     reset()
     run()
     reset()

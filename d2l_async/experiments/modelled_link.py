@@ -1,4 +1,4 @@
-"""DDP's overlap on a *modelled* link: measured backward pass, modelled all-reduce (issue 20).
+"""DDP's overlap on a *modelled* link: measured backward pass, modelled all-reduce.
 
 On one CPU core (Binder) the gloo ranks take turns on the core, so the real run of notebook 10 can
 show *when* each all-reduce ran but never a step that got shorter.  This module shows the schedule a

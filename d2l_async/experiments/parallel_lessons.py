@@ -114,7 +114,7 @@ def device_intervals(trace: Any, device: str | None = None, *, kinds: Sequence[s
 
     Device work is what :data:`~d2l_async.trace.BACKEND_KINDS` names, on backend lanes only: engine ops and
     copies, and on GPUs kernels, memsets and copies too, while the frontend's ``cpu_op`` slices (also kind
-    ``op`` in a CUDA capture) are left out (issue 18: counting only ops and copies saw no GPU kernel).
+    ``op`` in a CUDA capture) are left out (counting only ops and copies saw no GPU kernel).
     """
     instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     from d2l_async.trace import BACKEND_KINDS
@@ -242,7 +242,7 @@ _SCATTER = "the runs' times scatter across the ideal: more repeats decide it"
 
 def _speed_up(verdict: Any, gated: bool, overlapped: Any, never: str) -> Any:
     """A speed-up verdict as the machine and the trace allow it: can't tell where the machine could not
-    run the two sides at once (issue 20: the machine gates a speed-up); ✘ where the timings credit one
+    run the two sides at once (the machine gates a speed-up); ✘ where the timings credit one
     that the trace contradicts (``overlapped()`` false: ``never`` says what it saw)."""
     if gated:
         return overruled(verdict, None, "machine gate")
@@ -260,7 +260,7 @@ def two_device_checks(r: Any) -> list[lesson.Check]:
     cpu = getattr(r, "concurrent_cpu_seconds", float("nan"))
     conc = _threads_concurrency(r, cpu, r.concurrent_seconds)
     # at least SIDE_BY_SIDE faster, beyond the spread of the runs; credited only where the machine could
-    # run both devices at once (issue 20: the machine gates a speed-up) and the trace shows them both busy
+    # run both devices at once (the machine gates a speed-up) and the trace shows them both busy
     # decided as printed: the speedup, barrier-between / concurrent, at least SIDE_BY_SIDE
     verdict = compare(getattr(r, "serialized_runs", ()) or r.serialized_seconds,
                       getattr(r, "concurrent_runs", ()) or r.concurrent_seconds, less=False, by=SIDE_BY_SIDE,

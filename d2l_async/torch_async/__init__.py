@@ -1,4 +1,4 @@
-"""Plain PyTorch, asynchronous on a CPU: ``with d2l_async.asynchronous():`` (issue 14).
+"""Plain PyTorch, asynchronous on a CPU: ``with d2l_async.asynchronous():``.
 
 On a CPU, PyTorch runs every op before it returns, which is why D2L's PyTorch version of the
 section on asynchronous computation (§13.2) stops after two cells.  Inside this block the same
@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from ._compat import MIN_VERSION, TESTED_VERSIONS, UnsupportedTorchError, check_torch
 
-check_torch()  # before any module below touches a private torch API (issue 19)
+check_torch()  # before any module below touches a private torch API
 
 from ._context import asynchronous, current_runtime, synchronize
 from ._module import StaleParameterError, make_async

@@ -8,7 +8,7 @@ thread-local key sets (:mod:`._state`).  :func:`check_torch` runs when ``d2l_asy
 is imported, *before* any module of it touches a private API: an older torch gets
 :class:`UnsupportedTorchError` naming the versions that work, not an ``AttributeError`` from
 deep inside an import (torch 2.1.2 failed with "module 'torch._C' has no attribute
-'TensorBase'"; 2.2.2 got past the old guard and broke at the first tensor, issue 19).
+'TensorBase'"; 2.2.2 got past the old guard and broke at the first tensor).
 
 The one source of truth for versions: :data:`MIN_VERSION` (the floor that pyproject.toml,
 binder/ and the README repeat, checked by tests/test_install_files.py) and
@@ -25,13 +25,13 @@ from ..engine import EngineError
 
 __all__ = ["UnsupportedTorchError", "check_torch", "TESTED_VERSIONS", "MIN_VERSION", "PRIVATE_APIS"]
 
-#: torch versions that tests/torch_async passed on with this code, each in its own venv (issue 19's
+#: torch versions that tests/torch_async passed on with this code, each in its own venv (the version
 #: matrix, benchmarks/results/torch_versions.json, with tests/engine and tests/experiments beside it):
 #: the floor, a Colab-like one (Python 3.12), the pinned CPU build (``make``, Binder) and the newest two
 #: on PyPI.  On 2.3 and 2.9 one gradient is not bitwise eager's (cumprod: torch's own subclass branch,
 #: tests/torch_async/test_opinfo.py).
 TESTED_VERSIONS = ("2.3.1", "2.9.1", "2.13.0", "2.14.1", "2.15.0")
-#: The oldest torch that passes: 2.3 (measured in issue 19; 2.2.2 passed the API check below and
+#: The oldest torch that passes: 2.3 (measured in the version matrix; 2.2.2 passed the API check below and
 #: then failed at the first tensor, and crashed in index_add_).
 MIN_VERSION = (2, 3)
 #: The private APIs used, as ``(owner path, attribute)`` (checked by :func:`check_torch`).

@@ -113,7 +113,7 @@ def compute_specs(func, args: tuple, kwargs: dict, leaves: list, leaf_meta: list
             raise
         # no meta kernel, but nothing to compute: an op that returns nothing only writes its inputs in
         # place, shapes unchanged (torch 2.3 lacks _foreach_addcdiv_.ScalarList's, which AdamW(foreach=
-        # True) calls each step; without this every step ran synchronously, issue 19's version matrix)
+        # True) calls each step; without this every step ran synchronously, in the version matrix)
         return 3, (), metas
     if out is None or (type(out) in (tuple, list) and not out):
         return 3, (), metas
@@ -156,7 +156,7 @@ def warm() -> float:
 
     The first meta kernel that checks a shape imports torch's symbolic-shapes machinery (sympy,
     mpmath: about 480 modules, 0.4 s on the 2-core development machine, 1.7--2.5 s measured on a
-    cold disk in issue 19).  Paid inside a block, it made the first block's loop *return* late --
+    cold disk).  Paid inside a block, it made the first block's loop *return* late --
     no asynchrony to see in the README's first example.  Paid when the first block opens, the loop
     returns at once.
     """

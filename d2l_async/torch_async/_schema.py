@@ -16,7 +16,7 @@ op is queued:
   ``out=`` that resizes): its output metadata is recomputed every time instead of cached;
 * ``here``: run on the frontend at once, neither queued nor waited for: the profiler's
   ``record_function`` markers around ``optimizer.step()``/``zero_grad()`` (they return a handle,
-  not a tensor; waiting for them made every step a full barrier, issue 19 item 4).  Like a
+  not a tensor; waiting for them made every step a full barrier).  Like a
   CUDA program's markers, they stamp the time the frontend *queues* the work;
 * ``query``: a metadata question (``sym_size``, ``dim``, ``is_contiguous``): answered from the
   wrapper's metadata without touching data;

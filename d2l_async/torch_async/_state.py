@@ -1,7 +1,7 @@
 """The frontend's state travels with the op: what changes what an op does, besides its arguments.
 
 An eager op runs on the thread that calls it, under that thread's state.  A queued op runs later,
-on a worker thread, whose state is its own -- so the state is part of the op (issue 19):
+on a worker thread, whose state is its own -- so the state is part of the op:
 
 * **thread-local** state is captured at push (:func:`capture`) and re-established on the worker
   around the op (:func:`enter`): the dispatcher's local include/exclude key sets as the frontend's
@@ -9,7 +9,7 @@ on a worker thread, whose state is its own -- so the state is part of the op (is
   already: the worker must not run them again; the conjugate/negative/zero-tensor fallbacks are
   the exception, see :data:`_MATH_BITS`) and grad mode (a few kernels read it).  Without it, a worker ran ``param.add_(...)`` of ``optimizer.step()``
   through autograd again, with grad mode on, and a plain parameter failed with "a leaf Variable
-  that requires grad is being used in an in-place operation" (issue 19, item 1);
+  that requires grad is being used in an in-place operation";
 * **process-global** settings (``torch.set_default_dtype``, ``use_deterministic_algorithms``, ...)
   cannot be set per thread: while a block is open their setters are a barrier (:data:`GLOBAL_SETTERS`,
   patched by :mod:`._context`) -- every queued op runs under the old value first -- and the

@@ -91,7 +91,7 @@ class RngVar(TVar):
     """The global generator's variable: it orders random ops and never holds an error.  A random
     op that fails (``torch.randn(-1)``) leaves the generator as it was, as in eager torch; its
     error is its output's, raised once at the next blocking point -- before, every later random
-    op of the block failed with it, even after ``manual_seed`` (issue 19, item 9)."""
+    op of the block failed with it, even after ``manual_seed``."""
 
     __slots__ = ()
     error = property(lambda self: None, lambda self, value: None)
@@ -229,7 +229,7 @@ class SyncPaths:
         if info.meta_changing:
             if info.name == "set_" and len(leaves) > 1 and type(leaves[0]) is AsyncTensor:
                 # x.set_(y): x now shares y's storage, so x's readers and y's writers must order
-                # through one variable (they raced on 2 workers, issue 19 item 8)
+                # through one variable (they raced on 2 workers)
                 x, y = leaves[0], leaves[1]
                 x._var = self._leaf_var(y)
                 x._own = y._own if type(y) is AsyncTensor else None
@@ -281,7 +281,7 @@ class SyncPaths:
     def escape(self, t: AsyncTensor, reason: str) -> torch.Tensor:
         """``value``, for memory that escapes (``.numpy()``, ``__array__``, ``__dlpack__``): also
         wait for the queued *readers* of ``t``'s storage, so a write through the escaped memory
-        is never seen by an op queued before it (issue 19, item 6).  An op that writes the
+        is never seen by an op queued before it.  An op that writes the
         storage and runs nothing does it by the engine's own rules; it jumps the ready queue."""
         if not self.closed:
             reads = (t._own,) if t._own is not None else ()

@@ -80,7 +80,7 @@ def narrow_waits(item_two_s: float, done_two_s: float, item_one_s: float, done_o
             "with one worker (like one CUDA stream), z.item() waits for everything queued before z",
             item_one_s >= 0.8 * done_one_s,
             shown=f"z.item() returned after {item_one_s * 1e3:.0f} ms; synchronize() after {done_one_s * 1e3:.0f} ms",
-            otherwise="ops ran out of program order on one worker: a bug to report (d2l_async issue 14)."),
+            otherwise="ops ran out of program order on one worker: a bug to report on the project's issue tracker."),
     ]
 
 
@@ -153,7 +153,7 @@ def increments(sync_s: Any, async_s: Any, eager_s: Any, n: int, machine: Any = N
     """The book's ``n`` x ``y = x + 1``: total seconds synchronous (a barrier after each op),
     asynchronous (one barrier at the end), and eager torch, each one run or a sequence of repeated
     runs (decided against their spread); ``trace``: the runtime's trace, read for the largest single
-    stall when one stall decides the result (issue 20)."""
+    stall when one stall decides the result."""
     if machine is not None:
         having("machine", machine, ("usable_cpus",), what="a d2l_async.devices.machine() snapshot or None")
     integer("n", n, minimum=1)

@@ -1,4 +1,4 @@
-"""Lean trace columns: strings stored once and referred to by number, tuples stored flat (issue 21).
+"""Lean trace columns: strings stored once and referred to by number, tuples stored flat.
 
 A recorded engine run of 1M ops is a trace of 2M rows.  As plain numpy object columns it held a
 pointer per row in each of nine columns, and a fresh tuple (and string) per row in ``deps``,

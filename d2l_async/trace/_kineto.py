@@ -105,7 +105,7 @@ SYNC_CALLS = frozenset({
     "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize", "hipMemcpy",
 })
 #: Ends of ``gpu_memcpy`` names whose ``cudaMemcpyAsync`` holds the CPU until the copy is done: CUDA cannot
-#: copy asynchronously into unpinned (pageable) host memory (issue 18, finding 8).
+#: copy asynchronously into unpinned (pageable) host memory.
 BLOCKING_COPIES = ("(Device -> Pageable)",)
 #: the ``reason`` of a launch call that held the CPU until its copy into pageable host memory was done
 BLOCKING_COPY_REASON = "cudaMemcpyAsync (Device -> Pageable)"

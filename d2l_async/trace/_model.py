@@ -36,7 +36,7 @@ nbytes     bytes of memory the event's output holds (0 when unknown)
 
 Times are seconds relative to the trace start.  The table is stored column-wise (numpy arrays), so a
 109k-event profiler trace stays fast; an engine's trace keeps its strings by code and its tuples
-flat until a column is first read (:mod:`._columns`, issue 21: 85 bytes a row, not 370).
+flat until a column is first read (:mod:`._columns`, 85 bytes a row, not 370).
 :meth:`Trace.event` and :meth:`Trace.events` give frozen
 :class:`Event` records for the slow, readable path.
 
@@ -216,7 +216,7 @@ class Trace:
         missing = set(COLUMNS) - set(self.columns)
         if missing:
             raise TraceError(f"trace is missing columns {sorted(missing)}")
-        lean = isinstance(self.columns, LeanColumns)  # lean columns (issue 21) are not decoded here
+        lean = isinstance(self.columns, LeanColumns)  # lean columns are not decoded here
         lengths = ({len(self.columns.raw(k)) for k in self.columns} if lean
                    else {len(v) for v in self.columns.values()})
         if len(lengths) > 1:

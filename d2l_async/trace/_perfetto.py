@@ -14,7 +14,7 @@ in a top-level ``"d2l_async"`` record, so :func:`~d2l_async.trace.read_chrome_tr
 the same trace and the same analysis.  Traces that came from the profiler keep Kineto's categories
 (``cpu_op``, ``cuda_runtime``, ``kernel``, ...); others use the kind as the category.
 
-So that other tools read an export as this package does (issue 17; HolisticTraceAnalysis 0.5.0
+So that other tools read an export as this package does (HolisticTraceAnalysis 0.5.0
 is the oracle in ``tests/trace/test_hta_round_trip.py``), a profiler trace's export also has
 
 * ``distributedInfo`` (``rank``, ``world_size``, ``backend``, as the rank's own file had it), first

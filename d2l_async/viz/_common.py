@@ -83,7 +83,7 @@ def _wrap_line(line: str, size: float, width: float) -> list[str]:
 
 def wrap_title(text: str, *, size: float, width: float) -> str:
     """``text`` with ``<br>`` inserted between words so that no line is wider than ``width`` px;
-    a ``<sup>...</sup>`` line is wrapped as sup lines (issue 20: titles of 194 characters were cut off)."""
+    a ``<sup>...</sup>`` line is wrapped as sup lines (titles of 194 characters were cut off)."""
     lines = re.split(r"<br\s*/?>", text or "")
     # "head<sup>details</sup>" without a break: keep as given (rare); wrap the parts we can
     return "<br>".join(part for line in lines for part in _wrap_line(line.strip(), size, width))

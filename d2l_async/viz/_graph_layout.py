@@ -1,4 +1,4 @@
-"""Where each node of a dependency graph sits: columns by depth, rows by device (issue 20).
+"""Where each node of a dependency graph sits: columns by depth, rows by device.
 
 Depth is the longest path from an input (Kahn's order), so data flows left to right.  When the ops
 ran on two or more devices, each device gets a horizontal lane of its own, as in the book's figure of

@@ -2,7 +2,7 @@
 
 :func:`plot_measurements` draws every raw run of each measurement as a box with its points, so the
 spread is visible, and the book's published numbers as reference marks labelled "book", each in a
-category of its own right after the measurement it compares with (issue 10: a mark drawn inside a
+category of its own right after the measurement it compares with (a mark drawn inside a
 measured box read as if it were one of our runs).
 :func:`plot_scheduling_overhead` draws the engine's per-op cost against its number of workers.
 """

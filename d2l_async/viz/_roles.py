@@ -1,4 +1,4 @@
-"""What each timeline bar is for, and which bars can carry their name (issue 20).
+"""What each timeline bar is for, and which bars can carry their name.
 
 A profiler trace of a data-parallel step drawn in one colour cannot show "the all-reduces run during
 the backward pass"; a dense trace whose every bar is named prints names over each other.  This
@@ -33,7 +33,7 @@ _OWN_ROLE = ("launch", "runtime", "copy", "memset")
 
 def bar_roles(bars: pd.DataFrame, lanes: tuple[Lane, ...]) -> list[str]:
     """The role of each bar, for colouring: ``""`` (colour by kind, as before) unless the trace has
-    roles worth telling apart (issue 20: 10's DDP timelines were one colour, so "all-reduces during
+    roles worth telling apart (10's DDP timelines were one colour, so "all-reduces during
     the backward pass" could not be seen):
 
     * a profiler trace with backward ops or collectives: ``"all-reduce"``, ``"backward"``,
@@ -74,7 +74,7 @@ def role_color(role: str, i: int) -> str:
 def bar_labels(bars: pd.DataFrame, px_per_s: float, size: int = 11) -> pd.Series:
     """Each bar's name where it fits inside the bar at ``size`` px and does not overlap a label already
     placed on the same row (nested events such as ``aten::matmul`` around ``aten::mm``: the longer bar
-    is named), else ``""`` — no overprinted labels (issue 20)."""
+    is named), else ``""`` — no overprinted labels."""
     out = pd.Series([""] * len(bars), index=bars.index, dtype=object)
     if not len(bars):
         return out

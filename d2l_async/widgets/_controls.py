@@ -2,7 +2,7 @@
 
 Each helper returns a plain ipywidgets control whose ``.value`` is passed to the experiment
 under the keyword the dashboard gives it.  Sliders use ``continuous_update=False``: dragging a
-slider launches one run when it is released, not ten on the way (issue 6).
+slider launches one run when it is released, not ten on the way.
 
 The dropdowns that teach something offer the experiments' own lists (the blockers they measure, the
 expressions the dependency graph accepts) and the backends this machine actually has (``"cuda"``
@@ -38,7 +38,7 @@ _STYLE = {"description_width": "140px"}
 class _NamesChoices:
     """Mixin for selection widgets: a value that is not an option is answered with the options.
 
-    traitlets' own message is "Invalid selection: value not found" (issue 22); a reader who typed
+    traitlets' own message is "Invalid selection: value not found"; a reader who typed
     ``dash.controls["blocker"].value = "item"`` should learn what the choices are.
     """
 

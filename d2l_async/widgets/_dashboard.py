@@ -1,6 +1,6 @@
 """The dashboard: controls bound to an experiment and to the pure figure functions.
 
-Readers learn this chapter by moving a slider and watching the queue change (issue 6).  A
+Readers learn this chapter by moving a slider and watching the queue change.  A
 :class:`Dashboard` holds that loop and nothing else; it does not know which experiment it runs::
 
     controls (.value) --observe--> guard? --ok--> experiment(**values) --> result
@@ -314,7 +314,7 @@ class Dashboard:
                 self._revert()
                 self._say("refused", f"Stopped: {exc}")
                 return False
-            except BaseException as exc:  # noqa: BLE001 - every way a run ends is shown (issue 21:
+            except BaseException as exc:  # noqa: BLE001 - every way a run ends is shown (
                 # SystemExit and GeneratorExit escaped and left "Running..."); see _fail
                 return self._fail("the experiment", exc)
             t1 = time.perf_counter()

@@ -4,7 +4,7 @@ A reader can drag a slider to a 16384 x 16384 matrix or to ten million ops.  On 
 long wait; on Binder (2 GB of RAM) it kills the kernel and the whole notebook with it.  A dashboard
 therefore asks a *guard* first.  A guard is any ``callable(values) -> str | None`` over the
 controls' values: ``None`` lets the run go ahead, a string is the refusal the dashboard shows
-(issue 6, "Guard rails").
+.
 
 The estimates are deliberately simple and pessimistic, and they are pure functions so tests can
 check them with exact numbers:

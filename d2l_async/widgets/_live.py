@@ -18,7 +18,7 @@ progress bar (shown once a run takes longer than :data:`PROGRESS_AFTER_S`).
 
 The experiment stays on the calling thread so a Jupyter interrupt (KeyboardInterrupt) reaches it;
 the poller stops in a ``finally`` either way and is joined with a timeout, so no thread outlives the
-run (issue 6, "Live mode").  The data step (:func:`live_columns`) is pure and tested without threads.
+run.  The data step (:func:`live_columns`) is pure and tested without threads.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from .._args import having, instance, sequence
 __all__ = ["Live", "LiveRun", "Sample", "Poller", "LiveFigure", "EngineWatcher", "live_columns", "sample_of",
            "live_figure", "PROGRESS_AFTER_S"]
 
-#: A live run shows its progress bar once it has taken this long (issue 6: progress for anything
+#: A live run shows its progress bar once it has taken this long (progress for anything
 #: over ~2 s; Run-button dashboards show it always).
 PROGRESS_AFTER_S = 2.0
 

@@ -9,7 +9,7 @@ Some front ends cannot show a ``FigureWidget``: Colab (ipywidgets 7.7.1, plotly 
 need a separate widget manager there) or any Python without ``anywidget`` (plotly >= 6 builds its
 widget on it).  There :class:`OutputView` clears an ``ipywidgets.Output`` and displays the plain
 ``go.Figure`` again.  :func:`resolve_mode` picks one of the two so the same notebook runs in both
-(issue 6, "Compatibility").
+.
 
 =================  =====================================================================
 view               what ``.widget`` is, and how an update reaches the screen

@@ -1,4 +1,4 @@
-"""A class on a real JupyterHub, on this machine's loopback: what one student costs (issue 22).
+"""A class on a real JupyterHub, on this machine's loopback: what one student costs.
 
 Starts JupyterHub (pip's ``jupyterhub``) with its configurable-http-proxy (npm's), a local-process
 spawner (every student's single-user server is a process of this user, home folders in a temporary

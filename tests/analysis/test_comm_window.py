@@ -1,4 +1,4 @@
-"""comm_overlap's window (issue 17, item 4): the whole file by default, HTA's window on request,
+"""comm_overlap's window: the whole file by default, HTA's window on request,
 with HTA 0.5.0's get_comm_comp_overlap as the oracle."""
 
 from __future__ import annotations

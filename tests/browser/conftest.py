@@ -58,7 +58,7 @@ def lab_server(tmp_path_factory):
     base = f"http://127.0.0.1:{port}"
     from d2l_async.devices import machine
 
-    m = machine(sample_s=0)  # a loaded machine starts JupyterLab slower: scale the wait (issue 21)
+    m = machine(sample_s=0)  # a loaded machine starts JupyterLab slower: scale the wait
     deadline = time.monotonic() + 90 * min(5.0, max(1.0, m.load_avg / max(m.usable_cpus, 1.0)))
     while True:
         try:

@@ -16,7 +16,7 @@ import pytest
 
 def _load_factor() -> float:
     """How much slower than a quiet machine this one runs now: the 1-minute load average per usable
-    CPU, between 1 and 5 (issue 21: at load 12-18 on two cores, notebook 10's slider rerun passed a
+    CPU, between 1 and 5 (at load 12-18 on two cores, notebook 10's slider rerun passed a
     fixed 120 s wait).  Every browser wait below is scaled by it."""
     from d2l_async.devices import machine
 

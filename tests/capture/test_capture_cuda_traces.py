@@ -1,4 +1,4 @@
-"""The CUDA side of ``d2l_async.capture`` on synthetic Kineto traces, without a GPU (issue 18).
+"""The CUDA side of ``d2l_async.capture`` on synthetic Kineto traces, without a GPU.
 
 ``Capture(device="cuda:N")`` runs here against a stand-in for torch's CUDA and profiler: the stand-in
 profiler writes a synthetic Kineto file of a CUDA run (tests/_cuda_traces.py), so the capture's own

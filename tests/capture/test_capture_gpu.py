@@ -1,4 +1,4 @@
-"""Captures on a real GPU (``make gpu-check``; skipped without CUDA): the facts the capture adds (issue 18)."""
+"""Captures on a real GPU (``make gpu-check``; skipped without CUDA): the facts the capture adds."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ def rank_info(ctx: RankContext) -> dict:
     import torch
     import torch.distributed as dist
 
-    # on the rank's own device: NCCL reduces only CUDA tensors (issue 18, finding 1), gloo CPU ones
+    # on the rank's own device: NCCL reduces only CUDA tensors, gloo CPU ones
     x = torch.tensor([float(ctx.rank)], device=ctx.device)
     dist.all_reduce(x)
     return {"rank": dist.get_rank(), "world": dist.get_world_size(), "sum": float(x), "pid": os.getpid()}

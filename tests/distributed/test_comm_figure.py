@@ -23,7 +23,7 @@ def test_bars_stack_hidden_under_exposed_in_ms_with_steps_in_their_own_panel():
     assert fig.layout.barmode == "stack" and fig.layout.title.text == "t"
     assert list(hidden.y) == [0.0, 3.0] and list(exposed.y) == [4.0, 1.0]
     assert list(step.y) == [30.0, 25.0] and list(step.x) == ["after_backward", "bucketed"]
-    # issue 20: a panel of its own beside the bars, not a second y-axis overlaying them
+    # a panel of its own beside the bars, not a second y-axis overlaying them
     assert step.xaxis == "x2" and fig.layout.yaxis2.overlaying is None
     assert "ms" in fig.layout.yaxis.title.text
 

@@ -138,7 +138,7 @@ def _synthetic(overlap_result, *, bucketed_overlaps: int, t_bucket, t_after, whe
 
 
 def test_overlap_step_on_one_core_is_never_credited(overlap):
-    """Issue 20, C1: on time-shared cores the machine verdict gates the speed-up: can't tell, either way."""
+    """on time-shared cores the machine verdict gates the speed-up: can't tell, either way."""
     for t_bucket, t_after in ((0.030, 0.025), (0.1316, 0.1670), ((0.17, 0.18, 0.178), (0.186, 0.19, 0.188))):
         r = _synthetic(overlap, bucketed_overlaps=2, t_bucket=t_bucket, t_after=t_after, where=ONE_CORE)
         faster = overlap_checks(r)[3]
@@ -224,7 +224,7 @@ def test_a_straggler_step_shorter_than_even_is_said_without_a_double_sign(overla
 
 
 def test_notebook_10_names_the_numel_it_reduces():
-    """Issue 20, C2: the markdown said "a million floats" while the run reduced 4,194,304, and exercise 3
+    """the markdown said "a million floats" while the run reduced 4,194,304, and exercise 3
     named 1 << 16 as the default."""
     import json
     from pathlib import Path

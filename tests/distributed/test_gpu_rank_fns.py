@@ -1,4 +1,4 @@
-"""The NCCL tests' rank functions, checked without a GPU (issue 18, finding 1)."""
+"""The NCCL tests' rank functions, checked without a GPU."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def test_ddp_gets_the_ranks_gpu_on_nccl_and_nothing_on_gloo():
 
 
 def test_an_nccl_rank_binds_its_process_group_to_its_gpu(monkeypatch):
-    """Low item of issue 18: NCCL init names the rank's GPU (``device_id``); gloo does not."""
+    """NCCL init names the rank's GPU (``device_id``); gloo does not."""
     from d2l_async.distributed._rank import run_rank
 
     calls: list[dict] = []

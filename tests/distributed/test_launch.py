@@ -113,7 +113,7 @@ def test_nccl_without_a_gpu_per_rank_says_so():
         launch(_fns.rank_info, 2, backend="nccl")
 
 
-# -- issue 21: the right rank blamed, unpicklable values, deadlines at start-up, killed launchers ------
+# -- the right rank blamed, unpicklable values, deadlines at start-up, killed launchers ------
 def test_a_rank_that_segfaults_is_named_with_its_signal_not_its_survivor(pids):
     from d2l_async.distributed._launch import RankDied
 

@@ -49,7 +49,7 @@ def test_error_reaches_anything_computed_from_it_but_not_unrelated_arrays(eng):
         with pytest.raises(ValueError, match="bad"):
             blocker()
     assert w.item() == 6.0
-    eng.waitall(timeout=WAIT)  # already raised at the blockers: not again (issue 11, defect 10)
+    eng.waitall(timeout=WAIT)  # already raised at the blockers: not again (defect 10)
 
 
 def test_waitall_raises_once_and_the_engine_stays_usable(eng):

@@ -1,4 +1,4 @@
-"""The Ctrl-C matrix (issue 11): ``_thread.interrupt_main()`` 0.2 s into every way the frontend waits.
+"""The Ctrl-C matrix: ``_thread.interrupt_main()`` 0.2 s into every way the frontend waits.
 
 Over ``waitall``, ``wait_to_read``, each blocker, a push into a full queue (``max_pending``), inside
 and outside a ``with`` block, on ``ThreadedEngine`` and ``NaiveEngine``: the KeyboardInterrupt

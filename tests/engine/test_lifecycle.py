@@ -188,7 +188,7 @@ def test_naive_engine_lets_a_keyboard_interrupt_inside_an_op_through_at_once():
 
 
 def test_a_stopped_engine_leaves_the_collector_no_python_code_to_run():
-    """Issue 21: a stopped engine's worker threads stayed in a reference cycle; when the collector
+    """a stopped engine's worker threads stayed in a reference cycle; when the collector
     freed them during the reader's next loop, threading's WeakSet callback ran there, and a Ctrl-C
     that landed in it was swallowed ("Exception ignored").  Now shutdown joins and releases them."""
     import gc

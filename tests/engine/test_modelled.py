@@ -237,7 +237,7 @@ def test_a_raising_flops_function_fails_the_op_not_the_worker():
         with pytest.raises(ZeroDivisionError):
             out.wait_to_read(timeout=TIMEOUT)
         assert (eng.array(torch.ones(2)) + 1).asnumpy().tolist() == [2.0, 2.0]  # still works
-        eng.waitall(timeout=TIMEOUT)  # raised at the blocker already: not again (issue 11, defect 10)
+        eng.waitall(timeout=TIMEOUT)  # raised at the blocker already: not again (defect 10)
 
 
 def test_naive_engine_holds_inline():

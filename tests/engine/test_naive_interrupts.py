@@ -1,7 +1,7 @@
-"""Ctrl-C at any moment of the naive engine's bookkeeping loses no op and keeps no lock (issue 21).
+"""Ctrl-C at any moment of the naive engine's bookkeeping loses no op and keeps no lock.
 
 The naive engine books, runs and finishes its ops on the frontend thread, where a KeyboardInterrupt
-lands.  Before issue 21, an interrupt between taking a lock and finishing the bookkeeping lost the
+lands.  Before, an interrupt between taking a lock and finishing the bookkeeping lost the
 op (a later read waited for ever) or kept ``_serial`` (every later push and wait spun for ever,
 ``waitall(timeout=)`` included).
 

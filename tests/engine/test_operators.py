@@ -1,4 +1,4 @@
-"""Operators behave as torch's do (issue 11, item 9): each case failed differently before."""
+"""Operators behave as torch's do: each case failed differently before."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def test_complex_exponents(eng):
     same(1j ** eng.array(t), 1j ** t)
 
 
-# -- issue 21: copies, pickling, ndarray operands ------------------------------------------------
+# -- copies, pickling, ndarray operands ------------------------------------------------
 def test_copy_and_deepcopy_give_a_new_array_with_the_same_value():
     import copy
     import threading

@@ -3,7 +3,7 @@
 Each program makes arrays on 1-3 virtual devices, applies binary, scalar, unary and in-place ops,
 copies between devices and reads values in the middle, compares (``==``, ``<``, ... elementwise),
 mixes in NumPy and complex scalars on either side, formats values (``f"{z}"``), and pushes custom
-ops that push again from inside (re-entrant pushes, issue 11); it runs once eagerly and once on an engine
+ops that push again from inside (re-entrant pushes); it runs once eagerly and once on an engine
 (threaded with 1-4 workers per device, or naive).  Errors must match too: an op eager torch rejects
 must be rejected at the same push, with the same exception type.
 
@@ -34,7 +34,7 @@ INPLACE = ["add", "sub", "mul", "div"]
 UNARY = ["neg", "sum", "mean", "exp", "relu"]
 COMPARE = ["eq", "ne", "lt", "le", "gt", "ge"]
 SCALARS = st.one_of(st.integers(-3, 3), st.sampled_from([0.5, -1.5, 2.0, 0.0]),
-                    # issue 11: NumPy scalars are scalars in torch, complex ones too
+                    # NumPy scalars are scalars in torch, complex ones too
                     st.sampled_from([np.float64(2.0), np.float32(-0.5), np.int64(3), np.bool_(True), 1j]))
 
 _FN = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,

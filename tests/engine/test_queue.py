@@ -97,7 +97,7 @@ def test_waitall_timeout_raises_timeout_error_and_leaves_the_engine_working():
 
 
 def test_every_wait_keeps_a_wait_limit_set_above_the_engine():
-    """Issue 21: a run's time limit reaches inside waitall, a blocker and a full queue's push."""
+    """a run's time limit reaches inside waitall, a blocker and a full queue's push."""
     import threading
     import time
 

@@ -1,4 +1,4 @@
-"""Recording is column-wise and bounded (issue 11, item 8): a loop of any length cannot exhaust
+"""Recording is column-wise and bounded: a loop of any length cannot exhaust
 memory through the recorder, and the trace says where recording stopped."""
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def test_the_default_limit_is_a_million_events():
 
 @pytest.mark.parametrize("n", [16_384, 70_000])
 def test_an_op_reading_tens_of_thousands_of_arrays_is_recorded_and_later_rows_stay_right(n):
-    """Issue 21: the reads shared a packed field with the writes; 16,384 reads overflowed it, the
+    """the reads shared a packed field with the writes; 16,384 reads overflowed it, the
     row was dropped with a warning after its labels were kept, and every later row was wrong."""
     import warnings
 

@@ -192,7 +192,7 @@ def test_a_failing_observer_warns_and_the_engine_keeps_working():
     assert "wait_to_read" in seen and "end" in seen
 
 
-# -- issue 21: lean columns ------------------------------------------------------------------------
+# -- lean columns ------------------------------------------------------------------------
 def test_an_engine_trace_is_lean_and_reads_as_before():
     import numpy as np
 

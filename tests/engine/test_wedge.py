@@ -1,4 +1,4 @@
-"""An engine a student cannot wedge (issue 11): one regression test per defect, each failing on the
+"""An engine a student cannot wedge: one regression test per defect, each failing on the
 engine before the fix (it hung, wedged the engine or raised a raw error), and every wait bounded.
 
 The Ctrl-C matrix is in ``test_interrupts.py``.

@@ -22,7 +22,7 @@ def test_one_backend_op_per_push(result):
     t = result.trace
     launches = t.where(kind="launch")
     work = t.where(kind=BACKEND_KINDS)
-    # one push per product: the input is made before the timed loop (issue 10), not in it
+    # one push per product: the input is made before the timed loop, not in it
     assert len(launches) == len(work) == result.matmuls
     assert set(work["name"]) == {"matmul"} or len(set(work["name"])) == 1
     # every op started after the frontend issued it

@@ -155,7 +155,7 @@ def test_report_check_reads_the_block_events():
 
 
 def test_one_ratio_one_measurement():
-    """Issue 20, C5: the notebook printed item / asnumpy 0.50 from medians and the check 0.66 from the
+    """the notebook printed item / asnumpy 0.50 from medians and the check 0.66 from the
     fastest runs; the check now uses the medians, decided against their spread."""
     from d2l_async.experiments import blockers as B
     from d2l_async.experiments._common import make_measurement as mm

@@ -1,6 +1,6 @@
 """The CUDA variants (``make gpu-check``): skipped where torch.cuda.is_available() is False.
 
-Where a lesson must hold on a GPU, these tests assert that it holds (issue 18), not only that a ✘
+Where a lesson must hold on a GPU, these tests assert that it holds, not only that a ✘
 comes with its reason: on a GPU the backend needs no CPU, so the CPU engine's excuses (a busy core,
 threads taking turns) do not apply, and the workloads below are sized so each effect is far beyond
 run-to-run noise (milliseconds of GPU work against microseconds of launches).

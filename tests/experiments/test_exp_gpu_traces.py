@@ -1,4 +1,4 @@
-"""The CUDA lesson checks on synthetic Kineto traces of CUDA runs (issue 18): no GPU needed.
+"""The CUDA lesson checks on synthetic Kineto traces of CUDA runs: no GPU needed.
 
 Each test feeds a check the trace a CUDA run writes (tests/_cuda_traces.py: torch 2.13's categories,
 launch calls and flows, one or two GPUs) and asserts what the check must conclude there.

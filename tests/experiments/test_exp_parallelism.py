@@ -23,7 +23,7 @@ def test_barrier_serializes_the_devices(two):
 
 
 def test_issued_together_the_devices_could_overlap(two):
-    """What the engine decides holds on any machine (issue 21: the overlap test failed at load
+    """What the engine decides holds on any machine (the overlap test failed at load
     12-18, when the OS ran the two workers one after the other).  Issued together, every op of both
     devices was queued before the frontend waited, and no op depends on the other device's: nothing
     but the OS kept them apart.  With a barrier between the devices, the frontend waited between the

@@ -1,4 +1,4 @@
-"""The expression checker bounds constants before anything is evaluated (issue 11, item 11)."""
+"""The expression checker bounds constants before anything is evaluated."""
 
 from __future__ import annotations
 

@@ -202,7 +202,7 @@ def test_sweep_shrinking_advantage_and_t2_taking_over():
 
 
 def test_a_series_that_goes_up_and_down_does_not_shrink():
-    """Issue 20, C4: 2.98x, 6.46x, 2.82x, 3.20x, 1.27x was called 'shrinks' from its first and last points."""
+    """2.98x, 6.46x, 2.82x, 3.20x, 1.27x was called 'shrinks' from its first and last points."""
     ratios = (2.98, 6.46, 2.82, 3.20, 1.27)
     numels = (1, 100, 10_000, 100_000, 1_000_000)
     sw = SyncAsyncSweep(tuple(point(n, q, t1=2e-6, t2=6e-6 * (1 + i), t3=15e-6) for i, (n, q) in
@@ -212,7 +212,7 @@ def test_a_series_that_goes_up_and_down_does_not_shrink():
 
 
 def test_t2_share_is_read_from_the_cpu_clock_not_the_wall_clock():
-    """Issue 20 item 5: on a busy core the wall-time t3 (waiting for the CPU) hides t2's growing share of
+    """on a busy core the wall-time t3 (waiting for the CPU) hides t2's growing share of
     the work; the CPU clock of the synchronous runs shows it."""
     def pt(numel, frontend, workers):
         p = point(numel, 1.5, t1=2e-6, t2=10e-6, t3=900e-6)  # wall time: t3 dominates every point
@@ -458,7 +458,7 @@ def test_fall_is_said_as_a_fall():
 
 
 def test_scheduling_cost_is_decided_in_cpu_time_on_both_sides():
-    """Issue 20, C6: engine 38.4 µs wall vs eager 15.9 µs wall; in CPU time eager 4.49 µs, engine 8.08 µs."""
+    """engine 38.4 µs wall vs eager 15.9 µs wall; in CPU time eager 4.49 µs, engine 8.08 µs."""
     from dataclasses import replace
 
     r = replace(sched([8.0, 8.08, 8.2], [9, 9.2, 9.4]), per_op_seconds=(38.4e-6, 40e-6), eager_per_op_seconds=15.9e-6,
@@ -505,7 +505,7 @@ def test_frontend_bound_run_with_a_short_queue_holds():
 
 
 def test_the_slower_side_is_read_from_cpu_time():
-    """Issue 20, C8: on one busy core the wall-time model said 'frontend', the CPU clock 4.2 µs frontend vs
+    """on one busy core the wall-time model said 'frontend', the CPU clock 4.2 µs frontend vs
     13 µs workers per op: the backend is the slower side."""
     from tests.experiments.test_exp_sync_async import _trace
 

@@ -63,7 +63,7 @@ FIGURES: dict[str, list[dict]] = {}
 
 
 def check_figures(run) -> None:
-    """Issue 20: every figure the notebook drew has its title lines within 900 px, no overlapping text
+    """every figure the notebook drew has its title lines within 900 px, no overlapping text
     labels, and a legend where a timeline has more than one role (estimated from the figure's JSON);
     :func:`test_every_notebook_figure_renders_at_900px` then renders them all with kaleido."""
     rules = _rules()
@@ -107,7 +107,7 @@ def test_the_harness_sees_what_it_must_fail_on(tmp_path):
     assert len(bad.kineto_lines) == 1 and bad.affinity == (bad.cpu,)
     broken = run_pinned(notebook("broken.ipynb", "1 / 0"), busy=False, timeout=120)
     assert "ZeroDivisionError" in broken.error and not broken.checks
-    # issue 20: a speed-up credited against the machine verdict, and a comparison of times decided
+    # a speed-up credited against the machine verdict, and a comparison of times decided
     # from one number each, are both seen
     clash = run_pinned(notebook("clash.ipynb",
                                 "from d2l_async import lesson\n"

@@ -73,7 +73,7 @@ def test_full_quick_report_from_the_command_line(tmp_path):
     out = tmp_path / "rep" / "report.html"
     import os
 
-    env = {**os.environ, "COLUMNS": "80"}  # a reader's terminal: the console output must fit it (issue 22)
+    env = {**os.environ, "COLUMNS": "80"}  # a reader's terminal: the console output must fit it
     proc = subprocess.run([sys.executable, "-m", "d2l_async", "report", "--quick", "--device", "cpu",
                            "--output", str(out), "--no-progress"], capture_output=True, text=True, timeout=300,
                           env=env)

@@ -1,4 +1,4 @@
-"""The report's console output fits the terminal (issue 22: with COLUMNS=80, 48 of 75 lines ran past
+"""The report's console output fits the terminal (with COLUMNS=80, 48 of 75 lines ran past
 160 characters, the longest 894)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The chapter as a static site (issue 22): built offline by Jupyter Book, read in a real browser.
+"""The chapter as a static site: built offline by Jupyter Book, read in a real browser.
 
 Static checks read the HTML; the browser checks open every page in the suite's headless Chromium
 (served from a loopback HTTP server, every request off the machine refused): no JavaScript error,

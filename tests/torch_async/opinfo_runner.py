@@ -1,4 +1,4 @@
-"""PyTorch's own OpInfo database as a peer test suite for ``asynchronous()`` (issue 19, item 8).
+"""PyTorch's own OpInfo database as a peer test suite for ``asynchronous()``.
 
 Run in a subprocess by ``test_opinfo.py`` (a crash then names its op)::
 

@@ -48,7 +48,7 @@ programs = st.tuples(st.lists(st.tuples(st.sampled_from(range(len(SHAPES))), st.
 
 
 def initial(spec: list) -> list[torch.Tensor]:
-    """The pool's first tensors: plain tensors made *before* the block (the hard case of issue 14)."""
+    """The pool's first tensors: plain tensors made *before* the block (the hard case)."""
     g = torch.Generator().manual_seed(1234)
     out = []
     for k, (s, d) in enumerate(spec):

@@ -1,4 +1,4 @@
-"""Autograd and metadata bit-equal (issue 19, item 5): conjugate/negative bits, meta kernels that
+"""Autograd and metadata bit-equal: conjugate/negative bits, meta kernels that
 disagree with the CPU kernel (batch norm in eval, ``addbmm_``), and the one documented
 difference (``prod``'s backward, see ``test_opinfo.DIFFERENCES``)."""
 

@@ -1,4 +1,4 @@
-"""The book's models, trained as people write it (issue 19, item 9): losses and parameters
+"""The book's models, trained as people write it: losses and parameters
 bitwise eager's.
 
 Models: LeNet (lazy layers), a ResNet residual block (lazy, batch norm), an RNN and a GRU

@@ -1,4 +1,4 @@
-"""Cold start (issue 19, item 6): the first block pays for the meta kernels' imports when it
+"""Cold start: the first block pays for the meta kernels' imports when it
 opens, not inside the user's loop -- checked in a fresh interpreter by counting the modules the
 loop imports (timing is the benchmark's job: benchmarks/bench_torch_async.py)."""
 

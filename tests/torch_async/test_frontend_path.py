@@ -1,4 +1,4 @@
-"""The frontend's own path (issue 19, "faster frontend"): size and stride questions are answered by
+"""The frontend's own path: size and stride questions are answered by
 the wrapper in C++, never by the runtime in Python, and in-place metadata changes keep the
 wrapper's C++ metadata, its ``_m`` and eager torch's tensor in step."""
 

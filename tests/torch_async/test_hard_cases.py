@@ -1,4 +1,4 @@
-"""The hard cases of issue 14, one test each: the chosen behaviour (a correct result, a recorded
+"""The hard cases, one test each: the chosen behaviour (a correct result, a recorded
 blocking point, or a clear error) -- never a crash.  Cases that once crashed the interpreter in
 the feasibility prototype run in a subprocess, so a segfault fails the test instead of pytest.
 """
@@ -73,7 +73,7 @@ def test_a_plain_tensor_written_inside_the_block_is_written_before_the_call_retu
 def test_memory_escaped_through_numpy_is_shared_in_program_order():
     """While a numpy array from ``.numpy()`` shares a tensor's memory, ops on that memory run at
     once (blocking points), so the array and the ops see each other's writes in program order, as
-    in eager torch (issue 19: before, a queued write showed only after synchronize())."""
+    in eager torch (before, a queued write showed only after synchronize())."""
     with asynchronous() as rt:
         x = torch.zeros(3)
         arr = x.numpy()             # a blocker; arr shares x's memory from now on

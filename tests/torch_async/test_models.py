@@ -1,4 +1,4 @@
-"""Models as people build them (issue 19, item 3): lazy layers inside a block and through
+"""Models as people build them: lazy layers inside a block and through
 ``make_async``; a model built outside and used as is -- optimizers, ``nn.init``,
 ``load_state_dict``, ``torch.save``/``torch.load`` -- bitwise eager's."""
 

@@ -1,4 +1,4 @@
-"""PyTorch's OpInfo database as a peer test suite (issue 19): every op, bitwise eager's.
+"""PyTorch's OpInfo database as a peer test suite: every op, bitwise eager's.
 
 ``opinfo_runner.py`` checks each OpInfo's first samples on CPU float32 -- forward, in-place
 variant, gradients -- inside ``asynchronous()`` with 1 and 2 workers and inputs made outside and
@@ -46,7 +46,7 @@ DIFFERENCES: dict[str, tuple[str, str]] = {
        for name in ("empty", "empty_like", "new_empty", "new_empty_strided", "empty_strided", "empty_permuted")},
 }
 
-#: Differences only an older torch shows (issue 19's version matrix, benchmarks/results/torch_versions.json):
+#: Differences only an older torch shows (the version matrix, benchmarks/results/torch_versions.json):
 #: OpInfo name -> (the first torch that is bitwise, why, what the user gets).  Only a gradient may differ.
 OLD_TORCH_DIFFERENCES: dict[str, tuple[tuple[int, int], str, str]] = {
     "cumprod": ((2, 13), "torch before 2.13 picks cumprod's backward formula by isTensorSubclassLike, as prod's "

@@ -1,4 +1,4 @@
-"""Training runs ahead (issue 19, item 4): optimizer steps, ``zero_grad`` (and the profiler
+"""Training runs ahead: optimizer steps, ``zero_grad`` (and the profiler
 markers around them), schedulers and gradient clipping are queued like any op -- a training
 loop queues every step while the worker is held, and its losses are eager's, bitwise."""
 

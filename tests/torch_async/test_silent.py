@@ -1,4 +1,4 @@
-"""Silent wrong results of issue 19 (items 5, 6, 8, 9, 10): a regression test each.
+"""Silent wrong results once found in the version matrix: a regression test each.
 
 Races are made deterministic by holding a worker with a gate op (no sleeps); the 30-repeat
 versions under a CPU hog run in the slow profile (``HYPOTHESIS_PROFILE=slow``).

@@ -1,4 +1,4 @@
-"""The frontend's state travels with the op (issue 19, items 1 and 7): grad mode, the dispatcher's
+"""The frontend's state travels with the op (items 1 and 7): grad mode, the dispatcher's
 key sets, autocast and the process-wide default dtype are what the op saw when it was queued."""
 
 from __future__ import annotations

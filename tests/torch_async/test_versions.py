@@ -1,4 +1,4 @@
-"""Torch versions, told truly (issue 19, item 7): the floor is checked when the package is
+"""Torch versions, told truly: the floor is checked when the package is
 imported, before any private API is touched -- an old torch gets UnsupportedTorchError naming
 the versions that work, not an AttributeError.  Old torch wheels are multi-GB CUDA builds, so the
 old torch here is a stand-in module (a fresh interpreter that finds it first)."""

@@ -1,4 +1,4 @@
-"""A ``cudaMemcpyAsync`` into pageable host memory is a wait when a trace file is read (issue 18, finding 8).
+"""A ``cudaMemcpyAsync`` into pageable host memory is a wait when a trace file is read.
 
 CUDA cannot copy asynchronously into memory it has not pinned: the call returns only when every earlier
 kernel on the stream and the copy itself are done.  The reader files such a call (its ``gpu_memcpy`` ends

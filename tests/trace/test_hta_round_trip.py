@@ -1,4 +1,4 @@
-"""Exports that HolisticTraceAnalysis reads as we do (issue 17): HTA 0.5.0 is the oracle.
+"""Exports that HolisticTraceAnalysis reads as we do: HTA 0.5.0 is the oracle.
 
 For each case HTA runs on the original files and on our export of what we read from them
 (``write_chrome_trace`` for one rank, ``write_trace_dir`` for a merged pair), with and without

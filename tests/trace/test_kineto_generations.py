@@ -1,4 +1,4 @@
-"""Every Kineto generation and accelerator in public traces loads onto lanes (issue 12)."""
+"""Every Kineto generation and accelerator in public traces loads onto lanes."""
 
 from __future__ import annotations
 

@@ -43,7 +43,7 @@ def test_lanes_and_kinds_of_the_event_sync_trace():
     kinds = dict(zip(trace["name"], trace["kind"]))
     assert kinds["cudaLaunchKernel"] == Kind.LAUNCH.value
     # its copy lands in pageable memory ("Memcpy DtoH (Device -> Pageable)"): the call held the CPU until
-    # the copy was done, a wait (issue 18, finding 8)
+    # the copy was done, a wait
     assert kinds["cudaMemcpyAsync"] == Kind.BLOCK.value
     assert kinds["cudaEventQuery"] == Kind.RUNTIME.value
     assert kinds["cudaEventRecord"] == Kind.RUNTIME.value

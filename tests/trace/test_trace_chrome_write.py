@@ -39,7 +39,7 @@ def assert_same(a: Trace, b: Trace) -> None:
     assert list(fa.columns) == list(fb.columns)
     for col in fa.columns:
         if fa[col].dtype.kind == "f":
-            # the file holds whole nanoseconds (issue 12: no 977.9999999999999 float noise)
+            # the file holds whole nanoseconds (no 977.9999999999999 float noise)
             np.testing.assert_allclose(fa[col].to_numpy(), fb[col].to_numpy(), rtol=0, atol=0.5e-9)
         else:
             assert fa[col].tolist() == fb[col].tolist(), col

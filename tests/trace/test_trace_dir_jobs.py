@@ -1,4 +1,4 @@
-"""read_trace_dir checks that a folder's files are one job's (issue 17, item 3)."""
+"""read_trace_dir checks that a folder's files are one job's."""
 
 from __future__ import annotations
 

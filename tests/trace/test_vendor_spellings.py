@@ -1,6 +1,6 @@
 """Numbers as each vendor spells them: hex-string ids, string times, float ids, ids of any 64 bits
-(issue 17, items 1 and 5), on the fast reader without leaving it, and on the stdlib reader alike.
-Also an empty trace file (issue 22): a warning that says so."""
+(items 1 and 5), on the fast reader without leaving it, and on the stdlib reader alike.
+Also an empty trace file: a warning that says so."""
 
 from __future__ import annotations
 

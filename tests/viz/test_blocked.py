@@ -42,7 +42,7 @@ def test_no_blocks_and_bad_input(empty_trace):
 
 def test_a_gpu_trace_file_shows_its_copies_into_pageable_memory_as_the_longest_wait():
     """The shipped A100 step waited 758 ms in 30 cudaMemcpyAsync calls into pageable memory, more than in
-    its 76 synchronizes (161 ms); the reader filed them as launches before (issue 18, finding 8)."""
+    its 76 synchronizes (161 ms); the reader filed them as launches before."""
     from d2l_async.data import load_sample
     from d2l_async.trace import BLOCKING_COPY_REASON
 

@@ -85,7 +85,7 @@ def test_scheduling_overhead_accepts_engine_results_and_shows_each_run():
     runs, median = fig.data
     assert sorted(runs.y) == [7.0, 8.0, 9.0, 11.0, 12.0, 15.0]
     assert list(median.x) == [1, 2] and list(median.y) == [8.0, 12.0]
-    # the error bar spans the quartiles of the runs (issue 10: never ±(max − min))
+    # the error bar spans the quartiles of the runs (never ±(max − min))
     assert list(median.error_y.array) == [0.5, 1.5] and list(median.error_y.arrayminus) == [0.5, 0.5]
 
 

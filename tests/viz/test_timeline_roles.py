@@ -1,4 +1,4 @@
-"""Timelines coloured by role with a legend, and names only where they fit (issue 20)."""
+"""Timelines coloured by role with a legend, and names only where they fit."""
 
 from __future__ import annotations
 

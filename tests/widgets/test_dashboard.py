@@ -82,7 +82,7 @@ def test_an_error_is_shown_not_raised_and_the_next_change_works():
 
 
 def test_an_interrupt_is_shown_and_raised_on():
-    """Issue 21: the status says so, and the Ctrl-C reaches the kernel (the reader asked it to stop)."""
+    """the status says so, and the Ctrl-C reaches the kernel (the reader asked it to stop)."""
     d, _ = make()
     with pytest.raises(KeyboardInterrupt):
         d.controls["n"].value = 0
@@ -92,7 +92,7 @@ def test_an_interrupt_is_shown_and_raised_on():
 
 @pytest.mark.parametrize("exc", [SystemExit(3), GeneratorExit(), RuntimeError("plain")])
 def test_any_exception_from_an_experiment_ends_the_run_with_its_status_shown(exc):
-    """Issue 21: SystemExit or GeneratorExit escaped the slider handler; the status stayed Running."""
+    """SystemExit or GeneratorExit escaped the slider handler; the status stayed Running."""
     def experiment(*, n: int):
         if n == 3:
             raise exc

@@ -109,7 +109,7 @@ def queue_then_wait(*, n: int, naive: int = 0):
 
 @pytest.mark.parametrize("naive", [0, 1])
 def test_the_limit_reaches_inside_a_blocking_wait(naive):
-    """Issue 21: a 1 s limit stopped the barrier dashboard at 4.3 s (8 s: at 52.5 s under load): the
+    """a 1 s limit stopped the barrier dashboard at 4.3 s (8 s: at 52.5 s under load): the
     limit was checked only between pushes, never inside the waitall that drained the queue."""
     d = Dashboard(queue_then_wait, {"n": int_slider("n", 1, 1, 100)}, {"f": figure}, mode="figurewidget",
                   time_limit_s=1.0, fixed={"naive": naive}, autorun=False)

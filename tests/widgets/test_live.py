@@ -99,7 +99,7 @@ def test_live_view_ticks_at_5_hz_or_more_and_stops():
 def test_an_interrupted_live_run_stops_the_poller_and_shows_it():
     d, engines = make()
     d.fixed["fail_at"] = 5
-    with pytest.raises(KeyboardInterrupt):  # shown, then raised on (issue 21)
+    with pytest.raises(KeyboardInterrupt):  # shown, then raised on
         d.rerun()
     assert "KeyboardInterrupt" in d.status.value
     assert not d.poller.alive and engines[-1].closed
