@@ -183,7 +183,12 @@ def compare_paired(a: Sequence[float], b: Sequence[float], *, less: bool = True,
                    names: tuple[str, str] = ("a", "b")) -> Verdict:
     """As :func:`compare`, for paired samples (``a[i]`` and ``b[i]`` measured together, e.g. two
     schedules of the same measured pass): the interval is that of the median of the ratios ``a[i]/b[i]``,
-    so a load that slows both members of a pair alike does not widen it."""
+    so a load that slows both members of a pair alike does not widen it.
+
+    Returns:
+        A frozen :class:`Verdict`: ``holds`` (True, False or None for can't tell), the ratio, its interval
+        ``low``/``high`` and how it was decided (``method``, ``interval``, ``rule``).
+    """
     xa, xb = _samples("a", a), _samples("b", b)
     if len(xa) != len(xb):
         raise ValueError(f"paired samples differ in length: {len(xa)} vs {len(xb)}")
@@ -203,6 +208,10 @@ def similar(a: Sequence[float] | float, b: Sequence[float] | float, *, tolerance
 
     True when the ratio's interval (as in :func:`compare`, or :func:`compare_paired` with ``paired``)
     lies inside that band, False when it lies wholly outside, None when it straddles an edge.
+
+    Returns:
+        A frozen :class:`Verdict`: ``holds`` (True, False or None for can't tell), the ratio, its interval
+        ``low``/``high`` and how it was decided (``method``, ``interval``, ``rule``).
     """
     if not 0 < tolerance < 1:
         raise ValueError(f"tolerance must be in (0, 1), got {tolerance!r}")
@@ -254,6 +263,10 @@ def within(samples: Sequence[float] | float, target: float, *, tolerance: float,
 
     True when the interval of ``median(samples) / target`` (as in :func:`compare`) lies inside
     ``[1 - tolerance, 1 + tolerance]``, False when it lies wholly outside it, None otherwise.
+
+    Returns:
+        A frozen :class:`Verdict`: ``holds`` (True, False or None for can't tell), the ratio, its interval
+        ``low``/``high`` and how it was decided (``method``, ``interval``, ``rule``).
     """
     if isinstance(target, bool) or not isinstance(target, (int, float)) or not target > 0:
         raise ValueError(f"target must be a positive number, got {target!r}")
@@ -280,6 +293,10 @@ def at_least(samples: Sequence[float] | float, bound: float, *, slack: float = 0
     True when the interval of ``median(samples) / bound`` (as in :func:`compare`) lies wholly at or above
     ``1 - slack``, False when it lies wholly below it, None otherwise; one sample has no spread, so the
     point itself decides (as in :func:`within`).
+
+    Returns:
+        A frozen :class:`Verdict`: ``holds`` (True, False or None for can't tell), the ratio, its interval
+        ``low``/``high`` and how it was decided (``method``, ``interval``, ``rule``).
     """
     if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not bound > 0:
         raise ValueError(f"bound must be a positive number, got {bound!r}")
@@ -320,7 +337,11 @@ def _pearson(x: Sequence[float], y: Sequence[float]) -> float:
 
 
 def spearman(x: Sequence[float], y: Sequence[float]) -> float:
-    """Spearman's rank correlation of ``y`` with ``x`` over every point (ties: average ranks)."""
+    """Spearman's rank correlation of ``y`` with ``x`` over every point (ties: average ranks).
+
+    Returns:
+        rho, in ``[-1, 1]``.
+    """
     xs, ys = _samples("x", x), _samples("y", y)
     if len(xs) != len(ys):
         raise ValueError(f"x and y differ in length: {len(xs)} vs {len(ys)}")
@@ -366,6 +387,10 @@ def trend(x: Sequence[float], y: Sequence[float], *, falling: bool = True, alpha
 
     Spearman's rho with its exact permutation p-value for up to 8 points (every ordering of the ranks),
     the normal approximation ``rho * sqrt(n - 1)`` above.  Fewer than 3 points cannot decide (None).
+
+    Returns:
+        A frozen :class:`Trend`: ``holds`` (True, False or None), Spearman's ``rho``, the one-sided p-values
+        ``p`` and ``p_other``, the number of points ``n`` and the ``method``.
     """
     xs, ys = _samples("x", x), _samples("y", y)
     if len(xs) != len(ys):
