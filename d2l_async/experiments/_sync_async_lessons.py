@@ -125,7 +125,7 @@ def _above_bound(r: Any) -> str:
 
 def _why_below_bound(r: Any) -> str:
     """Why the run beat the model's best case: the model's terms cost more than the timed runs did."""
-    m, cpu, measured = r.model, r.cpu_async, r.async_.median
+    m, cpu = r.model, r.cpu_async
     if cpu is not None:
         cpu = cpu.divided(_runs(r.async_))  # one run, like the median it explains
     if cpu is None:
