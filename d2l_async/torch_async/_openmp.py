@@ -85,23 +85,36 @@ def free_frontend_team() -> bool:
 AUTO = "auto"  #: free_frontend_team's default: decided when the block opens (see the module)
 
 
+def _own_running() -> int:
+    """This process's threads in state R (``/proc/self/task/*/stat``)."""
+    own = 0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                stat = f.read()
+        except OSError:  # the thread ended meanwhile
+            continue
+        own += stat[stat.rindex(")") + 2] == "R"  # the state follows the (name)
+    return own
+
+
 def others_runnable() -> int | None:
     """Tasks of other processes runnable right now (Linux ``/proc``); None where it cannot be read.
 
     ``/proc/loadavg``'s fourth field counts every runnable task of the machine, the reader
     included; this process's own running threads (``/proc/self/task/*/stat``, state R) are
-    subtracted -- the frontend's spinning OpenMP threads are its own, not load."""
+    subtracted -- the frontend's spinning OpenMP threads are its own, not load.  The own threads are
+    counted just before and just after the machine's count and the smaller count is taken: a thread
+    of ours that became runnable between the two reads is not taken for another process's absence.
+
+    Returns:
+        The count (0 or more), or None without ``/proc``.
+    """
     try:
+        before = _own_running()
         with open("/proc/loadavg") as f:
             running = int(f.read().split()[3].split("/")[0])
-        own = 0
-        for tid in os.listdir("/proc/self/task"):
-            try:
-                with open(f"/proc/self/task/{tid}/stat") as f:
-                    stat = f.read()
-            except OSError:  # the thread ended meanwhile
-                continue
-            own += stat[stat.rindex(")") + 2] == "R"  # the state follows the (name)
+        own = min(before, _own_running())
     except (OSError, ValueError, IndexError):
         return None
     return max(0, running - own)

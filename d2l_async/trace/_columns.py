@@ -34,8 +34,6 @@ def segments(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     for name, a in (("starts", starts), ("counts", counts)):
         if not isinstance(a, np.ndarray) or a.dtype.kind not in "iu":
             raise TypeError(f"{name} must be an integer numpy array, got {type(a).__name__}")
-    if len(starts) != len(counts):
-        raise ValueError(f"starts and counts must have one entry each per segment, got {len(starts)} and {len(counts)}")
     if len(counts) and int(counts.min()) < 0:
         raise ValueError(f"counts must be >= 0, got {int(counts.min())}")
     total = int(counts.sum(dtype=np.int64))
