@@ -32,6 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "test_suite.json"
 COMMANDS = {"fast": ["make", "test-fast"], "full": ["bash", ".ci/run"]}
 SUMMARY = re.compile(r"=+ (.*?) in ([\d.]+)s")
+# pytest --durations lines: "12.34s call     tests/browser/test_lab.py::test_x[01]"
+DURATION = re.compile(r"^([\d.]+)s (setup|call|teardown)\s+(tests/[^\s]+)", re.M)
 
 
 def _counts(log: str) -> dict[str, int]:
@@ -40,6 +42,21 @@ def _counts(log: str) -> dict[str, int]:
     if not lines:
         return {}
     return {k: int(n) for n, k in re.findall(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)", lines[-1][0])}
+
+
+def _where_time_went(log: str) -> dict:
+    """Seconds per test folder (setup + call + teardown of every test over 0.5 s, from pytest's
+    ``--durations``) and the ten slowest tests."""
+    folders: dict[str, float] = {}
+    tests: dict[str, float] = {}
+    for secs, _, test in DURATION.findall(log):
+        parts = test.split("::")[0].split("/")
+        folder = "/".join(parts[:2]) if len(parts) > 2 else parts[0] + "/ (top level)"
+        folders[folder] = folders.get(folder, 0.0) + float(secs)
+        tests[test] = tests.get(test, 0.0) + float(secs)
+    slowest = sorted(tests.items(), key=lambda kv: -kv[1])[:10]
+    return {"by_folder_s": {k: round(v, 1) for k, v in sorted(folders.items(), key=lambda kv: -kv[1])},
+            "slowest_s": {k: round(v, 1) for k, v in slowest}}
 
 
 def _pytest_seconds(log: str) -> float | None:
@@ -74,7 +91,8 @@ def run_once(tier: str, busy: int, timeout_s: float) -> dict:
     commit = subprocess.run(["git", "-C", str(clone), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True, check=True).stdout.strip()
     hogs = [subprocess.Popen([sys.executable, "-c", "while 1: pass"]) for _ in range(busy)]
-    env = {**os.environ, "CI": "true"}
+    # every test over 0.5 s with its time, so the numbers say where the time went
+    env = {**os.environ, "CI": "true", "PYTEST_FLAGS": "--durations=0 --durations-min=0.5"}
     env.pop("VIRTUAL_ENV", None)
     t0 = time.perf_counter()
     try:
@@ -96,6 +114,7 @@ def run_once(tier: str, busy: int, timeout_s: float) -> dict:
     return {"tier": tier, "command": " ".join(COMMANDS[tier]) if tier == "fast" else "CI=true bash .ci/run",
             "setting": "quiet" if busy == 0 else f"beside {busy} busy processes", "busy": busy, "commit": commit,
             "exit": rc, "total_s": round(total, 1), "pytest_s": _pytest_seconds(log), **_counts(log),
+            **_where_time_went(log),
             "load": {"min": round(min(samples), 2), "mean": round(sum(samples) / len(samples), 2),
                      "max": round(max(samples), 2)}}
 

@@ -501,26 +501,23 @@ def torch_versions(data: dict, name: str) -> str:
 
 
 def test_suite(data: dict, name: str) -> str:
-    runs = data.get("runs", [])
-    if isinstance(runs, dict):  # benchmarks/bench_test_suite.py: "<tier>/<setting>" -> runs
-        out = [f"Each run from a fresh clone ({data.get('what')}); machine: {data.get('machine')}. "
-               "Measured with " + "; ".join(f"`{c}`" for c in data.get("commands", {}).values()) + "."]
-        rows = [[r.get("command"), r.get("setting"), r.get("commit"),
-                 f"{num(r['load']['min'], 1)}–{num(r['load']['max'], 1)} (mean {num(r['load']['mean'], 1)})",
-                 f"**{num(r.get('total_s', 0) / 60, 1)} min**", num(r.get("passed", 0), 0), num(r.get("skipped", 0), 0),
-                 num(r.get("failed", 0) + r.get("errors", 0) + r.get("error", 0), 0), r.get("exit")]
-                for key in sorted(runs) for r in runs[key]]
-        out.append(table(["command", "setting", "commit", "load average", "whole command", "passed", "skipped",
-                          "failed", "exit"], rows))
-        return "\n\n".join(out)
-    out = [f"Command: `{data.get('command')}`. Machine: {data.get('machine')}. Source: {data.get('source')}."]
-    rows = [[r.get("setting"), load(r.get("load_avg")),
-             f"{'about ' if r.get('total_approximate') else ''}{num(r.get('total_s', 0) / 60, 1)} min",
-             f"{num(r.get('tests_s', 0) / 60, 1)} min", num(r.get("passed"), 0), num(r.get("skipped"), 0),
-             num(r.get("failed", 0), 0)]
-            for r in runs]
-    out.append(table(["setting", "load average", "whole command", "the tests alone", "passed", "skipped", "failed"],
-                     rows))
+    runs = data.get("runs", {})  # benchmarks/bench_test_suite.py: "<tier>/<setting>" -> runs
+    out = [f"Each run from a fresh clone ({data.get('what')}); machine: {data.get('machine')}. "
+           "Measured with " + "; ".join(f"`{c}`" for c in data.get("commands", {}).values()) + "."]
+    every = [r for key in sorted(runs) for r in runs[key]]
+    rows = [[r.get("command"), r.get("setting"), r.get("commit"),
+             f"{num(r['load']['min'], 1)}–{num(r['load']['max'], 1)} (mean {num(r['load']['mean'], 1)})",
+             f"**{num(r.get('total_s', 0) / 60, 1)} min**", num(r.get("passed", 0), 0), num(r.get("skipped", 0), 0),
+             num(r.get("failed", 0) + r.get("errors", 0) + r.get("error", 0), 0), r.get("exit")]
+            for r in every]
+    out.append(table(["command", "setting", "commit", "load average", "whole command", "passed", "skipped",
+                      "failed", "exit"], rows))
+    for r in every:
+        folders = r.get("by_folder_s")
+        if folders:  # pytest --durations: where the time of that run went
+            shares = ", ".join(f"`{k}` {num(v / 60, 1)} min" for k, v in folders.items())
+            out.append(f"Where the time of `{r.get('command')}` ({r.get('setting')}) went, per test folder (tests "
+                       f"over 0.5 s): {shares}.")
     return "\n\n".join(out)
 
 
