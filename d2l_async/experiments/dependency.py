@@ -17,6 +17,7 @@ sleeping, so the lesson shows even on one shared core; labels say the durations 
 from __future__ import annotations
 
 import ast
+import contextlib
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -297,11 +298,13 @@ def run_independent_vs_dependent(
 
     Args:
         workers: worker counts to compare (the book's point: 1 vs 2).
-        ops: products in total; default 16 (quick mode 8).
+        ops: products in total; default 32 (quick mode 8), modelled 16. On 2 CPUs, 2 workers ran 16 products
+            1.6× as fast as 1 worker and 32 products 1.8× as fast: the longer run is nearer the ideal 2×.
         chains: independent chains (each gets ``ops // chains`` products).
         size: matrix side; default 600 (quick mode 500); modelled 320 (quick mode 256), so that this
             CPU's real work stays a small share of each modelled op.
-        repeat: runs of each variant (medians reported, last traces kept); default 3 (quick mode 2).
+        repeat: runs of each variant (medians reported, last traces kept), in rounds over the worker
+            counts; default 7 (quick mode 2), modelled 3 (modelled durations do not scatter).
         backend: ``"engine"`` (threads) or ``"modelled"`` (a modelled-time device, see above).
         model: the :class:`~d2l_async.engine.DeviceModel` of ``backend="modelled"``.
 
@@ -314,17 +317,19 @@ def run_independent_vs_dependent(
         ValueError: bad counts (``ops`` must be at least ``chains``).
     """
     workers = positive_ints("workers", workers, maximum=64)
-    ops = positive_int("ops", ops if ops is not None else config.scale(16, 8), maximum=100_000)
+    if backend not in ("engine", "modelled"):
+        raise ValueError(f"backend={backend!r}: use 'engine' (threads) or 'modelled' (modelled-time device)")
+    modelled = backend == "modelled"
+    ops = positive_int("ops", ops if ops is not None else config.scale(16 if modelled else 32, 8), maximum=100_000)
     chains = positive_int("chains", chains, maximum=64)
     if ops < chains:
         raise ValueError(f"ops={ops} must be at least chains={chains}")
-    if backend not in ("engine", "modelled"):
-        raise ValueError(f"backend={backend!r}: use 'engine' (threads) or 'modelled' (modelled-time device)")
 
     _, model = device_setup(backend, model, n_devices=1)
     default_size = config.scale(320, 256) if model is not None else config.scale(600, 500)
     size = positive_int("size", size if size is not None else default_size, maximum=8192)
-    repeat = positive_int("repeat", repeat if repeat is not None else config.scale(3, 2), maximum=1000)
+    repeat = positive_int("repeat", repeat if repeat is not None else config.scale(3 if modelled else 7, 2),
+                          maximum=1000)
     import statistics
 
     from d2l_async.engine import MODELLED_LABEL, make_engine
@@ -334,22 +339,29 @@ def run_independent_vs_dependent(
     facts = run_facts()
 
     base = stable_matrix(size)  # long chains stay bounded, no denormals
-    out = []
-    for w in workers:
-        with make_engine(workers=w, devices=("cpu:0",), model=model) as eng:
-            m = eng.array(base.clone(), name="m")
+    with contextlib.ExitStack() as stack:
+        engines = [stack.enter_context(make_engine(workers=w, devices=("cpu:0",), model=model)) for w in workers]
+        ms = [eng.array(base.clone(), name="m") for eng in engines]
+        for eng, m in zip(engines, ms):
             _chain_run(eng, m, [base] * chains, ops // chains)  # warm-up: threads, allocator
-            ind_runs, dep_runs, ind_cpu = [], [], []
-            for _ in range(repeat):
+        ind_runs, dep_runs, ind_cpu = ([[] for _ in workers] for _ in range(3))
+        traces: list[tuple[Any, Any]] = [(None, None)] * len(workers)
+        # in rounds (1 worker, 2 workers, 1 worker, ...): a change in the machine's load between the
+        # first worker count's runs and the last one's falls on every count alike
+        for _ in range(repeat):
+            for i, (eng, m) in enumerate(zip(engines, ms)):
                 eng.reset_trace()
                 c0 = time.process_time()
-                ind_runs.append(_chain_run(eng, m, [base.clone() for _ in range(chains)], ops // chains))
-                ind_cpu.append(time.process_time() - c0)
+                ind_runs[i].append(_chain_run(eng, m, [base.clone() for _ in range(chains)], ops // chains))
+                ind_cpu[i].append(time.process_time() - c0)
                 t_ind = eng.trace()
                 eng.reset_trace()
-                dep_runs.append(_chain_run(eng, m, [base.clone()], (ops // chains) * chains))
-                t_dep = eng.trace()
-            ind, dep = statistics.median(ind_runs), statistics.median(dep_runs)
+                dep_runs[i].append(_chain_run(eng, m, [base.clone()], (ops // chains) * chains))
+                traces[i] = (t_ind, eng.trace())
+    out = []
+    for i, w in enumerate(workers):
+        t_ind, t_dep = traces[i]
+        ind, dep = statistics.median(ind_runs[i]), statistics.median(dep_runs[i])
         label = engine_label(1, w)
         if model is not None:
             label = (f"CPU engine, 1 modelled device, {w} worker(s) ({MODELLED_LABEL}; "
@@ -358,7 +370,7 @@ def run_independent_vs_dependent(
                                       t_ind.with_meta(device=label, virtual=True, experiment="independent"),
                                       t_dep.with_meta(device=label, virtual=True, experiment="dependent"),
                                       label, True, backend, facts, t_ind.meta.get("modelled"),
-                                      statistics.median(ind_cpu), tuple(ind_runs), tuple(dep_runs)))
+                                      statistics.median(ind_cpu[i]), tuple(ind_runs[i]), tuple(dep_runs[i])))
     return tuple(out)
 
 

@@ -112,7 +112,7 @@ def run_two_devices(
         ops: products per device; default 10 (quick mode 4).
         size: matrix side; default 800 (quick mode 500); with ``backend="modelled"`` 320 (quick 256),
             so that this CPU's real work stays a small share of each modelled op.
-        repeat: runs of each variant (medians reported, last traces kept); default 3 (quick mode 2).
+        repeat: runs of each variant (medians reported, last traces kept), in rounds; default 5 (quick mode 2).
         backend: ``"auto"``, ``"engine"`` (two virtual devices), ``"modelled"`` (two modelled-time
             devices) or ``"cuda"`` (needs two GPUs).
         model: the :class:`~d2l_async.engine.DeviceModel` of ``backend="modelled"`` (default: its defaults).
@@ -129,7 +129,7 @@ def run_two_devices(
     ops = positive_int("ops", ops if ops is not None else config.scale(10, 4), maximum=100_000)
     default_size = config.scale(320, 256) if model is not None else config.scale(800, 500)
     size = positive_int("size", size if size is not None else default_size, maximum=8192)
-    repeat = positive_int("repeat", repeat if repeat is not None else config.scale(3, 2), maximum=1000)
+    repeat = positive_int("repeat", repeat if repeat is not None else config.scale(5, 2), maximum=1000)
     facts = run_facts()
     import torch
 

@@ -82,3 +82,23 @@ def test_independence_validation():
         run_independent_vs_dependent(ops=1, chains=2)
     with pytest.raises(ValueError, match="workers"):
         run_independent_vs_dependent(workers=())
+
+
+def test_worker_counts_are_timed_in_rounds(monkeypatch):
+    """Every round times each worker count once (1, 2, 1, 2, ...), so a change in the machine's load
+    during the runs falls on both counts alike; every round's time is a sample of the medians."""
+    from d2l_async.experiments import dependency
+
+    order: list[int] = []
+    real = dependency._chain_run
+
+    def recording(eng, m, starts, length):
+        order.append(eng.workers)
+        return real(eng, m, starts, length)
+
+    monkeypatch.setattr(dependency, "_chain_run", recording)
+    one, two = run_independent_vs_dependent(workers=(1, 2), ops=4, size=16, repeat=3)
+    # a warm-up each, then per round: independent and dependent on 1 worker, then on 2
+    assert order == [1, 2] + [1, 1, 2, 2] * 3
+    assert len(one.independent_runs) == len(two.independent_runs) == 3
+    assert len(one.dependent_runs) == len(two.dependent_runs) == 3
