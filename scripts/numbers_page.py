@@ -558,6 +558,26 @@ def generic(data: Any, name: str) -> str:
     return "\n\n".join([" ".join(h for h in head if h), table(["field", "value"], rows)]) + more
 
 
+def claims(data: dict, name: str) -> str:
+    """benchmarks/bench_claims.py: each headline claim's outcomes over the runs, per condition."""
+    out = ["Target: on a 2-core machine at load ≤ 4, every headline claim ✔ in at least 4 of 5 "
+           "runs, or its notebook stops stating it; ◇ is a modelled illustration (never evidence). Each group's rows "
+           "were measured at the load beside them (a rerun of some groups with `--only` keeps the others' rows)."]
+    for c in data.get("conditions", []):
+        rows = []
+        for k in c.get("claims", []):
+            if not k.get("headline"):
+                continue
+            m = k.get("measured") or {}
+            lo, hi = m.get("load_avg_min", c.get("load_avg_min")), m.get("load_avg_max", c.get("load_avg_max"))
+            rows.append([k.get("group"), k.get("claim"), f"{k.get('holds', 0)} ✔ · {k.get('fails', 0)} ✘ · "
+                         f"{k.get('unsure', 0)} ? · {k.get('modelled', 0)} ◇", f"{num(lo, 1)}–{num(hi, 1)}",
+                         str(m.get("when", c.get("when", "")))[:10]])
+        out.append(f"**{c.get('condition')}** ({c.get('runs')} runs each, {c.get('mode')} mode; {c.get('machine')}):")
+        out.append(table(["group", "headline claim", "outcomes", "load average", "measured"], rows))
+    return "\n\n".join(out)
+
+
 # -- the page ------------------------------------------------------------------------------------------------
 
 #: result file (or its prefix) -> (heading, renderer, what the reader learns from it)
@@ -580,6 +600,8 @@ SECTIONS: list[tuple[str, str, Callable[[Any, str], str], str]] = [
     ("dashboards.json", "Dashboards", dashboards, "A control changed, the experiment rerun, the figure updated in place."),
     ("torch_versions.json", "The torch version matrix", torch_versions,
      "The torch-facing tests on each tested torch, each in its own virtual environment."),
+    ("claims.json", "How often each headline claim holds", claims,
+     "Every notebook's headline claims, run five times in default mode, as is and pinned beside a busy process."),
     ("test_suite.json", "`make test` and `make test-fast`", test_suite, "The test tiers from a fresh clone."),
     ("site_build.json", "The static site (`make site`)", site_build, "The chapter built as a web site."),
 ]

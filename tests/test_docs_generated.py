@@ -62,6 +62,26 @@ def test_the_numbers_come_from_the_json(numbers_page, tmp_path):
     assert "**987.6 µs /" in page and "`python benchmarks/bench_torch_async.py --repeat 99`" in page
 
 
+def test_the_claims_table_and_the_suite_times_come_from_the_json(numbers_page, tmp_path):
+    results = tmp_path / "results"
+    shutil.copytree(RESULTS, results)
+    claims = json.loads((results / "claims.json").read_text())
+    first = next(k for k in claims["conditions"][0]["claims"] if k["headline"])
+    first.update(holds=3, fails=1, unsure=1, modelled=0, measured={"load_avg_min": 3.25, "load_avg_max": 3.75,
+                                                                    "when": "2031-01-02 03:04:05"})
+    hidden = next(k for k in claims["conditions"][0]["claims"] if not k["headline"])
+    (results / "claims.json").write_text(json.dumps(claims))
+    suite = json.loads((results / "test_suite.json").read_text())
+    run = next(iter(suite["runs"].values()))[0]
+    run["by_folder_s"] = {"tests/one_core": 600.0, "tests/browser": 90.0}
+    (results / "test_suite.json").write_text(json.dumps(suite))
+    page = numbers_page.render(results)
+    section = page.split("## How often each headline claim holds", 1)[1].split("\n## ", 1)[0]
+    assert f"| {first['group']} | {first['claim']} | 3 ✔ · 1 ✘ · 1 ? · 0 ◇ | 3.2–3.8 | 2031-01-02 |" in section
+    assert f"| {hidden['claim']} |" not in section  # only the headline claims
+    assert "`tests/one_core` 10.0 min, `tests/browser` 1.5 min" in page
+
+
 def test_a_result_file_without_a_table_is_listed_number_by_number(numbers_page, tmp_path):
     results = tmp_path / "results"
     shutil.copytree(RESULTS, results)
