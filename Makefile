@@ -42,9 +42,10 @@ lab: $(STAMP)
 test: $(STAMP) $(CHP)
 	D2L_ASYNC_QUICK=1 $(PY) -m pytest tests -p no:cacheprovider $(PYTEST_FLAGS)
 
-# Under 2 minutes on two quiet cores: no notebook, browser, site, hub, rank or other process (tests/conftest.py).
+# Under 2 minutes on two quiet cores: no notebook, browser, site, hub, rank or other process (tests/conftest.py),
+# its tests spread over every core (pytest-xdist; the full tier runs one at a time: it times things).
 test-fast: $(STAMP)
-	D2L_ASYNC_QUICK=1 D2L_ASYNC_TIER=fast $(PY) -m pytest tests -p no:cacheprovider -q $(PYTEST_FLAGS)
+	D2L_ASYNC_QUICK=1 D2L_ASYNC_TIER=fast $(PY) -m pytest tests -p no:cacheprovider -q -n auto $(PYTEST_FLAGS)
 
 test-unit: $(STAMP) $(CHP)
 	D2L_ASYNC_QUICK=1 $(PY) -m pytest tests --ignore=tests/browser --ignore=tests/one_core --ignore=tests/site $(PYTEST_FLAGS)

@@ -36,10 +36,15 @@ def pytest_ignore_collect(collection_path, config):
 
 def pytest_collection_modifyitems(config, items):
     if FAST:
-        skip = pytest.mark.skip(reason="slow: not in the fast tier (make test runs it)")
+        slow = pytest.mark.skip(reason="slow: not in the fast tier (make test runs it)")
+        # a browser is a process: refused at its start (below) inside a library's own thread, it would
+        # leave that library's other threads waiting and the run would never exit
+        process = pytest.mark.skip(reason="starts a process: not in the fast tier (make test runs it)")
         for item in items:
             if item.get_closest_marker("slow"):
-                item.add_marker(skip)
+                item.add_marker(slow)
+            elif item.get_closest_marker("browser") or item.get_closest_marker("process"):
+                item.add_marker(process)
 
 
 @pytest.fixture(autouse=True)

@@ -23,6 +23,7 @@ def load_script():
     return module
 
 
+@pytest.mark.browser
 @pytest.mark.timeout(180)
 def test_one_figure_renders_to_a_png(tmp_path, monkeypatch):
     if not os.path.exists(CHROMIUM):

@@ -148,7 +148,8 @@ def test_every_row_of_the_table_has_a_program_here_and_every_program_a_row():
     assert {k for k in REFUSED if any(k in case for case in refused)} == set(REFUSED), refused
 
 
-@pytest.mark.parametrize("recorded", [k for k, v in TRIGGERS.items() if v is not None])
+@pytest.mark.parametrize("recorded", [pytest.param(k, marks=[pytest.mark.process] if v is _fork else [])
+                                      for k, v in TRIGGERS.items() if v is not None])
 def test_each_case_of_the_table_is_recorded_with_its_reason(recorded):
     reasons = _reasons(TRIGGERS[recorded])
     assert any(_pattern(recorded).match(r) for r in reasons), f"{recorded!r} not among {reasons}"
