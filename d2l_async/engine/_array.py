@@ -31,10 +31,6 @@ _SCALARS = (int, float, bool, complex)
 _NP_SCALARS = (np.number, np.bool_)
 
 
-def _scalar(other: Any) -> bool:
-    return other.__class__ in _SCALARS or isinstance(other, _NP_SCALARS)
-
-
 def _negative(s: Any) -> bool:
     """``s < 0`` for the cache key of ``pow`` (``int ** -1`` is an error in torch); complex: False."""
     try:

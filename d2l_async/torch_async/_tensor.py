@@ -101,10 +101,6 @@ class AsyncTensor(torch.Tensor):
         return _DISPATCH[0](func, args, kwargs or {})
 
     # -- the blocking points -----------------------------------------------------------------
-    def _value(self, reason: str) -> torch.Tensor:
-        """Wait for this tensor's data (and every write to its storage queued so far)."""
-        return self._rt.value(self, reason)
-
     def _read(self, reason: str, fn: Callable[[torch.Tensor], Any], escapes: bool = False) -> Any:
         """``fn(data)`` once the data is there, with no dispatch mode active: torch's own
         ``numpy()``/``tolist()`` call ops (``detach``) that must not be queued.  ``escapes``: the
