@@ -3,13 +3,15 @@
 Usage::
 
     python benchmarks/bench_test_suite.py [--tier fast|full] [--busy N] [--repeat 1]
+    python benchmarks/bench_test_suite.py --reparse     # the saved logs read again, nothing run
 
 Each run clones the committed ``HEAD`` into a temporary folder (``git clone --local``: what CI checks
 out, none of this checkout's build outputs) and runs the tier's command there: ``make test-fast`` or
 ``CI=true bash .ci/run`` (the README's ``make test`` after CI's installs; ``.venv`` is created from
 pip's cache, which the time includes).  ``--busy N`` starts N ``python -c 'while 1: pass'`` processes
 beside it for the whole run.  The load average is sampled every 5 s.  The numbers are merged into
-``benchmarks/results/test_suite.json`` under the tier and the setting, keeping the other entries.
+``benchmarks/results/test_suite.json`` under the tier and the setting, keeping the other entries;
+each run's whole log is kept in ``build/test_suite_<tier>_busy<N>.log``.
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ from _provenance import command
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "test_suite.json"
 COMMANDS = {"fast": ["make", "test-fast"], "full": ["bash", ".ci/run"]}
-SUMMARY = re.compile(r"=+ (.*?) in ([\d.]+)s")
+# the last line of a run: "=== 3 passed, 1 skipped in 4.20s ===" (with -q, as make test-fast runs: no "=")
+SUMMARY = re.compile(r"^(?:=+ )?(\d+ (?:passed|failed|skipped|errors?|xfailed|xpassed|warnings?|deselected)\b.*?) "
+                     r"in ([\d.]+)s", re.M)
 # pytest --durations lines: "12.34s call     tests/browser/test_lab.py::test_x[01]"
-DURATION = re.compile(r"^([\d.]+)s (setup|call|teardown)\s+(tests/[^\s]+)", re.M)
+DURATION = re.compile(r"^([\d.]+)s (setup|call|teardown)\s+(tests/.+?)\s*$", re.M)
 
 
 def _counts(log: str) -> dict[str, int]:
@@ -57,6 +61,27 @@ def _where_time_went(log: str) -> dict:
     slowest = sorted(tests.items(), key=lambda kv: -kv[1])[:10]
     return {"by_folder_s": {k: round(v, 1) for k, v in sorted(folders.items(), key=lambda kv: -kv[1])},
             "slowest_s": {k: round(v, 1) for k, v in slowest}}
+
+
+def _from_log(log: str) -> dict:
+    """What a run's log says: pytest's own seconds, its counts and where the time went."""
+    return {"pytest_s": _pytest_seconds(log), **_counts(log), **_where_time_went(log)}
+
+
+def _log_path(tier: str, busy: int) -> Path:
+    return ROOT / "build" / f"test_suite_{tier}_busy{busy}.log"
+
+
+def reparse(doc: dict) -> dict:
+    """Each setting's last run read again from its saved log (``build/``), by this script's parser."""
+    for runs in doc.get("runs", {}).values():
+        last = runs[-1]
+        path = _log_path(last["tier"], last["busy"])
+        if path.exists():
+            for key in ("passed", "failed", "skipped", "errors", "error", "xfailed", "xpassed"):
+                last.pop(key, None)
+            last.update(_from_log(path.read_text()))
+    return doc
 
 
 def _pytest_seconds(log: str) -> float | None:
@@ -108,13 +133,12 @@ def run_once(tier: str, busy: int, timeout_s: float) -> dict:
             h.wait()
     total = time.perf_counter() - t0
     (ROOT / "build").mkdir(exist_ok=True)
-    (ROOT / "build" / f"test_suite_{tier}_busy{busy}.log").write_text(log)
+    _log_path(tier, busy).write_text(log)
     shutil.rmtree(work, ignore_errors=True)
     samples = load.samples or [float("nan")]
     return {"tier": tier, "command": " ".join(COMMANDS[tier]) if tier == "fast" else "CI=true bash .ci/run",
             "setting": "quiet" if busy == 0 else f"beside {busy} busy processes", "busy": busy, "commit": commit,
-            "exit": rc, "total_s": round(total, 1), "pytest_s": _pytest_seconds(log), **_counts(log),
-            **_where_time_went(log),
+            "exit": rc, "total_s": round(total, 1), **_from_log(log),
             "load": {"min": round(min(samples), 2), "mean": round(sum(samples) / len(samples), 2),
                      "max": round(max(samples), 2)}}
 
@@ -125,7 +149,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--busy", type=int, default=0, help="busy processes beside the run (default 0)")
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--timeout", type=float, default=5400.0, help="seconds per run (default 5400, CI's 90 min)")
+    p.add_argument("--reparse", action="store_true",
+                   help="run nothing: read each setting's last run again from its log under build/")
     args = p.parse_args(argv)
+    if args.reparse:
+        OUT.write_text(json.dumps(reparse(json.loads(OUT.read_text())), indent=2) + "\n")
+        return 0
     if args.busy < 0 or args.repeat < 1:
         p.error("--busy must be >= 0 and --repeat >= 1")
     runs = [run_once(args.tier, args.busy, args.timeout) for _ in range(args.repeat)]
