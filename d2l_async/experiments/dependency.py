@@ -298,8 +298,8 @@ def run_independent_vs_dependent(
 
     Args:
         workers: worker counts to compare (the book's point: 1 vs 2).
-        ops: products in total; default 32 (quick mode 8), modelled 16. On 2 CPUs, 2 workers ran 16 products
-            1.6× as fast as 1 worker and 32 products 1.8× as fast: the longer run is nearer the ideal 2×.
+        ops: products in total; default 32 (quick mode 8), modelled 16: a longer run comes nearer the ideal
+            speed-up on threads (the CHANGELOG has the measurement).
         chains: independent chains (each gets ``ops // chains`` products).
         size: matrix side; default 600 (quick mode 500); modelled 320 (quick mode 256), so that this
             CPU's real work stays a small share of each modelled op.
