@@ -221,6 +221,23 @@ def _per_rank(comm: tuple[RankComm, ...], attr: str) -> str:
     return ", ".join(f"rank {c.rank}: {getattr(c, attr)}" for c in comm)
 
 
+def _why_no_overlap(r: TrainingResult, bucketed: tuple[RankComm, ...], after: tuple[RankComm, ...]) -> str:
+    """Why a rank's bucketed all-reduces overlapped no backward op, from its counts: one bucket a step
+    (no more all-reduces than the after-backward run, which makes one a step), or several whose gloo
+    work all ran after the backward ops (the gloo thread waited for a core)."""
+    per_step = {c.rank: c.collectives for c in after}  # one all-reduce a step after backward
+    none = [c for c in bucketed if c.overlapping < 1]
+    several = [c for c in none if c.collectives > per_step.get(c.rank, c.collectives)]
+    if not several:
+        return (f"with {r.params_mb:.1f} MB of gradients and buckets of {r.bucket_cap_mb:g} MB there was only "
+                "one bucket, launched when the backward pass ended: lower bucket_cap_mb")
+    ranks = "; ".join(f"rank {c.rank}: {c.collectives} all-reduces for {per_step.get(c.rank, 0)} steps, none while "
+                      f"its {c.backward_s * 1e3:.1f} ms of backward ops ran" for c in several)
+    return (f"{ranks}: its gloo thread did that work only after the backward ops ended. "
+            + (f"With {r.where.cpu_sentence(r.ranks)}, a rank's threads take turns on the cores; rerun"
+               if r.where.backend == "gloo" else "Rerun"))
+
+
 def overlap_checks(r: TrainingResult) -> list[Any]:
     """Lesson checks of :func:`run_overlap` (not displayed)."""
     having("r", r, ("comm", "ranks"), what="a TrainingResult")
@@ -231,8 +248,7 @@ def overlap_checks(r: TrainingResult) -> list[Any]:
             all(c.overlapping >= 1 for c in bucketed),
             shown=f"all-reduces overlapping backward ops — {_per_rank(bucketed, 'overlapping')} "
                   f"(of {', '.join(str(c.collectives) for c in bucketed)})",
-            otherwise=f"with {r.params_mb:.1f} MB of gradients and buckets of {r.bucket_cap_mb:g} MB there was only "
-                      "one bucket, launched when the backward pass ended: lower bucket_cap_mb"),
+            otherwise=_why_no_overlap(r, bucketed, after)),
         lesson.check(
             "after the backward pass: no all-reduce overlaps it",
             all(c.overlapping == 0 for c in after),
