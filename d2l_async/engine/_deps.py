@@ -147,6 +147,18 @@ def push_op(op: Op) -> bool:
     return wait == 0
 
 
+def _release_write(v: Var, granted: list | None) -> list | None:
+    """The "finish W" rule for one var: admit who waits (into ``granted``, made on first need) or
+    free it.  Returns ``granted``."""
+    if v.waiting:
+        if granted is None:
+            granted = []
+        finish_write(v, granted)
+    else:
+        v.writer = None
+    return granted
+
+
 def finish_op(op: Op) -> list:
     """Release ``op``'s accesses: the "finish R" and "finish W" rules above.
 
@@ -162,20 +174,9 @@ def finish_op(op: Op) -> list:
                 granted = []
             granted.append(v.writer)
     for v in op.writes:  # finish W
-        if v.waiting:
-            if granted is None:
-                granted = []
-            finish_write(v, granted)
-        else:
-            v.writer = None
-    v = op.out
-    if v is not None:
-        if v.waiting:
-            if granted is None:
-                granted = []
-            finish_write(v, granted)
-        else:
-            v.writer = None
+        granted = _release_write(v, granted)
+    if op.out is not None:  # the fresh output is a write like the others
+        granted = _release_write(op.out, granted)
     ready = []
     if granted:
         for o in granted:
