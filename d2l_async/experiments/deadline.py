@@ -8,6 +8,10 @@ the limit, or once the run's own first steps show the whole run would pass it, t
 so the stop is prompt; every engine wait inside the block keeps the limit too
 (:func:`d2l_async.engine.wait_limit`).  Without a deadline a checkpoint costs one context-variable
 read.
+
+A deadline may also carry an ``abandon`` question, asked at most every :data:`ABANDON_EVERY_S` seconds
+at a checkpoint: a dashboard asks "does a newer value of a control wait?", and a run whose result nobody
+will look at stops there (:class:`RunSuperseded`) so the newer one starts sooner.
 """
 
 from __future__ import annotations
@@ -15,12 +19,15 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import time
-from dataclasses import dataclass
-from typing import Iterator
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
 
 from ..engine import wait_limit
 
-__all__ = ["RunStopped", "Deadline", "deadline", "checkpoint"]
+__all__ = ["RunStopped", "RunSuperseded", "Deadline", "deadline", "checkpoint", "ABANDON_EVERY_S"]
+
+#: How often (seconds) a checkpoint asks a deadline's ``abandon`` question: it reads the kernel's queue.
+ABANDON_EVERY_S = 0.1
 
 
 class RunStopped(RuntimeError):
@@ -40,6 +47,10 @@ class RunStopped(RuntimeError):
         self.projected = projected
 
 
+class RunSuperseded(RunStopped):
+    """A run abandoned at a :func:`checkpoint` because its result is no longer wanted (a newer value waits)."""
+
+
 @dataclass(frozen=True)
 class Deadline:
     """A time limit for the run in progress (see :func:`deadline`).
@@ -49,12 +60,16 @@ class Deadline:
         started: ``time.perf_counter()`` when the run began.
         min_progress_s: a projection from the first steps is trusted only after this many seconds.
         what: the run in words, for the message.
+        abandon: asked at checkpoints (at most every :data:`ABANDON_EVERY_S`): a reason to abandon the
+            run, or ``None`` to go on.
     """
 
     limit_s: float
     started: float
     min_progress_s: float = 1.0
     what: str = "this run"
+    abandon: Callable[[], str | None] | None = None
+    _asked: list = field(default_factory=lambda: [0.0], repr=False, compare=False)
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
@@ -64,6 +79,12 @@ class Deadline:
         steps so far (timed from ``since``, default the run's start), would pass it."""
         now = time.perf_counter()
         elapsed = now - self.started
+        if self.abandon is not None and now - self._asked[0] >= ABANDON_EVERY_S:
+            self._asked[0] = now
+            reason = self.abandon()
+            if reason:
+                raise RunSuperseded(f"{self.what} was abandoned after {elapsed:.1f} s: {reason}",
+                                    elapsed=elapsed, limit=self.limit_s)
         if elapsed > self.limit_s:
             raise RunStopped(f"{self.what} was stopped after {elapsed:.1f} s: it passed its {self.limit_s:.0f} s "
                              "limit. Choose smaller values.", elapsed=elapsed, limit=self.limit_s)
@@ -85,14 +106,22 @@ _DEADLINE: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar("d2l
 
 
 @contextlib.contextmanager
-def deadline(limit_s: float | None, *, what: str = "this run", min_progress_s: float = 1.0) -> Iterator[Deadline | None]:
+def deadline(limit_s: float | None, *, what: str = "this run", min_progress_s: float = 1.0,
+             abandon: Callable[[], str | None] | None = None) -> Iterator[Deadline | None]:
     """Give the code inside the block ``limit_s`` seconds; its :func:`checkpoint` calls enforce it.
 
-    ``None`` means no limit.  Nested deadlines: the inner one applies inside its block.
+    ``None`` means no limit.  Nested deadlines: the inner one applies inside its block.  ``abandon``
+    (a callable returning a reason or ``None``) is asked at checkpoints too; a reason stops the run
+    with :class:`RunSuperseded`.
 
     Raises:
         ValueError: a non-positive limit.
+        TypeError: ``abandon`` is not callable.
     """
+    if abandon is not None and not callable(abandon):
+        raise TypeError(f"abandon must be a callable returning a reason or None, got {type(abandon).__name__}")
+    if limit_s is None and abandon is not None:
+        limit_s = float("inf")
     if limit_s is None:
         token = _DEADLINE.set(None)
         try:
@@ -103,12 +132,13 @@ def deadline(limit_s: float | None, *, what: str = "this run", min_progress_s: f
         return
     if isinstance(limit_s, bool) or not isinstance(limit_s, (int, float)) or not limit_s > 0:
         raise ValueError(f"limit_s must be a positive number of seconds, got {limit_s!r}")
-    d = Deadline(float(limit_s), time.perf_counter(), float(min_progress_s), what)
+    d = Deadline(float(limit_s), time.perf_counter(), float(min_progress_s), what, abandon)
     token = _DEADLINE.set(d)
     try:
         # every engine wait inside keeps the limit too: a waitall that drains the queue before the
         # next checkpoint could look would otherwise run past it
-        with wait_limit(d.started + d.limit_s, lambda: _stopped_waiting(d)):
+        until = None if d.limit_s == float("inf") else d.started + d.limit_s  # abandon alone: no wait limit
+        with wait_limit(until, lambda: _stopped_waiting(d)):
             yield d
     finally:
         _DEADLINE.reset(token)

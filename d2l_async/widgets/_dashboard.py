@@ -24,6 +24,12 @@ Readers learn this chapter by moving a slider and watching the queue change.  A
   run that passes the limit — or whose first steps show it would — is stopped while it runs
   (:class:`~d2l_async.experiments.deadline.RunStopped`).  The status says so, the controls return to
   the last values that ran and the previous figures stay.
+* Changes that arrive while a run goes on wait in the kernel's queue (:mod:`._kernel`): the last value
+  wins.  A change with a newer one waiting behind it is skipped, and a run in progress is abandoned at
+  its next checkpoint when a newer value waits (:class:`~d2l_async.experiments.deadline.RunSuperseded`),
+  so ten quick moves of a slider cost one run, not ten.  An interrupt (the kernel's ■) ends the run in
+  progress *and* the changes that were waiting behind it: they are not run, and the controls return to
+  the last values that ran.
 * An exception in the experiment or a figure function appears in the status line as
   ``Type: message``; it is never raised into the kernel's event loop, and the next change works.
 * ``view_controls`` change only how a result is drawn (which blocker, which lanes, what time window):
@@ -42,9 +48,10 @@ from typing import Any, Callable, Mapping
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
-from d2l_async.experiments.deadline import RunStopped, deadline
+from d2l_async.experiments.deadline import RunStopped, RunSuperseded, deadline
 
 from ._guards import Guard
+from ._kernel import current_message_id, pending_updates
 from ._live import Live, LiveFigure, LiveRun, Poller
 from ._views import FigureView, OutputView, make_view, resolve_mode
 from .._args import instance
@@ -108,6 +115,9 @@ class Dashboard:
         redraws: how many times a view control redrew the last result.
         errors: how many runs (or drawings) raised.
         stops: how many runs were stopped at their time limit.
+        skipped: how many control changes were not run because a newer one waited behind them.
+        superseded: how many runs were abandoned midway for a newer value.
+        dropped: how many changes waiting behind an interrupted run were dropped.
         status: the ``HTML`` line that reports the last run, refusal or error.
         progress: the ``IntProgress`` bar (shown for Run-button and live dashboards).
         views: figure name -> view (:class:`FigureView` or :class:`OutputView`).
@@ -182,6 +192,10 @@ class Dashboard:
         self.redraws = 0
         self.errors = 0
         self.stops = 0
+        self.skipped = 0
+        self.superseded = 0
+        self.dropped = 0
+        self._interrupted: set[str] = set()  # ids of the changes that waited behind an interrupted run
         self.timings: dict[str, float] = {}
         self.last_error: BaseException | None = None
         self.poller: Poller | None = None
@@ -209,6 +223,8 @@ class Dashboard:
             parts.append(self.live_view.widget)
         parts.append(self._figure_box)
         self.widget = widgets.VBox(parts)
+        self.widget.add_class("d2l-dashboard")  # the browser test finds a dashboard's own figures under it
+        self.status.add_class("d2l-dashboard-status")
 
         for control in controls.values():
             control.observe(self._on_change, names="value")
@@ -254,14 +270,35 @@ class Dashboard:
                 f"controls={list(self.controls)} runs={self.runs} mode={self.mode}>")
 
     # -- running ---------------------------------------------------------------------------
+    def _model_ids(self) -> list[str]:
+        return [c.model_id for c in (*self.controls.values(), *self.view_controls.values())
+                if isinstance(getattr(c, "model_id", None), str)]
+
+    def _newer_change_waits(self) -> str | None:
+        """Why this run's result will not be wanted: a newer value of a control waits (``None``: go on)."""
+        waiting = pending_updates(self._model_ids())
+        return f"{len(waiting)} newer change(s) of the controls wait" if waiting else None
+
     def _on_change(self, change: Mapping[str, Any]) -> None:
         if self._suppress:
+            return
+        message = current_message_id()
+        if message is not None and message in self._interrupted:
+            # this change waited behind a run the reader interrupted: an interrupt clears the queue
+            self._interrupted.discard(message)
+            self.dropped += 1
+            self._revert()
+            self._say("refused", "Interrupted: the changes made while the run went on were not run; the controls "
+                                 "show the values of the last finished run (move one to run again).")
             return
         if self.run_button:
             self._stale = True
             self._say("info", "Changed: press Run to rerun with the new values.")
             return
-        self.rerun()
+        if self._newer_change_waits():  # the last value wins: it runs when its message comes
+            self.skipped += 1
+            return
+        self.rerun(_from_change=True)
 
     def _on_view_change(self, change: Mapping[str, Any]) -> None:
         if not self._suppress:
@@ -285,8 +322,8 @@ class Dashboard:
         finally:
             self._busy = False
 
-    def rerun(self) -> bool:
-        """Run the experiment with the controls' values and redraw; never raises.
+    def rerun(self, *, _from_change: bool = False) -> bool:
+        """Run the experiment with the controls' values and redraw; never raises (but passes a Ctrl-C on).
 
         Returns:
             True when the run and the drawing succeeded; False when refused or failed (the status
@@ -306,8 +343,14 @@ class Dashboard:
             self._say("info", "Running\u2026")
             try:
                 self.runs += 1
-                with deadline(self.time_limit_s, what="This run"):
+                abandon = self._newer_change_waits if _from_change else None
+                with deadline(self.time_limit_s, what="This run", abandon=abandon):
                     result = self._run(values)
+            except RunSuperseded as exc:  # a newer value waits: it runs next, the controls stay
+                self.superseded += 1
+                self.last_error = exc
+                self._say("info", f"Abandoned for a newer value: {exc}")
+                return False
             except RunStopped as exc:  # past its time limit: stopped, the last good run stays
                 self.stops += 1
                 self.last_error = exc
@@ -375,16 +418,17 @@ class Dashboard:
         for name, fig in new.items():
             view = self.views.get(name)
             if view is None or (fig.frames and isinstance(view, FigureView)):
-                view = self._add_view(name, fig)
-            view.show(fig)
+                self._add_view(name, fig)  # made with its first figure: its first message carries it
+            else:
+                view.show(fig)
 
     def _add_view(self, name: str, figure: go.Figure) -> FigureView | OutputView:
-        """A view for figure ``name``, made at its first drawing.
+        """A view for figure ``name``, made at its first drawing, showing ``figure``.
 
         An animation (a figure with frames) always gets the output view: ``FigureWidget`` does not
         support frames, and its play button would do nothing.
         """
-        view = make_view("output" if figure.frames else self.mode)
+        view = make_view("output" if figure.frames else self.mode, figure)
         old = self.views.get(name)
         self.views[name] = view
         children = list(self._figure_box.children)
@@ -408,14 +452,22 @@ class Dashboard:
         status says so: the reader asked the kernel to stop."""
         self.errors += 1
         self.last_error = exc
-        self._say("error", f"Error in {where}: {type(exc).__name__}: {exc}")
         if isinstance(exc, KeyboardInterrupt):
+            # the reader pressed stop: the changes queued behind this run are not run either
+            waiting = pending_updates(self._model_ids()) or []
+            self._interrupted.update(waiting)
+            self._revert()
+            queued = f"; {len(waiting)} change(s) that waited will not run" if waiting else ""
+            self._say("error", f"Interrupted (KeyboardInterrupt) in {where}: the figures and the controls show the "
+                               f"last finished run{queued}.")
             raise exc
+        self._say("error", f"Error in {where}: {type(exc).__name__}: {exc}")
         return False
 
     def _say(self, kind: str, message: str) -> None:
         colour = _COLOURS[kind]
-        self.status.value = f'<span style="color:{colour}" data-kind="{kind}">{html.escape(message)}</span>'
+        self.status.value = (f'<span style="color:{colour}" data-kind="{kind}" data-runs="{self.runs}">'
+                             f"{html.escape(message)}</span>")
 
     @staticmethod
     def _describe(values: Mapping[str, Any]) -> str:

@@ -31,6 +31,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 from .._args import having, instance, sequence
+from ._views import FigureView
 
 __all__ = ["Live", "LiveRun", "Sample", "Poller", "LiveFigure", "EngineWatcher", "live_columns", "sample_of",
            "live_figure", "PROGRESS_AFTER_S"]
@@ -196,11 +197,17 @@ def live_figure(samples: Sequence[Sample] = ()) -> go.Figure:
 class LiveFigure:
     """The live view: a ``FigureWidget`` whose three lines get new x/y arrays on every tick.
 
+    The figure widget is made at the end of the first run, with that run's samples, inside a box that is
+    part of the dashboard from the start: its first message to the front end then carries the whole
+    figure (:func:`~d2l_async.widgets._views.figure_widget`), even where the dashboard's first run is the
+    cell that displays it.  Later runs stream their ticks to it in place.
+
     In ``"output"`` mode (no FigureWidget) the numbers are shown as text instead: redisplaying a
     figure ten times a second from a thread is what the fallback cannot do.
 
     Attributes:
-        widget: the ``FigureWidget`` (or the ``HTML`` text in output mode).
+        widget: the box the figure appears in (or the ``HTML`` text in output mode).
+        figure: the ``FigureWidget`` (``None`` before the first run ended, and in output mode).
         draws: how many ticks have been drawn since the last :meth:`reset`.
     """
 
@@ -210,31 +217,53 @@ class LiveFigure:
         self.mode = mode
         self.draws = 0
         self._lock = threading.Lock()
+        self._samples: Sequence[Sample] = ()
+        self.view: FigureView | None = None
         if mode == "figurewidget":
-            self.widget: Any = go.FigureWidget(live_figure())
+            self.widget: Any = widgets.VBox([])
+            self.widget.add_class("d2l-live-view")
         else:
             self.widget = widgets.HTML("")
+
+    @property
+    def figure(self) -> go.FigureWidget | None:
+        return None if self.view is None else self.view.widget
 
     def reset(self) -> None:
         self.draws = 0
         self.draw(())
 
+    def publish(self) -> None:
+        """After a run: make the figure with the last ticks (first run), or copy them into the state new
+        front-end views are drawn from."""
+        with self._lock:
+            if self.mode != "figurewidget":
+                return
+            if self.view is None:
+                fig = live_figure()
+                cols = live_columns(self._samples)
+                for trace, key in zip(fig.data, ("pending", "running", "mib")):
+                    trace.x, trace.y = cols["t"], cols[key]
+                self.view = FigureView(fig)
+                self.widget.children = (self.view.widget,)
+            else:
+                self.view.publish()
+
     def draw(self, samples: Sequence[Sample]) -> None:
         """Show ``samples`` (called from the poller thread)."""
         with self._lock:
-            if self.mode == "figurewidget":
+            self._samples = samples
+            if self.view is not None:
                 cols = live_columns(samples)
-                with self.widget.batch_update():
-                    for trace, key in zip(self.widget.data, ("pending", "running", "mib")):
-                        trace.x = cols["t"]
-                        trace.y = cols[key]
-            elif samples:
+                self.view.stream({i: {"x": cols["t"], "y": cols[key]}
+                                  for i, key in enumerate(("pending", "running", "mib"))})
+            elif self.mode != "figurewidget" and samples:
                 s = samples[-1]
                 self.widget.value = (
                     f"<tt>t={s.t:6.2f} s &nbsp; pending={s.pending} &nbsp; running={s.running} "
                     f"&nbsp; done={s.done} &nbsp; memory pending={s.bytes_pending / 2**20:.1f} MiB</tt>"
                 )
-            else:
+            elif self.mode != "figurewidget":
                 self.widget.value = ""
             if samples:
                 self.draws += 1
@@ -391,6 +420,8 @@ class LiveRun:
         finally:
             ended = self.poller.stop(timeout=max(5.0, 5 * self.poller.period))
             self._close()
+            if self.view is not None:
+                self.view.publish()  # the figure, with the last tick, for the views to come
             self.progress.bar_style = "success" if ended and self.poller.error is None else "danger"
         if not ended:
             raise RuntimeError("the live poller did not stop within its timeout (engine.statistics() blocked?)")

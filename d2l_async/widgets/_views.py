@@ -21,6 +21,7 @@ view               what ``.widget`` is, and how an update reaches the screen
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any, Mapping
 
@@ -28,35 +29,51 @@ import numpy as np
 import plotly.graph_objects as go
 from .._args import instance
 
-__all__ = ["MODES", "FigureView", "OutputView", "apply_figure", "resolve_mode", "make_view"]
+__all__ = ["MODES", "MODE_VARIABLE", "FigureView", "OutputView", "apply_figure", "figure_widget", "publish_state",
+           "view_state", "resolve_mode", "make_view"]
 
 #: The display modes a dashboard accepts.
 MODES = ("auto", "figurewidget", "output")
+#: Sets what ``"auto"`` chooses for every dashboard (``figurewidget`` or ``output``): a front end where one
+#: of them cannot draw (a lecturer's JupyterHub, a test that stands in for Colab) sets it once.
+MODE_VARIABLE = "D2L_ASYNC_FIGURES"
 
 # The layout keys a FigureWidget keeps for itself; never cleared.
 _KEEP_LAYOUT = {"template"}
+# The synced traits a new front-end view draws from: plotly >= 6 (anywidget), then plotly 5 (ipywidgets).
+_STATE_TRAITS = (("_widget_data", "_widget_layout"), ("_data", "_layout"))
 
 
 def resolve_mode(mode: str = "auto") -> str:
     """The display mode to use: ``"figurewidget"`` or ``"output"``.
 
-    ``"auto"`` chooses ``"output"`` in Colab (its FigureWidget support is unreliable) and where a
-    ``go.FigureWidget`` cannot be created (no ``anywidget``, no ipywidgets); ``"figurewidget"``
-    otherwise.
+    ``"auto"`` chooses what :data:`MODE_VARIABLE` (``D2L_ASYNC_FIGURES``) says when it is set; else
+    ``"output"`` in Colab (its FigureWidget support is unreliable) and where a ``go.FigureWidget``
+    cannot be created (no ``anywidget``, no ipywidgets); ``"figurewidget"`` otherwise.
+
+    Returns:
+        ``"figurewidget"`` or ``"output"``.
 
     Raises:
-        ValueError: ``mode`` is not one of :data:`MODES`.
+        ValueError: ``mode`` is not one of :data:`MODES`, or ``D2L_ASYNC_FIGURES`` names no mode.
     """
     if mode not in MODES:
         raise ValueError(f"mode={mode!r}: use one of {MODES}")
     if mode != "auto":
         return mode
+    forced = os.environ.get(MODE_VARIABLE, "").strip()
+    if forced:
+        if forced not in MODES[1:]:
+            raise ValueError(f"{MODE_VARIABLE}={forced!r}: use one of {MODES[1:]} (or unset it to choose by itself)")
+        return forced
     from d2l_async.config import in_colab
 
     if in_colab():
         return "output"
     try:
-        go.FigureWidget()
+        # what go.FigureWidget needs (anywidget on plotly >= 6, ipywidgets before), without making one: a
+        # widget made to find out would open a model in the front end and stay in the notebook's widget state
+        import plotly.basewidget  # noqa: F401
     except Exception:  # ImportError (anywidget missing), or a broken widget stack: redraw instead
         return "output"
     return "figurewidget"
@@ -124,20 +141,115 @@ def apply_figure(widget: go.FigureWidget, figure: go.Figure) -> None:
         widget.add_traces(list(figure.data[keep:]))
 
 
+def publish_state(widget: go.FigureWidget) -> None:
+    """Copy what ``widget`` shows into the synced state that a new front-end view is drawn from.
+
+    A ``FigureWidget`` reaches the browser two ways: an update (``add_traces``, a restyle inside
+    ``batch_update()``) travels as a one-shot message to the views that exist, and a view created
+    later draws the widget's *synced state*.  plotly >= 6 builds the widget on anywidget and copies
+    its traces into that state (``_widget_data``, ``_widget_layout``) only in
+    ``FigureWidget._repr_mimebundle_``, which runs when the figure itself is displayed, never for a
+    figure inside an ipywidgets box (plotly.py issue 4998).  A dashboard draws its figures while its
+    cell runs, before the cell's output (and so any view) exists: without this call every view
+    would start from the empty figure the widget was created with, and the restyles that follow
+    would change traces the view never had.  So after each update the state is copied the way
+    plotly copies it, by the same method; the views that exist ignore the copy (they took the
+    update message).  plotly 5 (ipywidgets 7, Colab) keeps its state traits itself: nothing to do.
+
+    Args:
+        widget: the ``go.FigureWidget`` to publish.
+    """
+    if "_widget_data" in widget.trait_names():
+        widget._repr_mimebundle_()
+
+
+def _decoded(value: Any) -> Any:
+    """A synced plotly value with its binary arrays (``{"buffer", "dtype", "shape"}``) as numpy arrays."""
+    if isinstance(value, dict):
+        if {"buffer", "dtype", "shape"} <= value.keys():
+            return np.frombuffer(value["buffer"], dtype=value["dtype"]).reshape(value["shape"])
+        return {k: _decoded(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_decoded(v) for v in value]
+    return value
+
+
+def view_state(widget: go.FigureWidget) -> dict[str, Any]:
+    """What a new front-end view of ``widget`` would draw: its synced traces and layout.
+
+    Read from ``widget.get_state()``, the state ipywidgets sends a front end that asks for it, not
+    from ``widget.data``: the two differ when an update never reached the synced state.
+
+    Args:
+        widget: a ``go.FigureWidget`` (plotly 5, 6 or 7).
+
+    Returns:
+        ``{"data": [trace dicts], "layout": {...}}`` with binary arrays decoded to numpy arrays.
+    """
+    instance("widget", widget, go.FigureWidget, what="plotly go.FigureWidget")
+    state = widget.get_state()
+    for data_key, layout_key in _STATE_TRAITS:
+        if data_key in state:
+            return {"data": _decoded(list(state[data_key] or [])), "layout": _decoded(dict(state[layout_key] or {}))}
+    raise TypeError(f"this plotly ({type(widget).__module__}) syncs no figure state the project knows: "
+                    f"looked for {[d for d, _ in _STATE_TRAITS]} in {sorted(state)}")
+
+
+def figure_widget(figure: go.Figure | None = None, *, classes: tuple[str, ...] = ()) -> go.FigureWidget:
+    """A ``go.FigureWidget`` whose first message to the front end already carries ``figure``.
+
+    An ipywidget announces itself with one message (the comm's opening, with its whole synced state)
+    and then sends each change as an update.  A ``FigureWidget`` opens its comm before it has copied its
+    traces into that state, so even a widget made *with* a figure reaches the front end as "empty,
+    then updated".  A front end that is still loading the widget's code when the updates arrive (the
+    first plotly figure of a page in Notebook 7, seen here) builds the model from the opening message
+    alone and draws empty axes.  So this widget opens its comm only once its figure and CSS classes are
+    in its state: a front end that gets the opening message has everything to draw.
+
+    Args:
+        figure: what the widget shows first (default: an empty figure).
+        classes: CSS classes of the widget's views (``add_class``).
+
+    Returns:
+        The ``go.FigureWidget`` (a subclass of it), its comm open.
+    """
+    fig = figure if figure is not None else go.Figure()
+    if not isinstance(fig, go.Figure):
+        raise TypeError(f"figure must be a plotly go.Figure, got {type(fig).__name__}")
+    widget = _OpenedWhenReady(fig)
+    for name in classes:
+        widget.add_class(name)
+    publish_state(widget)
+    widget._ready = True
+    widget.open()
+    return widget
+
+
+class _OpenedWhenReady(go.FigureWidget):
+    """A ``go.FigureWidget`` that ignores ``open()`` until :func:`figure_widget` has filled its state."""
+
+    _ready = False
+
+    def open(self) -> None:
+        if self._ready:
+            super().open()
+
+
 class FigureView:
-    """A ``go.FigureWidget`` that is created once and updated in place.
+    """A ``go.FigureWidget`` that is created once (with its first figure) and updated in place.
 
     Attributes:
         widget: the ``go.FigureWidget`` (the same object for the dashboard's whole life).
         figure: what is shown now (the widget itself).
-        updates: how many times :meth:`show` has updated it.
+        updates: how many figures it has shown (the first one included).
     """
 
     mode = "figurewidget"
 
     def __init__(self, figure: go.Figure | None = None) -> None:
-        self.widget = go.FigureWidget(figure if figure is not None else go.Figure())
-        self.updates = 0
+        # the class is what the browser test looks for under a dashboard
+        self.widget = figure_widget(figure, classes=("d2l-figure-view",))
+        self.updates = 1 if figure is not None else 0
         self._lock = threading.Lock()  # the live poller and the main thread may both draw
 
     @property
@@ -145,10 +257,30 @@ class FigureView:
         return self.widget
 
     def show(self, figure: go.Figure) -> None:
-        """Replace what the widget shows by ``figure`` (in place)."""
+        """Replace what the widget shows by ``figure`` (in place), for the views that exist and those to come."""
         with self._lock:
             apply_figure(self.widget, figure)
+            publish_state(self.widget)
             self.updates += 1
+
+    def stream(self, columns: Mapping[int, Mapping[str, Any]]) -> None:
+        """Replace some traces' arrays, for the views that exist only: a live view's frequent ticks.
+
+        Call :meth:`publish` after the last tick, so a view created later starts from it.
+
+        Args:
+            columns: trace index -> ``{property: array}`` (e.g. ``{0: {"x": t, "y": pending}}``).
+        """
+        with self._lock:
+            with self.widget.batch_update():
+                for index, props in columns.items():
+                    self.widget.data[index].update(dict(props), overwrite=True)
+            self.updates += 1
+
+    def publish(self) -> None:
+        """Copy what the widget shows now into the state new views are drawn from (see :func:`publish_state`)."""
+        with self._lock:
+            publish_state(self.widget)
 
 
 class OutputView:
@@ -166,6 +298,7 @@ class OutputView:
         import ipywidgets as widgets
 
         self.widget = widgets.Output()
+        self.widget.add_class("d2l-figure-view")
         self.figure: go.Figure | None = None
         self.updates = 0
         self._lock = threading.Lock()
@@ -190,7 +323,11 @@ class OutputView:
 
 
 def make_view(mode: str, figure: go.Figure | None = None) -> FigureView | OutputView:
-    """A view for a resolved ``mode`` (``"figurewidget"`` or ``"output"``)."""
+    """A view for a resolved ``mode`` (``"figurewidget"`` or ``"output"``), showing ``figure`` if given.
+
+    Returns:
+        A :class:`FigureView` or an :class:`OutputView`.
+    """
     if mode == "figurewidget":
         return FigureView(figure)
     if mode == "output":

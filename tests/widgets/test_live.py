@@ -89,7 +89,7 @@ def test_live_view_ticks_at_5_hz_or_more_and_stops():
     assert draws / elapsed >= 5, f"{draws} draws in {elapsed:.2f} s"
     assert not d.poller.alive
     assert engines[-1].closed  # the dashboard closes the engine it made
-    fw = d.live_view.widget
+    fw = d.live_view.figure
     # the final sample shows the drained queue; time runs forward
     assert fw.data[0].y[-1] == 0 and list(fw.data[0].x) == sorted(fw.data[0].x)
     assert d.progress.value == d.progress.max == 40 and d.progress.bar_style == "success"

@@ -64,12 +64,30 @@ def test_auto_falls_back_in_colab(monkeypatch):
     assert resolve_mode("auto") == "output"
 
 
-def test_auto_falls_back_when_figurewidget_fails(monkeypatch):
-    def broken(*a, **k):
-        raise ImportError("anywidget is not installed")
+def test_auto_falls_back_when_figurewidget_cannot_be_made(monkeypatch):
+    import sys
 
-    monkeypatch.setattr(v.go, "FigureWidget", broken)
+    # what go.FigureWidget imports (anywidget on plotly >= 6) is missing: importing it fails
+    monkeypatch.setitem(sys.modules, "plotly.basewidget", None)
     assert resolve_mode("auto") == "output"
+
+
+def test_choosing_the_mode_makes_no_widget():
+    """a FigureWidget made to test the stack opened a model in the front end and stayed in the saved state"""
+    import ipywidgets
+
+    before = set(ipywidgets.Widget.widgets) if hasattr(ipywidgets.Widget, "widgets") else None
+    assert resolve_mode("auto") == "figurewidget"
+    if before is not None:
+        assert set(ipywidgets.Widget.widgets) == before
+
+
+def test_the_mode_can_be_set_for_a_whole_class(monkeypatch):
+    monkeypatch.setenv("D2L_ASYNC_FIGURES", "output")
+    assert resolve_mode("auto") == "output"
+    monkeypatch.setenv("D2L_ASYNC_FIGURES", "sideways")
+    with pytest.raises(ValueError, match="D2L_ASYNC_FIGURES"):
+        resolve_mode("auto")
 
 
 def test_output_view_keeps_the_last_figure():
