@@ -18,7 +18,8 @@ jit_calls           a jitted ``tanh(dot(x, w))`` called 20 times, then ``block_u
 blocking_loop       five steps of ``x = x + 1`` (1000x1000) with a one-element ``s = s + 1`` (XLA
                     runs it inline) and ``x.block_until_ready()``, then ``np.asarray(x + 1)``
 two_devices         two CPU devices: eight products chained on ``cpu:1``, ``z = x * 2 + 1`` on
-                    ``cpu:0``, ``z`` waited for in a ``d2l_async.wait`` annotation, then the chain
+                    ``cpu:0``, ``z`` waited for in a ``d2l_async.wait`` annotation, then three
+                    products of the same function on ``cpu:0``, then both
 ==================  ============================================================================
 """
 
@@ -69,8 +70,9 @@ np.asarray(x + 1)
 cpu0, cpu1 = jax.devices("cpu")[:2]
 a0 = jax.device_put(jnp.ones((600, 600)), cpu1)
 m = jax.device_put(jnp.ones((600, 600)) / 600, cpu1)
+m0 = jax.device_put(jnp.ones((600, 600)) / 600, cpu0)
 x = jax.device_put(jnp.ones((2, 2)), cpu0)
-(a0 @ m).block_until_ready(), (x * 2 + 1).block_until_ready()
+(a0 @ m).block_until_ready(), (x * 2 + 1).block_until_ready(), (m0 @ m0).block_until_ready()
 ''', '''
 a = a0
 for _ in range(8):
@@ -78,7 +80,10 @@ for _ in range(8):
 z = x * 2 + 1           # on cpu:0
 with jax.profiler.TraceAnnotation(WAIT, reason="block_until_ready", source="z.block_until_ready()"):
     z.block_until_ready()
-a.block_until_ready()
+c = jax.device_put(jnp.ones((600, 600)), cpu0)
+for _ in range(3):
+    c = c @ m0          # the same function on cpu:0, after the wait
+a.block_until_ready(), c.block_until_ready()
 '''),
 }
 

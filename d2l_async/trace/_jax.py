@@ -20,12 +20,15 @@ it (verified with jax 0.10.2 on Linux)::
                                                                  of one run_id) on lane "cpu:0 (XLA)"
 
 **Which dispatch ran which execution.**  An execution's slices carry ``run_id`` (an id the runtime
-gives each launch of a compiled program, counting up per program) and ``hlo_module`` (``jit_`` and
-the function's name); a dispatch carries nothing, but lies inside the ``PjitFunction(<name>)`` of the
-function it runs.  So each dispatch is paired with the executions of the same name in order (the k-th
-dispatch of ``dot`` with the k-th execution of ``jit_dot``), and both get one ``flow`` id; the
-execution's ``issue`` is the dispatch's start.  Executions that began before the first dispatch of
-their name were dispatched before the recording started; they, and dispatches whose execution the
+gives each launch of a compiled program), ``device_ordinal`` and ``hlo_module`` (``jit_`` and the
+function's name); a dispatch carries nothing, but lies inside the ``PjitFunction(<name>)`` of the
+function it runs.  Each device runs its executions one at a time, in the order they were dispatched
+(measured: a hundred independent products never overlapped), so the dispatches are walked in time
+order and each takes the next execution of a device whose next one has its function's name: where
+two devices qualify, the one whose execution starts where it would if dispatched then (at once on
+an idle device, when the previous one ends on a busy one).  Both get one ``flow`` id; the
+execution's ``issue`` is the dispatch's start.  Executions that began before any dispatch could have
+sent them were dispatched before the recording started; they, and dispatches whose execution the
 recording missed, are counted in ``meta["unmatched_executions"]`` and ``meta["unmatched_launches"]``.
 
 **Inline executions.**  XLA's CPU client runs a program of under 1000 flops (``y = x + 1`` on a few
@@ -72,11 +75,10 @@ __all__ = ["JAX_WAIT", "DISPATCH_CALLS", "read_jax_trace", "looks_like_jax", "re
 
 #: The TraceAnnotation name of a wait the reader files as a ``block`` (``reason``, ``source`` in its args)
 JAX_WAIT = "d2l_async.wait"
-#: Slices of the dispatching thread that enqueue one execution (one per device of the launch)
-DISPATCH_CALLS = frozenset({
-    "CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice",
-    "CommonPjRtLoadedExecutable::ExecuteHelper",
-})
+#: Slices of the dispatching thread that enqueue one execution (one per device of the launch): jax 0.10's
+#: ``CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice`` (verified), and the ``ExecuteHelper`` of the CPU
+#: client's executables of earlier releases (``PjRtCpuExecutable``, ``TfrtCpuExecutable``; by name, not verified)
+DISPATCH_CALLS = re.compile(r"^\w+Executable::ExecuteHelper(?:OnSingleDevice)?$")
 #: The jitted function a dispatch runs: ``PjitFunction(dot)``
 _FUNCTION = re.compile(r"^(?:Pjit|Pmap)Function\((.*)\)$")
 #: Runtime calls of the dispatching thread worth a bar: a transfer, the compiler
@@ -346,9 +348,15 @@ def _parse(doc: Any, path: Path) -> Trace:
             by_thread[sl.thread].append(sl)
     for th in by_thread:
         by_thread[th].sort(key=lambda x: (x.start, -x.end))
-    if not execs and not any(sl.name in DISPATCH_CALLS for th in fronts for sl in by_thread[th]):
+    dispatching = any(DISPATCH_CALLS.match(sl.name) for th in fronts for sl in by_thread[th])
+    if not execs and not dispatching:
         raise TraceError(f"{path}: a jax.profiler trace without JAX work: no dispatch and no execution among its "
                          f"{len(s.host)} host slices (was any JAX code run inside jax.profiler.trace?)")
+    if not dispatching:
+        seen = Counter(sl.name for th in (fronts or by_thread) for sl in by_thread[th])
+        raise TraceError(f"{path}: {len(execs)} executions but no dispatch the reader knows (it reads jax 0.10's "
+                         f"'...Executable::ExecuteHelper...' slices); the dispatching threads' slices are "
+                         f"{[n for n, _ in seen.most_common(6)]}: a JAX release this reader does not know")
     lanes: list[Lane] = []
     used: set[str] = set()
     lane_of: dict[Any, str] = {}
@@ -370,7 +378,7 @@ def _parse(doc: Any, path: Path) -> Trace:
                     continue
                 ops.append(sl)
                 rows.append(_Row(lane_of[th], Kind.OP.value, sl.name, sl.start, sl.end))
-            elif sl.name in DISPATCH_CALLS:
+            elif DISPATCH_CALLS.match(sl.name):
                 dispatches.append((sl, _enclosing(ops, sl)))
             elif sl.name in RUNTIME_CALLS:
                 rows.append(_Row(lane_of[th], Kind.RUNTIME.value, sl.name, sl.start, sl.end))
@@ -439,7 +447,7 @@ def _frontend_threads(s: _Sorted) -> list[Any]:
     """Threads that dispatch or call jitted functions, in order of their first such slice."""
     first: dict[Any, float] = {}
     for sl in s.host:
-        if sl.name in DISPATCH_CALLS or sl.name == JAX_WAIT or _FUNCTION.match(sl.name):
+        if DISPATCH_CALLS.match(sl.name) or sl.name == JAX_WAIT or _FUNCTION.match(sl.name):
             first[sl.thread] = min(first.get(sl.thread, sl.start), sl.start)
     return sorted(first, key=first.__getitem__)
 
@@ -472,35 +480,47 @@ def _link(dispatches: list[tuple[_Slice, str]], execs: list[_Execution]) -> int:
         e.issue = d.start
 
     # an execution run inside its dispatch, on the dispatching thread (inline): that one, exactly
-    free = []
+    inline: dict[int, _Execution] = {}
     for d, key in dispatches:
-        inner = next((e for e in execs if e.flow < 0 and e.thread == d.thread and d.start <= e.start
-                      and e.end <= d.end and (not key or _module_key(e.name) == key)), None)
+        inner = next((e for e in execs if e.thread == d.thread and d.start <= e.start and e.end <= d.end
+                      and id(e) not in {id(x) for x in inline.values()}
+                      and (not key or _module_key(e.name) == key)), None)
         if inner is not None:
-            pair(d, inner)
-        else:
-            free.append((d, key))
-    # the k-th dispatch of a function with the k-th execution of its module, each after its dispatch
-    by_key: dict[str, list[_Slice]] = defaultdict(list)
-    for d, key in free:
-        by_key[key].append(d)
-    unnamed = by_key.pop("", [])
-    for key, ds in by_key.items():
-        es = iter([e for e in execs if e.flow < 0 and _module_key(e.name) == key and e.start >= ds[0].start])
-        e = next(es, None)
-        for d in ds:
-            while e is not None and e.start < d.start:  # started before this dispatch: not its execution
-                e = next(es, None)
-            if e is None:
-                break
+            inline[id(d)] = inner
+    reserved = {id(e) for e in inline.values()}
+    # each device runs its executions in the order they were dispatched: walk every device's sequence once
+    seqs: dict[int, list[_Execution]] = defaultdict(list)
+    for e in execs:
+        seqs[e.device].append(e)
+    pos = dict.fromkeys(seqs, 0)
+    where = {id(e): (dev, i) for dev, seq in seqs.items() for i, e in enumerate(seq)}
+    for d, key in sorted(dispatches, key=lambda dk: dk[0].start):
+        if id(d) in inline:
+            e = inline[id(d)]
+            dev, i = where[id(e)]
+            pos[dev] = i + 1  # earlier heads of its device were dispatched before the recording
             pair(d, e)
-            e = next(es, None)
-    # dispatches outside any jitted function: the earliest free execution of a module no named dispatch ran
-    named = set(by_key)
-    for d in unnamed:
-        e = next((e for e in execs if e.flow < 0 and _module_key(e.name) not in named and e.start >= d.start), None)
-        if e is not None:
-            pair(d, e)
+            continue
+        best: tuple[float, int] | None = None
+        for dev, seq in seqs.items():
+            i = pos[dev]
+            while i < len(seq) and seq[i].start < d.start and id(seq[i]) not in reserved:
+                i += 1  # began before this dispatch: an earlier one's, or dispatched before the recording
+            pos[dev] = i
+            if i == len(seq) or id(seq[i]) in reserved:  # the device's next execution belongs to a later dispatch
+                continue
+            e = seq[i]
+            if key and _module_key(e.name) != key:
+                continue
+            # where this dispatch's execution would start on this device: at once, or when the one before ends
+            predicted = max(d.start, seq[i - 1].end) if i else d.start
+            miss = abs(e.start - predicted)
+            if best is None or miss < best[0]:
+                best = (miss, dev)
+        if best is not None:
+            dev = best[1]
+            pair(d, seqs[dev][pos[dev]])
+            pos[dev] += 1
     return sum(1 for d, _ in dispatches if d.flow < 0)
 
 

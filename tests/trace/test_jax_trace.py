@@ -107,10 +107,14 @@ def test_two_devices_are_two_backend_lanes_and_a_named_wait_keeps_its_names():
     assert [l.name for l in t.backend_lanes] == ["cpu:0 (XLA)", "cpu:1 (XLA)"]
     execs = work(t)
     on1 = execs.filter(execs["lane"] == "cpu:1 (XLA)")
-    assert len(on1) == 8 and set(on1["name"]) == {"jit_matmul"}
+    on0 = execs.filter((execs["lane"] == "cpu:0 (XLA)") & (execs["name"] == "jit_matmul"))
+    assert len(on1) == 8 and set(on1["name"]) == {"jit_matmul"} and len(on0) == 3
     # z (on cpu:0) ran inline and was ready: its annotated wait converted a ready value (runtime, not a block)
     named = t.filter(t["name"] == "block_until_ready")
     assert len(named) == 1 and named["kind"][0] == "runtime"
+    # the same function on two devices: the chain's products were issued before z's wait, cpu:0's after it
+    assert on1["issue"].max() < named["start"][0] < named["end"][0] <= on0["issue"].min()
+    assert (on1["start"] >= on1["issue"]).all() and (on0["start"] >= on0["issue"]).all()
     # the wait for the chain on cpu:1 is a block that ends after the chain's last product
     blocks = t.where(kind="block")
     assert len(blocks) == 1 and blocks["end"][0] >= on1["end"].max() - 1e-4
