@@ -53,11 +53,16 @@ from .sync_async import CostModel, SyncAsyncResult, backend_pace
 from ._common import Setup, make_measurement, positive_int, time_runs
 from ._cpu import CpuClock, total
 
-__all__ = ["JAX_BLOCKERS", "JAX_BLOCKER_DEMO", "run_asynchrony_jax", "run_barriers_jax", "run_blockers_jax", "run_sync_async_jax"]
+__all__ = ["DEMO_SIZE", "JAX_BLOCKERS", "JAX_BLOCKER_DEMO", "run_asynchrony_jax", "run_barriers_jax", "run_blockers_jax", "run_sync_async_jax"]
 
 #: The blockers measured in JAX, in display order (the engine's names: ``asnumpy`` is ``np.asarray(b)``;
 #: JAX arrays have no ``.numpy()``)
 JAX_BLOCKERS = ("print", "item", "asnumpy", "float", "bool")
+#: Side of the blocker demo's ``b``.  XLA adds 1 to a 1000x1000 array in about a millisecond on every core, and on
+#: a busy 2-core machine the dispatching thread was often off the CPU for all of it: it reached 3-5 of the 5
+#: blockers after the add had ended (8 runs at load 3.7); at 3000x3000 (36 MB, ~10 ms) it reached all 5 before, in
+#: 8 runs of 8.  (The engine's demo adds to 1000x1000: its worker takes longer per op.)
+DEMO_SIZE = 3000
 #: The blocker demo's statements as its report shows them, by blocker
 JAX_BLOCKER_DEMO = {"print": "print(b)", "item": "b.sum().item()", "asnumpy": "np.asarray(b)",
                     "float": "float(b.sum())", "bool": "if b.sum(): pass"}
@@ -257,7 +262,7 @@ def run_blockers_jax(*, steps: int | None = None, size: int | None = None,
 
     The engine's measurement (:func:`~d2l_async.experiments.run_blockers`, the same loops) with JAX arrays;
     ``waitall()`` is :func:`d2l_async.capture.jax_waitall`.  The report comes from the ``jax.profiler`` trace
-    of one ``b = b + 1`` (1000x1000) before each blocker, each blocker named with
+    of one ``b = b + 1`` (:data:`DEMO_SIZE` squared) before each blocker, each blocker named with
     :func:`d2l_async.capture.jax_wait`; a blocker whose value was ready leaves no wait (as on the engine).
 
     Args:
@@ -295,7 +300,7 @@ def run_blockers_jax(*, steps: int | None = None, size: int | None = None,
                                                          setup)
 
     def demo() -> Any:
-        b = make((1000, 1000), 1.0)
+        b = make((DEMO_SIZE, DEMO_SIZE), 1.0)
         jax_waitall(cpu)
         for reason in JAX_BLOCKERS:
             b = b + 1  # each blocker needs this product: it waits unless it is done already
