@@ -100,9 +100,13 @@ def jax_label(n_devices: int = 1) -> str:
 
     Returns:
         E.g. ``"CPU: JAX 0.10.2, 1 XLA CPU device on 2 usable CPUs (the runtime's own threads, not a GPU)"``.
+
+    Raises:
+        JaxMissing: JAX is not installed.
     """
     from .._machine import read_machine
 
+    n_devices = integer("n_devices", n_devices, minimum=1, maximum=64)
     jax = import_jax()
     usable = read_machine("/", sample_s=0).usable_cpus
     dev = "device" if n_devices == 1 else "devices"
@@ -141,12 +145,16 @@ def jax_waitall(device: Any = None) -> None:
 
     Raises:
         JaxMissing: JAX is not installed.
+        TypeError: ``device`` is not a ``jax.Device``.
     """
     jax = import_jax()
     import numpy as np
 
     if device is None:
         device = jax.devices("cpu")[0]
+    elif not isinstance(device, jax.Device):
+        raise TypeError(f"device must be a jax.Device (jax.devices('cpu')[i]) or None, got {type(device).__name__} "
+                        f"{device!r}")
     zero = jax.device_put(np.zeros((), dtype=np.float32), device)
     (zero + 1).block_until_ready()  # an execution after every earlier one on the device
 
