@@ -12,17 +12,21 @@ import numpy as np
 import pytest
 
 from d2l_async import lesson
+from d2l_async.capture import have_jax
 from d2l_async.experiments import blockers, barriers, asynchrony, in_jax
 from d2l_async.experiments import AsynchronyResult, BarrierResult, BlockersResult, SyncAsyncResult
 from d2l_async.trace import BACKEND_KINDS
 
-jax = pytest.importorskip("jax", reason="JAX is not installed: pip install 'd2l-async[jax]'")
+#: JAX is imported by the tests that use it, not at collection (a second or more per worker process)
+needs_jax = pytest.mark.skipif(not have_jax(), reason="JAX is not installed: pip install 'd2l-async[jax]'")
 
 
 @pytest.fixture(scope="module", autouse=True)
 def two_cpu_devices():
     """The barriers run needs two CPU devices, which JAX makes only if asked before its first operation:
     asked here, first (every JAX test module asks for the same two)."""
+    if not have_jax():
+        return None
     from d2l_async.capture import jax_cpu_devices
 
     return jax_cpu_devices(2)
@@ -41,6 +45,7 @@ def all_explained(checks) -> bool:
     return all(isinstance(c, lesson.Check) and c.explained for c in checks)
 
 
+@needs_jax
 def test_asynchrony_in_jax_is_the_engine_result_and_checks():
     r = in_jax.run_asynchrony_jax(size=300, matmuls=4, repeat=2)
     assert isinstance(r, AsynchronyResult) and r.backend == "jax" and not r.virtual and "JAX" in r.device
@@ -54,6 +59,7 @@ def test_asynchrony_in_jax_is_the_engine_result_and_checks():
     assert all_explained(checks)
 
 
+@needs_jax
 def test_barriers_in_jax_put_the_chain_and_z_on_two_devices():
     r = in_jax.run_barriers_jax(long_ops=4, size=300, follow_ops=2, repeat=2)
     assert isinstance(r, BarrierResult) and r.backend == "jax"
@@ -68,6 +74,7 @@ def test_barriers_in_jax_put_the_chain_and_z_on_two_devices():
     assert checks[0].name == "the narrow wait lets the frontend go on sooner" and all_explained(checks)
 
 
+@needs_jax
 def test_blockers_in_jax_measure_each_blocker_and_report_the_named_waits():
     r = in_jax.run_blockers_jax(steps=20, size=200, repeat=2)
     assert isinstance(r, BlockersResult) and r.backend == "jax"
@@ -83,6 +90,7 @@ def test_blockers_in_jax_measure_each_blocker_and_report_the_named_waits():
     assert len(checks) == 4 and all_explained(checks)
 
 
+@needs_jax
 def test_sync_async_in_jax_one_element_runs_inline():
     """XLA runs a program under 1000 flops on the calling thread: the 'asynchronous' loop is synchronous."""
     r = in_jax.run_sync_async_jax(ops=200, numel=1, repeat=2, trace_ops=100)
@@ -96,6 +104,7 @@ def test_sync_async_in_jax_one_element_runs_inline():
         assert "inline" in lessons[1].shown  # why the sides did not overlap, in JAX's terms
 
 
+@needs_jax
 def test_sync_async_in_jax_large_ops_are_queued_not_inline():
     r = in_jax.run_sync_async_jax(ops=100, numel=200_000, repeat=1, trace_ops=60, jit=True)
     assert r.trace_async.meta["inline_executions"] == 0
@@ -105,6 +114,7 @@ def test_sync_async_in_jax_large_ops_are_queued_not_inline():
     assert int(queue_length_summary(r.trace_async)["max"].max()) >= 2  # dispatched ahead of the executions
 
 
+@needs_jax
 def test_jax_wait_names_a_wait_and_jax_waitall_waits_for_the_device():
     import jax.numpy as jnp
 
@@ -173,6 +183,7 @@ def test_importing_the_package_does_not_import_jax():
     assert out.stdout.strip() == "False"
 
 
+@needs_jax
 def test_two_devices_asked_after_jax_started_with_one():
     out = _run("""
         import jax, jax.numpy as jnp

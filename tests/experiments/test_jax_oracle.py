@@ -27,9 +27,10 @@ import pytest
 from d2l_async.devices import machine
 from d2l_async.experiments import asynchrony, barriers, blockers
 
-pytest.importorskip("jax", reason="JAX is not installed: pip install 'd2l-async[jax]'")
+from d2l_async.capture import have_jax
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200),
+              pytest.mark.skipif(not have_jax(), reason="JAX is not installed: pip install 'd2l-async[jax]'")]
 
 #: attempts per lesson before it is judged
 ATTEMPTS = 3
@@ -39,6 +40,7 @@ QUIET_SPARE_CPUS = 1.0
 
 @pytest.fixture(scope="module", autouse=True)
 def two_cpu_devices():
+    """Asked before JAX's first operation in this process (see test_in_jax.py)."""
     from d2l_async.capture import jax_cpu_devices
 
     return jax_cpu_devices(2)
