@@ -1,7 +1,7 @@
 """The public surface, pinned: each module's ``__all__`` as decided.
 
 A name added to (or dropped from) a module's ``__all__`` fails this test until it is added here too:
-growing the API is a decision, taken in a review of this file, not a side effect.  298 names in
+growing the API is a decision, taken in a review of this file, not a side effect.  314 names in
 18 modules.
 """
 
