@@ -20,6 +20,7 @@ One module per topic of D2L §13.2–13.3, in the order of the notebooks::
     collective    run_collective                  all_reduce blocking vs async_op=True on local ranks (10)
     ddp           run_overlap, run_straggler      DDP after backward vs bucketed; one slow rank (10)
     modelled_link run_modelled_overlap            the measured backward pass beside a modelled link (10)
+    in_jax        run_asynchrony_jax, ...         01, 03, 04 and 05 in JAX (optional), the same results and checks
 
 The lesson checks of a topic live in its module (``collective.checks``, ``ddp.overlap_checks``, ...):
 pure functions of a frozen result.  Notebook 10's experiments start their ranks with
@@ -50,6 +51,7 @@ from .collective import run_collective
 from .ddp import run_overlap, run_straggler
 from .dependency import (EXPRESSIONS, DependencyResult, IndependenceResult, check_expression, run_expression,
                          run_independent_vs_dependent)
+from .in_jax import run_asynchrony_jax, run_barriers_jax, run_blockers_jax, run_sync_async_jax
 from .mlp_parallel import MLPResult, compute_comm_overlap, run_mlp_parallel
 from .modelled_link import run_modelled_overlap
 from .parallelism import TwoDeviceResult, run_two_devices
@@ -66,6 +68,6 @@ __all__ = [
     "SchedulingResult", "Setup", "SweepPoint", "SyncAsyncResult", "SyncAsyncSweep", "TwoDeviceResult",
     "book_number", "check_expression", "compare_sync_every", "compute_comm_overlap", "export_perfetto",
     "resolve_backend", "run_asynchrony", "run_barriers", "run_blockers", "run_collective", "run_expression",
-    "run_independent_vs_dependent", "run_mlp_parallel", "run_modelled_overlap", "run_overlap", "run_profiling",
-    "run_queue_memory", "run_scheduling", "run_straggler", "run_sync_async", "run_two_devices", "sample_queue_summary", "sample_summaries", "sweep_sync_async",
+    "run_independent_vs_dependent", "run_asynchrony_jax", "run_barriers_jax", "run_blockers_jax", "run_mlp_parallel", "run_modelled_overlap", "run_overlap", "run_profiling",
+    "run_queue_memory", "run_scheduling", "run_straggler", "run_sync_async", "run_sync_async_jax", "run_two_devices", "sample_queue_summary", "sample_summaries", "sweep_sync_async",
 ]

@@ -69,8 +69,8 @@ def run_checks(r: Any) -> list[Any]:
                f"(synchronous / asynchronous = {faster_v.ratio:.2f}; the book: {BOOK['sync_async.ratio'].value:g})"),
         otherwise=cuda_why.why_async_not_faster(m, facts) if cuda else _why_not_faster(r),
         unclear=cuda_why.why_async_not_faster(m, facts, unclear=True) if cuda else (
-                f"{len(r.sync.raw)} and {len(r.async_.raw)} run(s) on {cpus_clause(r.machine)}; more repeats "
-                "(repeat=) or more ops per run narrow the spread"),
+                f"{len(r.sync.raw)} and {len(r.async_.raw)} run(s) on {cpus_clause(r.machine)}{_inline_clause(r)}; "
+                "more repeats (repeat=) or more ops per run narrow the spread"),
     )
     bound = m.async_pipeline
     v = at_least(r.async_.raw, bound, slack=MODEL_SLACK, names=("measured", "pipeline model")) if bound > 0 else False
@@ -96,8 +96,9 @@ def _why_not_faster(r: Any) -> str:
     cpu = r.cpu_async.divided(_runs(r.async_)) if r.cpu_async is not None else None
     ran = f"; {overlap_clause(cpu)}" if cpu is not None else ""
     return (f"per op t1 {fmt_time(m.t1)}, t2 {fmt_time(m.t2)}, t3 {fmt_time(m.t3)}: asynchrony can save at most "
-            f"t3 + min(t1, t2) = {fmt_time(save)} of {fmt_time(whole)} per op{ran}; {cpus_clause(r.machine)}. Fewer "
-            "elements per op (numel) leave t3 a larger share; rerun on a quieter machine.")
+            f"t3 + min(t1, t2) = {fmt_time(save)} of {fmt_time(whole)} per op{ran}{_inline_clause(r)}; "
+            f"{cpus_clause(r.machine)}. Fewer elements per op (numel) leave t3 a larger share; rerun on a quieter "
+            "machine.")
 
 
 def _above_bound(r: Any) -> str:
@@ -110,7 +111,14 @@ def _above_bound(r: Any) -> str:
     if cpu.concurrency >= TAKES_TURNS:
         return (f"; the two sides ran side by side ({overlap_clause(cpu)}), the overlap the book assumes (taking "
                 f"turns would give n·(t1 + t2) + t3 = {fmt_time(serial)})")
-    if few_cpus(r.machine, 2):
+    inline, traced = _inline(r)
+    if inline * 2 > traced > 0:  # JAX: XLA ran the ops on the dispatching thread, so there was no second side
+        cause = (f"XLA ran {inline:,} of the {traced:,} traced ops inline, on the dispatching thread (a program "
+                 "under 1000 flops costs less than a thread switch), so there was no second thread to overlap with")
+    elif getattr(r, "backend", "") == "jax" and not few_cpus(r.machine, 2):
+        cause = (f"the CPUs were there ({cpus_clause(r.machine)}) and XLA's threads run outside Python's interpreter "
+                 "lock: what kept them from overlapping is not on the CPU clock")
+    elif few_cpus(r.machine, 2):
         cause = (f"with {cpus_clause(r.machine)} there was not a CPU for each thread (and Python's interpreter lock "
                  "runs one thread's Python at a time anyway)")
     else:
@@ -121,6 +129,24 @@ def _above_bound(r: Any) -> str:
     side = "above" if measured >= serial else "below"
     return (f"; the book's overlap did not happen here: {overlap_clause(cpu)}{short}; {cause}. So the run took "
             f"{fmt_time(measured)}, {side} what taking turns gives: n·(t1 + t2) + t3 = {fmt_time(serial)}")
+
+
+def _inline(r: Any) -> tuple[int, int]:
+    """``(ops run inline, ops traced)`` in the asynchronous run's trace: XLA's CPU client runs a tiny program on
+    the dispatching thread (``meta["inline_executions"]`` of a JAX trace); ``(0, n)`` on other backends."""
+    trace = getattr(r, "trace_async", None)
+    if trace is None:
+        return 0, 0
+    return int(trace.meta.get("inline_executions", 0) or 0), len(backend_work(trace))
+
+
+def _inline_clause(r: Any) -> str:
+    """``"; XLA ran 1,000 of the 1,000 traced ops inline ..."`` when most ran inline, else ``""``."""
+    inline, traced = _inline(r)
+    if not inline * 2 > traced > 0:
+        return ""
+    return (f"; XLA ran {inline:,} of the {traced:,} traced ops inline, on the dispatching thread (under 1000 flops "
+            "each), so the asynchronous loop was synchronous in fact")
 
 
 def _why_below_bound(r: Any) -> str:

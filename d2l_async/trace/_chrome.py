@@ -58,6 +58,7 @@ import numpy as np
 
 from ._columns import Coded, Ragged
 from ._convert import check_values
+from ._jax import refuse_jax_file
 from ._json import Fields, Strings, check_max_bytes, load_fields
 from ._lanes import device_pairs, thread_lanes
 from ._kineto import (BACK, CATEGORIES, COLLECTIVE_CATEGORY, COLLECTIVE_PREFIXES, LAUNCH_CALLS, NOT_HTA_LAUNCH_CALLS,
@@ -120,6 +121,7 @@ def read_chrome_trace(path: str | os.PathLike[str], *, python_stack: bool = True
         try:
             trace = _parse(fields, path, python_stack)
             if not len(trace):
+                refuse_jax_file(path, fields.args["name"].values())  # no 'cat': say which reader reads it
                 _warn_empty(path, fields, trace)
             return trace
         except TraceError as exc:
