@@ -30,8 +30,9 @@ SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Return|Yields|Rais
                      r"Notes|See also|Usage)\s*:\s*$", re.I)
 
 
-#: Public modules inside a sub-package, listed after it (the engine's interface for runtimes built on it).
-NESTED = {"d2l_async.engine": ("d2l_async.engine.core",)}
+#: Public modules inside a sub-package, listed after it (the engine's interface for runtimes built on it; the
+#: engine in one file and its exercise).
+NESTED = {"d2l_async.engine": ("d2l_async.engine.core", "d2l_async.engine.minimal", "d2l_async.engine.exercise")}
 
 
 def package_modules() -> list[str]:
