@@ -5,7 +5,8 @@ table for every Kineto generation, CUDA, ROCm and MTIA is in ``_kineto.py``)::
 
     CPU thread (pid, tid)  -> frontend lane "thread 4515 (python)"
         cpu_op / Operator                 -> Kind.OP
-        cudaLaunchKernel, hipLaunchKernel, runFunction - job_prep... -> Kind.LAUNCH (LAUNCH_CALLS)
+        cudaLaunchKernel, cuLaunchKernelEx, hipModuleLaunchKernel, cudaGraphLaunch, cudaMemcpyAsync,
+        runFunction - job_prep... (any vendor's launch, LAUNCH_CALLS) -> Kind.LAUNCH
         cudaStreamSynchronize, ...        -> Kind.BLOCK, reason = the call (see SYNC_CALLS)
         cudaMemcpyAsync of a "Memcpy DtoH (Device -> Pageable)" copy -> Kind.BLOCK,
             reason "cudaMemcpyAsync (Device -> Pageable)": it returns when the copy is done

@@ -45,7 +45,12 @@ def test_hta_reference_numbers(name, stream, count, mean, qmax):
 
 @pytest.mark.parametrize("name,qmax", [("a100_training_step", 946), ("v100_training_step", 1022)])
 def test_deep_queue_maxima(name, qmax):
-    assert row(queue_length_summary(load_sample(name)), 7)["max"] == qmax
+    """HTA's maxima (the README's); the A100 step's cudaGraphLaunch calls queue kernels that HTA
+    does not count, so its whole queue runs deeper here."""
+    t = load_sample(name)
+    assert our_lanes(t, False)[0, 7].max == qmax
+    whole = row(queue_length_summary(t), 7)["max"]
+    assert whole > qmax if t.meta.get("launches_not_in_hta") else whole == qmax
 
 
 # -- HTA itself as the oracle (test-only dependency) ----------------------------------------------
@@ -69,11 +74,11 @@ def hta_summaries(tmp_path_factory):
 @pytest.mark.slow  # runs HTA itself on the trace (the oracle): make test
 @pytest.mark.parametrize("name", GPU_SAMPLES)
 def test_max_per_stream_equals_hta(hta_summaries, name):
-    ours = queue_length_summary(load_sample(name))
+    ours = our_lanes(load_sample(name), False)  # without the launches HTA does not count
     theirs = hta_summaries[name]
-    assert sorted(ours["stream"]) == sorted(int(s) for s in theirs["stream"])
+    assert sorted(s for _, s in ours) == sorted(int(s) for s in theirs["stream"])
     for _, r in theirs.iterrows():
-        assert row(ours, int(r["stream"]))["max"] == int(r["max"]), (name, r["stream"])
+        assert ours[0, int(r["stream"])].max == int(r["max"]), (name, r["stream"])
 
 
 @pytest.mark.parametrize("name", GPU_SAMPLES)
@@ -151,10 +156,12 @@ def test_a_launch_at_the_same_instant_as_a_start_counts_first():
 
 
 def test_only_launch_calls_fill_the_queue():
-    """A kernel issued by cudaGraphLaunch or a synchronous cudaMemcpy is not counted (as in HTA)."""
+    """Work linked to a runtime call that is not a launch, or to a synchronous cudaMemcpy, is not
+    counted (as in HTA).  (The reader files every launch call of any vendor as a launch; a graph
+    launch is one: ``tests/trace/test_vendor_launches.py``.)"""
     ev = [
         Event("frontend", "launch", "cudaLaunchKernel", 0.0, 0.1, flow=1),
-        Event("frontend", "runtime", "cudaGraphLaunch", 0.2, 0.3, flow=2),
+        Event("frontend", "runtime", "cudaStreamWaitEvent", 0.2, 0.3, flow=2),
         Event("frontend", "block", "cudaMemcpy", 0.4, 3.0, flow=3, reason="cudaMemcpy"),
         Event("cuda:0 stream 1", "kernel", "a", 1.0, 2.0, issue=0.0, flow=1),
         Event("cuda:0 stream 1", "kernel", "graph", 2.0, 2.5, issue=0.2, flow=2),
