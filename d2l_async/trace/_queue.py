@@ -11,7 +11,8 @@ Each issue adds one, each start removes one (HolisticTraceAnalysis's definition)
 
 Equal times, one rule: events are ordered by their exact times, and at equal times an issue comes
 before a start (or an end): a kernel cannot start before its launch, and two events that share an
-instant by chance are then ordered the same way on every machine.  Every sort here is stable.
+instant by chance are then ordered the same way on every machine.  Every sort that orders events in
+the trace layer and the analyses is stable or has a key for every tie (``lexsort``).
 
 HTA's order of equal times is not a rule: it sorts whole microseconds (``_hta.py``) with numpy's
 default quicksort, and numpy picks that sort's SIMD kernel for the CPU (AVX-512, AVX2 or its own

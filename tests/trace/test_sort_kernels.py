@@ -145,3 +145,21 @@ def test_the_hta_oracle_tests_pass_under_the_kernel(kernel):
              "-W", "ignore"], sort_kernels()[kernel])
     assert p.returncode == 0, p.stdout[-3000:]
     assert " passed" in p.stdout and " failed" not in p.stdout
+
+
+def test_every_sort_that_orders_events_is_stable():
+    """The rule in code: in the trace layer and the analyses, ``argsort`` and ``sort_values`` say
+    ``kind="stable"`` (``lexsort`` is stable; ``np.unique``, ``isin`` and ``sorted`` of distinct
+    values order no events)."""
+    import ast
+
+    unstable = []
+    for folder in ("trace", "analysis"):
+        for path in sorted((ROOT / "d2l_async" / folder).glob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and node.func.attr in ("argsort", "sort", "sort_values")):
+                    kind = {k.arg: k.value for k in node.keywords}.get("kind")
+                    if not (isinstance(kind, ast.Constant) and kind.value == "stable"):
+                        unstable.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert unstable == []
