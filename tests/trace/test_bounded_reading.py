@@ -118,7 +118,7 @@ def test_by_default_the_limit_is_what_fits_in_the_memory_available(bombs, monkey
 def test_under_ulimit_v_a_gzip_bomb_is_refused_naming_the_file_and_the_limit(bombs):
     """``ulimit -v`` (RLIMIT_AS) caps what the process may map, which no cgroup shows: the default
     limit reads it too, so the bomb is refused by its trailer instead of a bare MemoryError."""
-    res = read_in_child(bombs["honest"], cap=int(1.5 * GiB))  # the memory free is the host's
+    res = read_in_child(bombs["honest"], cap=int(1.5 * GiB), timeout=120)  # the memory free is the host's
     assert res.get("error") == "TraceError", res
     assert str(bombs["honest"]) in res["message"] and "ulimit -v" in res["message"]
     assert res["peak"] < 32 * MiB  # refused before inflating
@@ -138,7 +138,7 @@ def test_memory_that_runs_out_anyway_is_a_trace_error_naming_the_file_and_the_li
             out = {{"error": type(exc).__name__, "message": str(exc)}}
         print(json.dumps(out))
     """)
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240)
     out = json.loads(res.stdout.splitlines()[-1])
     assert out.get("error") == "TraceError", (out, res.stderr[-1000:])
     assert str(bombs["honest"]) in out["message"] and "RLIMIT_AS" in out["message"] and "1.5 GiB" in out["message"]
