@@ -141,7 +141,7 @@ def forced() -> list[str]:
 @pytest.mark.slow
 @pytest.mark.parametrize("kernel", forced())
 def test_the_hta_oracle_tests_pass_under_the_kernel(kernel):
-    p = run(["-m", "pytest", "tests/trace/test_hta_oracle.py", "-q", "-p", "no:cacheprovider", "-n", "0",
+    p = run(["-m", "pytest", "tests/trace/test_hta_oracle.py", "-q", "-p", "no:cacheprovider",
              "-W", "ignore"], sort_kernels()[kernel])
     assert p.returncode == 0, p.stdout[-3000:]
     assert " passed" in p.stdout and " failed" not in p.stdout
