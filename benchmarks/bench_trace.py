@@ -18,7 +18,10 @@ Three measurements, each job in a fresh child process so its peak RSS is its own
    with one line.
 
 Run: ``.venv/bin/python benchmarks/bench_trace.py [--repeat 3] [--hta-large]``; writes
-``benchmarks/results/trace.json`` and prints the 1-minute load average before and after.
+``benchmarks/results/trace.json`` and prints the 1-minute load average before and after.  It exits
+non-zero when a goal is missed or a job fails (``make benchmarks`` then lists it).  ``--smoke --out
+PATH`` runs every job once on a small sample and a ~1 MB generated file, with no goals: the test
+suite runs it (``tests/test_benchmarks_run.py``) so a job that no longer runs fails there.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import time
 from pathlib import Path
 
 SAMPLE = "a100_training_step"
+SMOKE_SAMPLE = "a100_simple_add"
 GOALS = {"a100_speedup_vs_hta": 4.0, "large_s": 8.0, "large_peak_mb": 800.0}
 LARGE_MB = 200
 OUT = Path(__file__).parent / "results" / "trace.json"
@@ -111,7 +115,7 @@ def child(job: str, path: str) -> dict:
     elif job == "reader_columns":  # the reader's whole fast path: typed records -> columns
         from d2l_async.trace._json import _fast
 
-        n = len(_fast(raw).ph)
+        n = len(_fast(raw, Path(path)).ph)
     else:
         raise SystemExit(f"unknown job {job}")
     return {"total_s": time.perf_counter() - t0, "events": n, "added_mb": _peak_mb() - base}
@@ -193,11 +197,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--hta-large", action="store_true", help="also run HTA on the 200 MB file (slow)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="every job once, on a small sample and a ~1 MB file; no goals (the test suite's check)")
+    parser.add_argument("--out", type=Path, default=OUT, help=f"where to write the results (default {OUT})")
     parser.add_argument("--child", nargs=2, metavar=("JOB", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         print(json.dumps(child(*args.child)))
         return 0
+    if args.smoke:
+        args.repeat = 1
     from d2l_async.data import sample_path
     from d2l_async.devices import machine
 
@@ -209,9 +218,10 @@ def main(argv: list[str] | None = None) -> int:
         have_hta = False
     mach = machine()
     load_before = os.getloadavg()[0]
-    path = sample_path(SAMPLE)
+    path = sample_path(SMOKE_SAMPLE if args.smoke else SAMPLE)
     result: dict = {"command": "python benchmarks/bench_trace.py --repeat " + str(args.repeat)
-                    + (" --hta-large" if args.hta_large else ""), "machine": mach.describe(),
+                    + (" --hta-large" if args.hta_large else "") + (" --smoke" if args.smoke else ""),
+                    "machine": mach.describe(),
                     "python": platform.python_version(), "goals": GOALS}
 
     # 1. the A100 trace, alternating
@@ -239,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         for style, key in (("cuda", "large"), ("rocm", "large_rocm")):
             files[key] = Path(d) / f"large_{style}.json"
             t0 = time.perf_counter()
-            result[f"{key}_file"] = make_large(path, files[key], style=style)
+            result[f"{key}_file"] = make_large(path, files[key], target_mb=1 if args.smoke else LARGE_MB, style=style)
             result[f"{key}_file"]["generate_s"] = time.perf_counter() - t0
         large_runs: dict[str, list] = {key: [] for key in files}
         for _ in range(max(1, min(args.repeat, 2))):
@@ -271,15 +281,18 @@ def main(argv: list[str] | None = None) -> int:
     result["load_average_1min"] = {"before": load_before, "after": os.getloadavg()[0]}
     result["when"] = time.strftime("%Y-%m-%d %H:%M:%S")
     print(f"{mach.describe()}; load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after")
-    print(f"A100 109k events: ours {ours_a['median_s']:.3f} s (CPU {ours_a['median_cpu_s']:.3f} s), "
-          f"peak {ours_a['median_peak_mb']:.0f} MB", end="")
-    if "hta" in a100:
+    if ours_a["median_s"] is None:
+        print(f"{path.name}: ours failed", end="")
+    else:
+        print(f"{path.name}: ours {ours_a['median_s']:.3f} s (CPU {ours_a['median_cpu_s']:.3f} s), "
+              f"peak {ours_a['median_peak_mb']:.0f} MB", end="")
+    if "hta" in a100 and a100["hta"]["median_s"] is not None and ours_a["median_s"] is not None:
         print(f"; HTA {a100['hta']['median_s']:.3f} s (CPU {a100['hta']['median_cpu_s']:.3f} s), "
               f"peak {a100['hta']['median_peak_mb']:.0f} MB; "
               f"speed-up {a100.get('speedup', float('nan')):.2f}x wall, {a100.get('speedup_cpu', float('nan')):.2f}x CPU "
               f"(goal >= {GOALS['a100_speedup_vs_hta']}x)")
     else:
-        print("; HTA not installed")
+        print("; HTA failed" if have_hta else "; HTA not installed")
     for key in ("large", "large_rocm"):
         lf, big = result[f"{key}_file"], result[key]["ours"]
         if big["median_s"] is None:
@@ -294,11 +307,36 @@ def main(argv: list[str] | None = None) -> int:
     for job, r in result["json"].items():
         print(f"json decoder {job}: " + (f"{r['total_s']:.3f} s, +{r['added_mb']:.0f} MB" if "total_s" in r else
                                          f"skipped, {r['skipped']}" if "skipped" in r else r.get("error", "")[-120:]))
+    result["errors"] = failed_jobs(result)
+    for where, error in result["errors"].items():
+        print(f"job {where} failed: {error[-300:]}")
     print("goals met:", result["meets"])
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(result, indent=2, default=str) + "\n")
-    print(f"saved {OUT}")
-    return 0 if all(result["meets"].values()) else 1
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2, default=str) + "\n")
+    print(f"saved {args.out}")
+    if args.smoke:
+        return 1 if result["errors"] else 0
+    return 0 if all(result["meets"].values()) and not result["errors"] else 1
+
+
+def failed_jobs(result: dict) -> dict[str, str]:
+    """Where in ``result`` a child job left an error (``"a100.ours[0]"``, ``"json.reader_columns"``) -> the error."""
+    out: dict[str, str] = {}
+
+    def walk(node, where: str) -> None:
+        if isinstance(node, dict):
+            if "error" in node:
+                out[where] = str(node["error"])
+            for k, v in node.items():
+                walk(v, f"{where}.{k}" if where else str(k))
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, f"{where}[{i}]")
+        elif node is None and where.endswith("]"):
+            out[where] = "no result"
+
+    walk(result, "")
+    return out
 
 
 if __name__ == "__main__":

@@ -14,10 +14,14 @@ from pathlib import Path
 HERE = Path(__file__).parent
 
 
+def scripts() -> list[Path]:
+    """The benchmark scripts ``make benchmarks`` runs, in order (``tests/test_benchmarks_run.py`` checks each starts)."""
+    return sorted(HERE.glob("bench_*.py"))
+
+
 def main() -> int:
-    scripts = sorted(p for p in HERE.glob("bench_*.py"))
     failed = []
-    for script in scripts:
+    for script in scripts():
         print(f"\n=== {script.name} ===", flush=True)
         t0 = time.perf_counter()
         rc = subprocess.call([sys.executable, str(script)])

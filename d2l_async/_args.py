@@ -154,4 +154,4 @@ def sequence(name: str, value: Any, *, what: str, empty: bool = True) -> tuple[A
 
 
 #: Where a reader gets a Trace, for the messages that refuse something else.
-TRACE_HINT = "get one from eng.trace(), d2l_async.data.load_sample(name) or Trace.from_chrome_trace(path)"
+TRACE_HINT = "get one from eng.trace(), d2l_async.data.load_sample(name) or d2l_async.trace.read_chrome_trace(path)"

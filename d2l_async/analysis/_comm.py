@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..trace import Kind, Trace, TraceError, hta_window_mask, rank_lanes, rank_metas
+from ..trace import Kind, Trace, TraceError, hta_times, hta_window_mask, rank_lanes, rank_metas
 from ._intervals import intersection_seconds, intervals_union, overlap_counts
 
 __all__ = ["RankComm", "comm_overlap", "comm_per_step", "step_windows", "is_backward_name"]
@@ -103,15 +103,16 @@ def comm_overlap(trace: Trace, *, window: str = "file") -> tuple[RankComm, ...]:
             ``read_trace_dir``), or one rank's trace.
         window: which events count.  ``"file"`` (the default): every event of the recording,
             so the numbers describe the same events the timeline beside them draws.  ``"hta"``:
-            HolisticTraceAnalysis 0.5.0's default window (:func:`d2l_async.trace.hta_window_mask`):
-            on a rank with two profiler steps or more, only work launched before its last
-            ``ProfilerStep`` starts (that step may be cut short by the end of the recording).
-            On a GPU rank ``hidden_fraction`` then equals HTA's ``get_comm_comp_overlap``
-            (rank 3 of an 8-GPU A100 NCCL job: 46.24 % over the whole file, 47.03 % in HTA's
-            window, HTA 47.03 %; HTA with ``include_last_profiler_step=True`` gives the whole
-            file's 46.24 %).  On traces with nanosecond times HTA first rounds every kernel
-            inward to whole µs, which this does not copy (a100_nccl_step: 14.76 % here, 14.31 %
-            in HTA).
+            the events HolisticTraceAnalysis 0.5.0 analyses by default, on its clock
+            (:func:`d2l_async.trace.hta_window_mask`, :func:`d2l_async.trace.hta_times`): on a
+            rank with two profiler steps or more, only work launched before its last
+            ``ProfilerStep`` starts (that step may be cut short by the end of the recording), and
+            device work that carries no correlation id when it starts before then; on a trace
+            with nanosecond times every interval rounded inward to whole µs, as HTA reads it.
+            On a GPU rank ``hidden_fraction`` then equals HTA's ``get_comm_comp_overlap`` (rank 3
+            of an 8-GPU A100 NCCL job: 46.24 % over the whole file, 47.03 % in HTA's window, HTA
+            47.03 %; a100_nccl_step: 14.31 %, HTA 14.31 %, and 14.76 % over the whole file on
+            the file's own clock).
 
     Returns:
         One frozen :class:`RankComm` per rank, in :func:`~d2l_async.trace.rank_lanes` order: its collective count,
@@ -129,10 +130,15 @@ def comm_overlap(trace: Trace, *, window: str = "file") -> tuple[RankComm, ...]:
     if window not in WINDOWS:
         raise ValueError(f"window must be one of {WINDOWS}, got {window!r}")
     if window == "hta":
-        trace = trace.filter(hta_window_mask(trace))
+        keep = hta_window_mask(trace)
+        _, start_us, end_us = hta_times(trace)
+        trace = trace.filter(keep)
+        # each rank on its own file's clock (µs less a whole constant): ranks are measured apart
+        start, end = start_us[keep] / 1e6, end_us[keep] / 1e6
+    else:
+        start, end = trace["start"], trace["end"]
     lanes_of = rank_lanes(trace)
     lane_col, kind, name = trace["lane"], trace["kind"], trace["name"]
-    start, end = trace["start"], trace["end"]
     out = []
     for rl in lanes_of:
         comm = np.isin(lane_col, list(rl.communication)) if rl.communication else np.zeros(len(trace), bool)

@@ -12,18 +12,24 @@ a time, the last one holds.
 HTA's defaults, reproduced: work *launched* in the last ``ProfilerStep`` of a trace with two
 steps or more is left out (``include_last_profiler_step=False``: the recording may have cut that
 step short; pass ``True`` to count the whole file; on ROCm the last step begins where the GPU's
-copy of it does, as HTA reads it), only launch calls fill the queue, and at equal timestamps rows
-are ordered as HTA's own sort orders them, rank by rank (:func:`~d2l_async.trace.hta_tie_ranks`;
-traces without a profiler clock: a launch before a start).  With these,
-:func:`queue_length_summary` gives HTA 0.5.0's ``count``, ``max`` and ``mean`` (over change points,
-as HTA's is) per rank and stream on every trace the tests carry (2021 Kineto, ROCm with several
-steps, MTIA, multi-rank NCCL, Triton, multi-step training steps; ``tests/trace/test_hta_oracle.py``),
-with one difference on purpose: ``cuLaunchKernelEx`` (CUDA 12's extended launch: Triton and
-cuBLASLt kernels) counts as the launch it is, and HTA 0.5.0 does not count it, so its ``count`` is
-lower by two per such launch (``trace.meta["launches_not_in_hta"]`` says how many a trace has).  The
-time-weighted mean and the time spent at the maximum are what a figure should show, since they
-weigh each level by how long it lasted.  The step function itself is
-:func:`d2l_async.trace.queue_steps`.
+copy of it does, as HTA reads it), and only launch calls fill the queue.  At equal times an issue
+comes before a start, on every machine (:func:`d2l_async.trace.queue_steps`).
+
+Parity with HTA 0.5.0, per rank and stream, for what HTA itself decides independently of the CPU
+it runs on: ``count``, and the queue length as a function of time.  HTA orders rows of equal whole
+microseconds with numpy's unstable quicksort, whose SIMD kernel (AVX-512, AVX2, baseline) differs
+between CPUs, so its ``max`` and ``mean`` (over change points) move with the machine wherever a
+launch and a start share a microsecond: the ``hta_ties`` column counts those instants per lane.
+Where it is 0, ``max`` and ``mean`` equal HTA's too; elsewhere HTA's lie between the two extreme
+orders (``queue_steps(..., hta_order=...)``).  ``tests/trace/test_hta_oracle.py`` holds this on
+every trace the tests carry (2021 Kineto, ROCm with several steps, MTIA, multi-rank NCCL, Triton,
+multi-step training steps) against numbers recorded on one CPU and against HTA run live.  One
+difference on purpose: a launch is a launch whichever API made it (``cuLaunchKernelEx``, ROCm's
+``hipModuleLaunchKernel``, graph launches: :data:`d2l_async.trace.LAUNCH_CALLS`), and HTA 0.5.0
+counts fewer of them, so its ``count`` is lower by two per such launch
+(``trace.meta["launches_not_in_hta"]`` says how many a trace has).  The time-weighted mean and the
+time spent at the maximum are what a figure should show, since they weigh each level by how long
+it lasted.  The step function itself is :func:`d2l_async.trace.queue_steps`.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..trace import Trace, hta_tie_ranks, queue_steps, queued_mask
+from ..trace import Trace, hta_ties, queue_steps, queued_mask
 from ._common import backend_lane, check_trace
 
 __all__ = ["queue_length_series", "queue_length_summary", "SUMMARY_COLUMNS"]
@@ -39,7 +45,7 @@ __all__ = ["queue_length_series", "queue_length_summary", "SUMMARY_COLUMNS"]
 SERIES_COLUMNS = ("time", "lane", "stream", "queue_length")
 #: columns of :func:`queue_length_summary`
 SUMMARY_COLUMNS = ("lane", "device", "stream", "count", "mean", "max", "time_weighted_mean",
-                   "time_at_max", "fraction_at_max", "span")
+                   "time_at_max", "fraction_at_max", "span", "hta_ties")
 
 
 def queue_length_series(trace: Trace, lane: str | None = None, *, in_flight: bool = False,
@@ -62,10 +68,9 @@ def queue_length_series(trace: Trace, lane: str | None = None, *, in_flight: boo
     check_trace(trace)
     lanes = [backend_lane(trace, lane)] if lane is not None else list(trace.backend_lanes)
     mask = queued_mask(trace, include_last_profiler_step=_flag(include_last_profiler_step))
-    ties = None if in_flight else hta_tie_ranks(trace, mask)
     parts = []
     for ln in lanes:
-        t, q = queue_steps(trace, ln.name, in_flight=in_flight, mask=mask, ties=ties)
+        t, q = queue_steps(trace, ln.name, in_flight=in_flight, mask=mask)
         if len(t):
             parts.append(pd.DataFrame({"time": t, "lane": ln.name, "stream": ln.stream, "queue_length": q}))
     if not parts:
@@ -91,7 +96,11 @@ def queue_length_summary(trace: Trace, *, in_flight: bool = False,
     Columns: ``lane``, ``device``, ``stream``; ``count`` (change points), ``mean`` (over change
     points, HTA's ``mean``) and ``max``; ``time_weighted_mean`` (each level weighted by how long it
     held, from the first change to the last); ``time_at_max`` (seconds at the maximum) and
-    ``fraction_at_max`` (of ``span``); ``span`` (seconds from the first change to the last).
+    ``fraction_at_max`` (of ``span``); ``span`` (seconds from the first change to the last);
+    ``hta_ties``: the whole microseconds at which the lane has both a launch and a start on HTA's
+    clock (:func:`d2l_async.trace.hta_ties`; it describes HTA's queue, so ``in_flight`` leaves it as
+    is): 0 means HTA 0.5.0 gives this ``count``, ``max`` and ``mean`` on any machine, more means its
+    ``max`` and ``mean`` depend on numpy's sort kernel there (its ``count`` does not).
 
     ``include_last_profiler_step``: as in :func:`queue_length_series` (HTA's default: ``False``).
     A trace without backend work (a CPU-only profile) gives an empty frame with these columns.
@@ -102,19 +111,21 @@ def queue_length_summary(trace: Trace, *, in_flight: bool = False,
     """
     check_trace(trace)
     mask = queued_mask(trace, include_last_profiler_step=_flag(include_last_profiler_step))
-    ties = None if in_flight else hta_tie_ranks(trace, mask)
+    ties = hta_ties(trace, mask)
     rows = []
     for ln in trace.backend_lanes:
-        t, q = queue_steps(trace, ln.name, in_flight=in_flight, mask=mask, ties=ties)
+        t, q = queue_steps(trace, ln.name, in_flight=in_flight, mask=mask)
         if not len(t):
             continue
-        rows.append({"lane": ln.name, "device": ln.device, "stream": ln.stream, **_stats(t, q)})
+        rows.append({"lane": ln.name, "device": ln.device, "stream": ln.stream, **_stats(t, q),
+                     "hta_ties": ties[ln.name]})
     if not rows:
         return pd.DataFrame({
             "lane": np.zeros(0, dtype=object), "device": np.zeros(0, dtype=object),
             "stream": np.zeros(0, dtype=np.int64), "count": np.zeros(0, dtype=np.int64),
             "mean": np.zeros(0), "max": np.zeros(0, dtype=np.int64), "time_weighted_mean": np.zeros(0),
-            "time_at_max": np.zeros(0), "fraction_at_max": np.zeros(0), "span": np.zeros(0)})
+            "time_at_max": np.zeros(0), "fraction_at_max": np.zeros(0), "span": np.zeros(0),
+            "hta_ties": np.zeros(0, dtype=np.int64)})
     return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
 
 

@@ -26,13 +26,14 @@ from ._kineto import (BLOCKING_COPIES, BLOCKING_COPY_REASON, CATEGORIES, COLLECT
 from ._model import BACKEND_KINDS, COLUMNS, Event, Kind, Lane, LaneRole, Trace, TraceError
 from ._perfetto import write_chrome_trace, write_trace_dir
 from ._read import read_trace
-from ._queue import hta_tie_ranks, hta_window_mask, last_step_starts, launch_calls, queue_steps, queued_mask
+from ._hta import hta_times, hta_window_mask, last_step_starts
+from ._queue import HTA_ORDERS, hta_ties, launch_calls, queue_steps, queued_mask
 from ._ranks import (MissingRanks, RankLanes, SkippedEntries, merge_ranks, rank_lanes,
                      rank_metas, read_trace_dir, split_ranks)
 from ._stack import PYTHON_GROUP, is_python_lane
 
 __all__ = [
     "BACKEND_KINDS", "BLOCKING_COPIES", "BLOCKING_COPY_REASON", "CATEGORIES", "EmptyTrace", "COLLECTIVE_PREFIXES", "HAVE_MSGSPEC", "JAX_WAIT", "MissingRanks", "MixedJobs", "NameConflict", "SkippedEntries", "PYTHON_GROUP", "UnplacedDeviceEvents",
-    "hta_tie_ranks", "hta_window_mask", "is_python_lane", "last_step_starts", "launch_calls", "COLUMNS", "RankLanes", "merge_ranks", "rank_lanes", "rank_metas", "read_trace_dir", "Event", "Kind", "LAUNCH_CALLS", "Lane", "LaneRole", "SYNC_CALLS",
+    "HTA_ORDERS", "hta_ties", "hta_times", "hta_window_mask", "is_python_lane", "last_step_starts", "launch_calls", "COLUMNS", "RankLanes", "merge_ranks", "rank_lanes", "rank_metas", "read_trace_dir", "Event", "Kind", "LAUNCH_CALLS", "Lane", "LaneRole", "SYNC_CALLS",
     "Trace", "TraceError", "Coded", "Ragged", "segments", "queue_steps", "queued_mask", "read_chrome_trace", "read_jax_trace", "read_trace", "split_ranks", "write_chrome_trace", "write_trace_dir",
 ]

@@ -5,7 +5,8 @@ table for every Kineto generation, CUDA, ROCm and MTIA is in ``_kineto.py``)::
 
     CPU thread (pid, tid)  -> frontend lane "thread 4515 (python)"
         cpu_op / Operator                 -> Kind.OP
-        cudaLaunchKernel, hipLaunchKernel, runFunction - job_prep... -> Kind.LAUNCH (LAUNCH_CALLS)
+        cudaLaunchKernel, cuLaunchKernelEx, hipModuleLaunchKernel, cudaGraphLaunch, cudaMemcpyAsync,
+        runFunction - job_prep... (any vendor's launch, LAUNCH_CALLS) -> Kind.LAUNCH
         cudaStreamSynchronize, ...        -> Kind.BLOCK, reason = the call (see SYNC_CALLS)
         cudaMemcpyAsync of a "Memcpy DtoH (Device -> Pageable)" copy -> Kind.BLOCK,
             reason "cudaMemcpyAsync (Device -> Pageable)": it returns when the copy is done
@@ -59,7 +60,7 @@ import numpy as np
 from ._columns import Coded, Ragged
 from ._convert import check_values
 from ._jax import refuse_jax_file
-from ._json import Fields, Strings, check_max_bytes, load_fields
+from ._json import Fields, Strings, check_max_bytes, load_fields, out_of_memory
 from ._lanes import device_pairs, thread_lanes
 from ._kineto import (BACK, CATEGORIES, COLLECTIVE_CATEGORY, COLLECTIVE_PREFIXES, LAUNCH_CALLS, NOT_HTA_LAUNCH_CALLS,
                       SYNC_CALLS, NameConflict, UnplacedDeviceEvents, blocking_copy_calls, category, device_names,
@@ -100,9 +101,11 @@ def read_chrome_trace(path: str | os.PathLike[str], *, python_stack: bool = True
         file's own top-level fields under ``file``.
 
     Raises:
-        TraceError: the file is missing, not a regular file, larger than ``max_bytes``, not
-            JSON, truncated, nested absurdly deep, not a Chrome trace, or has out-of-range times;
-            the message names the file and the problem (and, for size, the size and the limit).
+        TraceError: the file is missing, not a regular file, larger than ``max_bytes`` (by default
+            what the memory available, a container's limit and ``ulimit -v`` allow), not UTF-8
+            JSON, truncated, nested absurdly deep, not a Chrome trace, or has out-of-range times,
+            or memory ran out while it was read; the message names the file and the problem (and,
+            for size and memory, the size and the limits).
 
     Warns:
         UnplacedDeviceEvents: device events in categories the reader does not know.
@@ -112,6 +115,14 @@ def read_chrome_trace(path: str | os.PathLike[str], *, python_stack: bool = True
         raise TypeError(f"read_chrome_trace expects a file path (str or os.PathLike), got {type(path).__name__}")
     max_bytes = check_max_bytes(max_bytes)
     path = Path(path)
+    try:
+        return _read(path, python_stack, max_bytes)
+    except MemoryError:
+        pass  # out of the handler first: the frames that held the file's bytes are gone, memory is back
+    raise out_of_memory(path, max_bytes)
+
+
+def _read(path: Path, python_stack: bool, max_bytes: int | None) -> Trace:
     # parsing makes ~10^5-10^6 small objects; the cyclic GC would rescan them again and again while
     # they are built (none of them can form a cycle), which doubles the load time.
     was_enabled = gc.isenabled()

@@ -12,9 +12,13 @@ that never sends a byte.  So the reader
    while it inflates it, a block at a time (the trailer's size is a first check, never trusted),
    against a limit: ``max_bytes``, by default a third of the memory this process can still get
    (:func:`d2l_async._machine.mem_available`: the container's limit less its use, never more
-   than the host's ``MemAvailable``), since reading takes up to :data:`PEAK_FACTOR` times the
-   JSON's size.  Past the limit: a :class:`~d2l_async.trace.TraceError` naming the file, its size
-   and the limit, never a bare ``MemoryError`` or a killed kernel;
+   than the host's ``MemAvailable``; and never more than the address space ``ulimit -v``
+   (``RLIMIT_AS``) leaves it, :func:`address_space_left`), since reading takes up to
+   :data:`PEAK_FACTOR` times the JSON's size.  Past the limit: a
+   :class:`~d2l_async.trace.TraceError` naming the file, its size and the limit, never a bare
+   ``MemoryError`` or a killed kernel; and should memory still run out (another process took it,
+   or ``max_bytes`` was set above what there is), the reader's ``MemoryError`` becomes a
+   ``TraceError`` that names the file, the limits in force and the fix;
 3. with `msgspec <https://jcristharriff.com/msgspec/>`_ (a dependency; the standard library is the
    fallback) checks the whole document's syntax in C without building it, then cuts the
    ``traceEvents`` array into slices of about :data:`CHUNK_BYTES` at event boundaries (a ``},{``
@@ -45,6 +49,7 @@ says so), same result.
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
 import os
@@ -64,8 +69,8 @@ from ._columns import Coded
 from ._convert import NUMERIC, NumberColumn
 from ._model import TraceError
 
-__all__ = ["Fields", "load_fields", "read_bytes", "default_max_bytes", "check_max_bytes", "HAVE_MSGSPEC",
-           "PEAK_FACTOR"]
+__all__ = ["Fields", "load_fields", "read_bytes", "default_max_bytes", "check_max_bytes", "address_space_left",
+           "out_of_memory", "HAVE_MSGSPEC", "PEAK_FACTOR"]
 
 try:  # optional: the fast, lean path
     import msgspec
@@ -179,11 +184,42 @@ def check_max_bytes(max_bytes: Any) -> int | None:
     return int(max_bytes)
 
 
+def address_space_left() -> tuple[int, int] | None:
+    """``(bytes of address space this process may still map, its RLIMIT_AS)`` when ``ulimit -v``
+    caps it (a cap a cgroup does not show: the kernel refuses the mapping and Python raises
+    ``MemoryError``); None without a cap."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, AttributeError, OSError, ValueError):  # no RLIMIT_AS on this platform
+        return None
+    if soft == resource.RLIM_INFINITY or soft < 0:
+        return None
+    mapped = 0
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmSize:"):
+                    mapped = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    return max(soft - mapped, 0), soft
+
+
 def default_max_bytes() -> tuple[int, str]:
     """The JSON bytes the reader accepts now, and why (for the refusal): the memory this process can
-    still get, divided by what reading costs per byte (:data:`PEAK_FACTOR`)."""
+    still get (the host's, a container's limit, the address space ``ulimit -v`` leaves), divided by
+    what reading costs per byte (:data:`PEAK_FACTOR`)."""
     factor = PEAK_FACTOR if HAVE_MSGSPEC else SLOW_PEAK_FACTOR
     available, limit = mem_available("/")
+    space = address_space_left()
+    if space is not None and (available <= 0 or space[0] < available):
+        left, cap = space
+        return left // factor, (f"1/{factor} of the {format_bytes(left)} of address space this process has left "
+                                f"under its limit of {format_bytes(cap)} (ulimit -v, RLIMIT_AS): reading takes up "
+                                f"to {factor}x the JSON's size")
     if available <= 0:
         return FALLBACK_MAX_BYTES, (f"the reader's default of {format_bytes(FALLBACK_MAX_BYTES)} (this machine's "
                                     "free memory cannot be read)")
@@ -192,9 +228,28 @@ def default_max_bytes() -> tuple[int, str]:
                                  f"reading takes up to {factor}x the JSON's size")
 
 
+def out_of_memory(path: Path, max_bytes: int | None) -> TraceError:
+    """The reader's ``MemoryError`` as a :class:`TraceError`: the file, the limits in force, the fix."""
+    limits = []
+    space = address_space_left()
+    if space is not None:
+        limits.append(f"an address-space limit (ulimit -v, RLIMIT_AS) of {format_bytes(space[1])}")
+    available, container = mem_available("/")
+    if container:
+        limits.append(f"a container memory limit of {format_bytes(container)}")
+    if available > 0:
+        limits.append(f"{format_bytes(available)} of memory available now")
+    asked = (f"max_bytes={max_bytes} let it read more than there was room for" if max_bytes is not None else
+             "memory ran out while it was read")
+    return TraceError(f"{path}: out of memory reading the trace ({asked}; {', '.join(limits) or 'no limit found'}); "
+                      f"reading takes up to {PEAK_FACTOR}x the JSON's size: raise the limit, free memory, "
+                      "or read a smaller trace")
+
+
 def _too_big(path: Path, what: str, limit: int, why: str, explicit: bool) -> TraceError:
     fix = ("raise max_bytes to read it" if explicit else
-           "free memory, or pass max_bytes=<bytes> to read it anyway")
+           "raise the address-space limit (ulimit -v), or pass max_bytes=<bytes> to read it anyway" if "RLIMIT_AS" in why
+           else "free memory, or pass max_bytes=<bytes> to read it anyway")
     return TraceError(f"{path}: {what}, more than the limit of {format_bytes(limit)} ({why}); {fix}")
 
 
@@ -421,7 +476,7 @@ def _fast(raw: bytes, path: Path) -> Fields:
     except msgspec.ValidationError:  # valid JSON, but not an object: the array form, or no trace
         top = None
     except (msgspec.DecodeError, RecursionError) as exc:
-        raise TraceError(f"{path}: not valid JSON ({exc})") from None
+        raise (not_utf8(raw, path) if "UTF-8" in str(exc) else TraceError(f"{path}: not valid JSON ({exc})")) from None
     if top is None:
         first = raw.lstrip(_SPACE)[:1]  # (a copy, but only when the file is not an object)
         if first != b"[":
@@ -436,18 +491,52 @@ def _fast(raw: bytes, path: Path) -> Fields:
         try:
             rest = {k: msgspec.json.decode(v) for k, v in top.items()}
         except (msgspec.DecodeError, RecursionError) as exc:
-            raise TraceError(f"{path}: not valid JSON ({exc})") from None
+            raise (not_utf8(raw, path) if "UTF-8" in str(exc) else
+                   TraceError(f"{path}: not valid JSON ({exc})")) from None
     out = _Builder()
     empty = _Args()
-    for evs in _slices(events, path, out):
-        args = [e.args for e in evs]
-        args = [empty if a is None else a for a in args]
-        nums = {"ts": [e.ts for e in evs], "dur": [e.dur for e in evs]}
-        nums.update({key: list(map(attrgetter(key), args)) for key in _ARG_NUMBERS})
-        out.add([e.ph for e in evs], [e.cat for e in evs], [e.name for e in evs], [e.pid for e in evs],
-                [e.tid for e in evs], nums, {key: list(map(attrgetter(key), args)) for key in _OBJECTS})
-        del evs, args, nums
+    try:
+        for evs in _slices(events, path, out):
+            _add(out, evs, empty)
+            del evs
+    except _NotUTF8:
+        raise not_utf8(raw, path) from None
     return out.fields(rest)
+
+
+def _add(out: _Builder, evs: list, empty: Any) -> None:
+    """One slice's records into the columns."""
+    args = [e.args for e in evs]
+    args = [empty if a is None else a for a in args]
+    nums = {"ts": [e.ts for e in evs], "dur": [e.dur for e in evs]}
+    nums.update({key: list(map(attrgetter(key), args)) for key in _ARG_NUMBERS})
+    out.add([e.ph for e in evs], [e.cat for e in evs], [e.name for e in evs], [e.pid for e in evs],
+            [e.tid for e in evs], nums, {key: list(map(attrgetter(key), args)) for key in _OBJECTS})
+
+
+class _NotUTF8(Exception):
+    """A slice's strings are not UTF-8 (:func:`not_utf8` finds where)."""
+
+
+def not_utf8(raw: bytes, path: Path) -> TraceError:
+    """The error for a file whose bytes are not UTF-8: where the first bad byte is (an incremental
+    decode, a block at a time: no copy of the file)."""
+    dec = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(raw)
+    for at in range(0, len(raw), READ_BLOCK):
+        try:
+            dec.decode(view[at:at + READ_BLOCK], final=at + READ_BLOCK >= len(raw))
+        except UnicodeDecodeError as exc:
+            # the decoder holds back at most 3 bytes of an unfinished character between blocks
+            start = at + exc.start - len(dec.getstate()[0])
+            return _utf8_error(path, raw, max(start, 0))
+    return TraceError(f"{path}: not UTF-8 JSON (a string is not valid UTF-8)")
+
+
+def _utf8_error(path: Path, raw: bytes, offset: int) -> TraceError:
+    bad = raw[offset:offset + 1].hex()
+    return TraceError(f"{path}: not UTF-8 JSON: byte {offset} (0x{bad}) is not valid UTF-8; a Chrome trace is "
+                      "UTF-8 JSON: write it as UTF-8 again (e.g. iconv -f latin1 -t utf-8)")
 
 
 def _slices(events: memoryview, path: Path, out: _Builder):
@@ -476,6 +565,8 @@ def _slices(events: memoryview, path: Path, out: _Builder):
         except msgspec.ValidationError as exc:  # an event (or its args) that is not an object
             raise TraceError(f"{path}: {_which(exc, out.n)}") from None
         except (msgspec.DecodeError, RecursionError) as exc:
+            if "UTF-8" in str(exc):  # the events' syntax was checked as raw bytes; their strings now
+                raise _NotUTF8 from None
             if end == hi:  # the whole document parsed, so only depth can fail a whole tail
                 raise TraceError(f"{path}: JSON nested too deeply to be a Chrome trace ({exc})") from None
             size *= 2  # the cut fell inside an event (a '},{' in a string or nested list): cut later
@@ -504,7 +595,9 @@ def _slow(raw: bytes, path: Path) -> Fields:
         doc = json.loads(raw)
     except RecursionError:
         raise TraceError(f"{path}: JSON nested too deeply to be a Chrome trace") from None
-    except (ValueError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise _utf8_error(path, raw, exc.start) from None
+    except ValueError as exc:
         raise TraceError(f"{path}: not valid JSON ({exc})") from None
     if isinstance(doc, list):  # the JSON-array form of the format
         doc = {"traceEvents": doc}

@@ -18,9 +18,10 @@ category not in either table whose slices sit on a device (they carry ``args.str
 process is labelled ``GPU n``/``MTIA n``) cannot be placed: the reader warns with its name
 (:class:`UnplacedDeviceEvents`) and the trace never calls itself "CPU only".
 
-Runtime calls are refined by name: :data:`LAUNCH_CALLS` put work on a device queue (HTA 0.5.0's
-list, CUDA, ROCm and MTIA, and ``cuLaunchKernelEx``, which HTA 0.5.0 does not count:
-:data:`NOT_HTA_LAUNCH_CALLS`), :data:`SYNC_CALLS` make the CPU thread wait.  A launch call whose copy
+Runtime calls are refined by name: :data:`LAUNCH_CALLS` put work on a device queue (one table,
+:data:`LAUNCHES`, of kernel and graph launches, asynchronous copies and memsets in CUDA's, HIP's and
+MTIA's spellings; HTA 0.5.0 counts only some of them: :data:`NOT_HTA_LAUNCH_CALLS`),
+:data:`SYNC_CALLS` make the CPU thread wait.  A launch call whose copy
 lands in pageable host memory (:data:`BLOCKING_COPIES`) does both: CUDA returns from that
 ``cudaMemcpyAsync`` only when the copy is done, so the reader files it as a wait
 (:func:`blocking_copy_calls`) and the queue analysis still counts it as a launch.
@@ -34,7 +35,8 @@ import numpy as np
 
 from ._model import Kind
 
-__all__ = ["CATEGORIES", "COLLECTIVE_PREFIXES", "SKIPPED_CATEGORIES", "LAUNCH_CALLS", "NOT_HTA_LAUNCH_CALLS", "SYNC_CALLS", "BLOCKING_COPIES", "BLOCKING_COPY_REASON",
+__all__ = ["CATEGORIES", "COLLECTIVE_PREFIXES", "SKIPPED_CATEGORIES", "LAUNCHES", "LAUNCH_CALLS", "HTA_LAUNCH_CALLS",
+           "NOT_HTA_LAUNCH_CALLS", "SYNC_CALLS", "BLOCKING_COPIES", "BLOCKING_COPY_REASON",
            "COLLECTIVE_CATEGORY", "NameConflict", "UnplacedDeviceEvents", "blocking_copy_calls", "category", "device_prefix",
            "device_names", "metadata", "unplaced"]
 
@@ -81,22 +83,58 @@ SKIPPED_CATEGORIES = frozenset({
     "mtia_user_annotation", "mtia_ccp_events_annotation", "gpu_mem_user_annotation", "privateuse1_runtime",
 })
 
-#: Launch calls HTA 0.5.0 does not count (its ``TraceSymbolTable.get_runtime_launch_events_query``
-#: lists the others): the driver's extended launch, which Triton and cuBLASLt kernels use on CUDA 12
-#: (a B200 training step: 220 of its 929 launches).  They do put work on the queue, so they count
-#: here, and HTA's queue on such a trace is lower: by one queued op (two change points, ``count``)
-#: per such launch in its window.  The reader says how many a trace has
-#: (``meta["launches_not_in_hta"]``); ``tests/trace/test_hta_oracle.py`` checks the difference.
-NOT_HTA_LAUNCH_CALLS = frozenset({"cuLaunchKernelEx"})
-#: Runtime/driver calls that put work on a device's launch queue: HTA 0.5.0's list, CUDA, ROCm and
-#: MTIA, and :data:`NOT_HTA_LAUNCH_CALLS`.
-LAUNCH_CALLS = NOT_HTA_LAUNCH_CALLS | frozenset({
+#: Calls that put work on a device's launch queue, by what they do, in each vendor's spelling: a launch
+#: is a launch whichever API made it.  CUDA's runtime and driver, ROCm's HIP (which Kineto files under
+#: ``cuda_runtime`` too; Triton and aiter launch through ``hipModuleLaunchKernel`` or, on ROCm 7,
+#: ``hipDrvLaunchKernelEx``, the driver-style calls, as Triton does through ``cuLaunchKernel(Ex)`` on
+#: CUDA), and MTIA.  A graph launch queues every
+#: kernel of the graph at its call; a synchronous copy (``cudaMemcpy``) is a wait (:data:`SYNC_CALLS`).
+LAUNCHES: dict[str, dict[str, tuple[str, ...]]] = {
+    "kernel": {
+        "CUDA": ("cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel",
+                 "cudaLaunchCooperativeKernelMultiDevice", "cuLaunchKernel", "cuLaunchKernelEx",
+                 "cuLaunchCooperativeKernel"),
+        "HIP": ("hipLaunchKernel", "hipLaunchKernelExC", "hipExtLaunchKernel", "hipLaunchCooperativeKernel",
+                "hipLaunchCooperativeKernelMultiDevice", "hipExtLaunchMultiKernelMultiDevice", "hipModuleLaunchKernel",
+                "hipDrvLaunchKernelEx", "hipExtModuleLaunchKernel", "hipHccModuleLaunchKernel",
+                "hipModuleLaunchCooperativeKernel", "hipModuleLaunchCooperativeKernelMultiDevice"),
+        "MTIA": ("runFunction - job_prep_and_submit_for_execution",),
+    },
+    "graph": {
+        "CUDA": ("cudaGraphLaunch", "cuGraphLaunch"),
+        "HIP": ("hipGraphLaunch",),
+    },
+    "copy": {
+        "CUDA": ("cudaMemcpyAsync", "cudaMemcpy2DAsync", "cudaMemcpy3DAsync", "cudaMemcpyPeerAsync",
+                 "cudaMemcpyToSymbolAsync", "cudaMemcpyFromSymbolAsync", "cuMemcpyAsync", "cuMemcpyHtoDAsync",
+                 "cuMemcpyDtoHAsync", "cuMemcpyDtoDAsync", "cuMemcpyPeerAsync"),
+        "HIP": ("hipMemcpyAsync", "hipMemcpyWithStream", "hipMemcpy2DAsync", "hipMemcpy3DAsync", "hipMemcpyPeerAsync",
+                "hipMemcpyToSymbolAsync", "hipMemcpyFromSymbolAsync", "hipMemcpyHtoDAsync", "hipMemcpyDtoHAsync",
+                "hipMemcpyDtoDAsync"),
+    },
+    "memset": {
+        "CUDA": ("cudaMemsetAsync", "cudaMemset2DAsync", "cudaMemset3DAsync", "cuMemsetD8Async", "cuMemsetD16Async",
+                 "cuMemsetD32Async"),
+        "HIP": ("hipMemsetAsync", "hipMemset2DAsync", "hipMemset3DAsync", "hipMemsetD8Async", "hipMemsetD16Async",
+                "hipMemsetD32Async"),
+    },
+}
+#: Every name of :data:`LAUNCHES`: the reader files these runtime calls as ``launch``.
+LAUNCH_CALLS = frozenset(n for vendors in LAUNCHES.values() for names in vendors.values() for n in names)
+#: The launch calls HTA 0.5.0 counts (``TraceSymbolTable.get_runtime_launch_events_query``).
+HTA_LAUNCH_CALLS = frozenset({
     "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync",
-    # ROCm builds of PyTorch
     "hipLaunchKernel", "hipExtModuleLaunchKernel", "hipMemcpyAsync", "hipMemsetAsync", "hipMemcpyWithStream",
-    # MTIA
     "runFunction - job_prep_and_submit_for_execution",
 })
+#: Launch calls HTA 0.5.0 does not count: among them CUDA 12's ``cuLaunchKernelEx`` (Triton and cuBLASLt:
+#: 220 of the 929 launches of a B200 training step), ROCm's ``hipModuleLaunchKernel`` (Triton and aiter:
+#: 2,317 of the 8,066 device ops of an xDiT SD3.5 trace on an MI300X) and graph launches.  They do put
+#: work on the queue, so they count here, and HTA's queue on such a trace is lower: by one queued op
+#: (two change points, ``count``) per such launch in its window.  The reader says how many a trace has
+#: (``meta["launches_not_in_hta"]``); ``tests/trace/test_hta_oracle.py`` and
+#: ``tests/trace/test_vendor_launches.py`` check the difference.
+NOT_HTA_LAUNCH_CALLS = LAUNCH_CALLS - HTA_LAUNCH_CALLS
 #: Calls that make the CPU thread wait for the device: the frontend is blocked while they run.
 SYNC_CALLS = frozenset({
     "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy",

@@ -54,6 +54,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from ._columns import LeanColumns
+from ._stack import PYTHON_GROUP
 
 __all__ = ["Kind", "LaneRole", "Lane", "Event", "Trace", "TraceError", "COLUMNS"]
 
@@ -388,9 +389,6 @@ class Trace:
         )
 
 
-_PY_GROUP = "python call stack"  # = _stack.PYTHON_GROUP (the model may not import the reader)
-
-
 def _order_lanes(lanes: Iterable[Lane]) -> list[Lane]:
     """Lane groups in first-seen order (one rank above the next); within a group, frontend lanes
     first, then the group's Python call-stack lanes (group ``"<group> · python call stack"``),
@@ -398,7 +396,7 @@ def _order_lanes(lanes: Iterable[Lane]) -> list[Lane]:
     lanes = list(lanes)
 
     def base(group: str) -> str:
-        return group[: -len(_PY_GROUP)].removesuffix(" · ") if group.endswith(_PY_GROUP) else group
+        return group[: -len(PYTHON_GROUP)].removesuffix(" · ") if group.endswith(PYTHON_GROUP) else group
 
     out: list[Lane] = []
     for group in dict.fromkeys(base(l.group) for l in lanes):

@@ -13,6 +13,7 @@ from d2l_async.analysis import SUMMARY_COLUMNS, queue_length_series, queue_lengt
 from d2l_async.data import load_sample, sample_path
 from d2l_async.trace import Event, Lane, LaneRole, Trace, TraceError
 
+from ..trace.hta_parity import assert_agrees, assert_same_step_function, hta_summary_rows, our_lanes
 from ._traces import FRONT, S1, three_launches
 
 GPU_SAMPLES = ["a100_simple_add", "a100_alexnet", "a100_cuda_event_sync", "a100_nccl_step",
@@ -32,15 +33,24 @@ def row(summary: pd.DataFrame, stream: int) -> pd.Series:
     ("a100_alexnet", 20, 14, 0.6429, 2),
 ])
 def test_hta_reference_numbers(name, stream, count, mean, qmax):
-    r = row(queue_length_summary(load_sample(name)), stream)
-    assert r["count"] == count
-    assert round(r["mean"], 4) == mean
-    assert r["max"] == qmax
+    """The README's HTA numbers: count and max always; the mean exactly where HTA's tie order cannot
+    move it, within the two extreme orders' means where it can (a100_simple_add's stream 7)."""
+    f = our_lanes(load_sample(name), False)[0, stream]
+    assert (f.count, f.max) == (count, qmax)
+    if f.ties:
+        assert round(f.mean_range[0], 4) <= mean <= round(f.mean_range[1], 4)
+    else:
+        assert round(f.mean, 4) == mean
 
 
 @pytest.mark.parametrize("name,qmax", [("a100_training_step", 946), ("v100_training_step", 1022)])
 def test_deep_queue_maxima(name, qmax):
-    assert row(queue_length_summary(load_sample(name)), 7)["max"] == qmax
+    """HTA's maxima (the README's); the A100 step's cudaGraphLaunch calls queue kernels that HTA
+    does not count, so its whole queue runs deeper here."""
+    t = load_sample(name)
+    assert our_lanes(t, False)[0, 7].max == qmax
+    whole = row(queue_length_summary(t), 7)["max"]
+    assert whole > qmax if t.meta.get("launches_not_in_hta") else whole == qmax
 
 
 # -- HTA itself as the oracle (test-only dependency) ----------------------------------------------
@@ -56,40 +66,32 @@ def hta_summaries(tmp_path_factory):
         s = ta.get_queue_length_summary(ranks=[0])
         s = s.droplevel(0, axis=1).reset_index()
         out[name] = s
-        out[name, "series"] = ta.get_queue_length_time_series(ranks=[0])[0]
+        out[name, "rows"] = hta_summary_rows(ta, [0])
+        out[name, "series"] = ta.get_queue_length_time_series(ranks=[0])
     return out
 
 
 @pytest.mark.slow  # runs HTA itself on the trace (the oracle): make test
 @pytest.mark.parametrize("name", GPU_SAMPLES)
 def test_max_per_stream_equals_hta(hta_summaries, name):
-    ours = queue_length_summary(load_sample(name))
+    ours = our_lanes(load_sample(name), False)  # without the launches HTA does not count
     theirs = hta_summaries[name]
-    assert sorted(ours["stream"]) == sorted(int(s) for s in theirs["stream"])
+    assert sorted(s for _, s in ours) == sorted(int(s) for s in theirs["stream"])
     for _, r in theirs.iterrows():
-        assert row(ours, int(r["stream"]))["max"] == int(r["max"]), (name, r["stream"])
+        assert ours[0, int(r["stream"])].max == int(r["max"]), (name, r["stream"])
 
 
 @pytest.mark.parametrize("name", GPU_SAMPLES)
-def test_series_equals_hta_step_by_step(hta_summaries, name):
-    theirs = hta_summaries[name, "series"]
-    ours = queue_length_series(load_sample(name))
-    for stream in sorted(set(theirs["stream"])):
-        expected = theirs.loc[theirs["stream"] == stream, "queue_length"].tolist()
-        assert ours.loc[ours["stream"] == stream, "queue_length"].tolist() == expected
+def test_the_step_function_equals_htas(hta_summaries, name):
+    """The queue length after each instant of HTA's clock, HTA's on any machine: equal to ours."""
+    assert_same_step_function(our_lanes(load_sample(name), False), hta_summaries[name, "series"])
 
 
 @pytest.mark.parametrize("name", GPU_SAMPLES)
-def test_count_mean_max_equal_hta_with_its_defaults(hta_summaries, name):
-    """HTA's defaults (the last ProfilerStep left out, its order at equal times) are ours: on every
-    sample, trimmed or not, count, mean and max agree exactly."""
-    ours = queue_length_summary(load_sample(name))
-    assert len(ours) == len(hta_summaries[name])
-    for _, r in hta_summaries[name].iterrows():
-        mine = row(ours, int(r["stream"]))
-        assert mine["count"] == int(r["count"])
-        assert mine["mean"] == pytest.approx(r["mean"], rel=1e-12)
-        assert mine["max"] == int(r["max"])
+def test_count_mean_max_agree_with_hta_with_its_defaults(hta_summaries, name):
+    """HTA's defaults (the last ProfilerStep left out) are ours: on every sample count agrees, and
+    max and mean as far as HTA's tie order lets them (``tests/trace/hta_parity.py``)."""
+    assert_agrees(our_lanes(load_sample(name), False), hta_summaries[name, "rows"])
 
 
 @pytest.mark.parametrize("name", ["a100_training_step", "v100_training_step", "a100_nccl_step"])
@@ -154,10 +156,12 @@ def test_a_launch_at_the_same_instant_as_a_start_counts_first():
 
 
 def test_only_launch_calls_fill_the_queue():
-    """A kernel issued by cudaGraphLaunch or a synchronous cudaMemcpy is not counted (as in HTA)."""
+    """Work linked to a runtime call that is not a launch, or to a synchronous cudaMemcpy, is not
+    counted (as in HTA).  (The reader files every launch call of any vendor as a launch; a graph
+    launch is one: ``tests/trace/test_vendor_launches.py``.)"""
     ev = [
         Event("frontend", "launch", "cudaLaunchKernel", 0.0, 0.1, flow=1),
-        Event("frontend", "runtime", "cudaGraphLaunch", 0.2, 0.3, flow=2),
+        Event("frontend", "runtime", "cudaStreamWaitEvent", 0.2, 0.3, flow=2),
         Event("frontend", "block", "cudaMemcpy", 0.4, 3.0, flow=3, reason="cudaMemcpy"),
         Event("cuda:0 stream 1", "kernel", "a", 1.0, 2.0, issue=0.0, flow=1),
         Event("cuda:0 stream 1", "kernel", "graph", 2.0, 2.5, issue=0.2, flow=2),

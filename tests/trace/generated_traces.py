@@ -21,8 +21,9 @@ correlation-to-index column in the ids' smallest integer type, and pandas 3 refu
 index above 127 in it (``transform_correlation_to_index``: "Invalid value ... for dtype 'int8'").
 
 ``tie_ranks`` -- an 8-rank job whose launches and kernel starts often fall on the same
-microsecond: HTA orders equal times by its own (unstable) sort of each rank's rows; read as one
-folder, each rank must be ordered as HTA orders it alone.
+microsecond: HTA orders equal times by numpy's unstable sort of each rank's rows, so its max and
+mean there depend on the CPU's sort kernel; read as one folder, each rank must give the numbers it
+gives alone.
 
 ``launch_ex`` -- kernels launched with the driver's ``cuLaunchKernelEx`` (Triton and cuBLASLt on
 CUDA 12, as on B200 traces) beside ``cudaLaunchKernel``: HTA 0.5.0 does not count them as launches.

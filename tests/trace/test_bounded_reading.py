@@ -115,6 +115,63 @@ def test_by_default_the_limit_is_what_fits_in_the_memory_available(bombs, monkey
     assert "max_bytes=" in msg  # how to read it anyway
 
 
+def test_under_ulimit_v_a_gzip_bomb_is_refused_naming_the_file_and_the_limit(bombs):
+    """``ulimit -v`` (RLIMIT_AS) caps what the process may map, which no cgroup shows: the default
+    limit reads it too, so the bomb is refused by its trailer instead of a bare MemoryError."""
+    res = read_in_child(bombs["honest"], cap=int(1.5 * GiB), timeout=120)  # the memory free is the host's
+    assert res.get("error") == "TraceError", res
+    assert str(bombs["honest"]) in res["message"] and "ulimit -v" in res["message"]
+    assert res["peak"] < 32 * MiB  # refused before inflating
+
+
+def test_memory_that_runs_out_anyway_is_a_trace_error_naming_the_file_and_the_limits(bombs, tmp_path):
+    """max_bytes set above what the address space holds: the MemoryError the read meets becomes a
+    TraceError with the file, the limits in force and the fix."""
+    code = textwrap.dedent(f"""
+        import json, resource
+        resource.setrlimit(resource.RLIMIT_AS, ({int(1.5 * GiB)}, {int(1.5 * GiB)}))
+        from d2l_async.trace import read_chrome_trace
+        try:
+            read_chrome_trace({str(bombs["honest"])!r}, max_bytes={4 * GiB})
+            out = {{}}
+        except BaseException as exc:
+            out = {{"error": type(exc).__name__, "message": str(exc)}}
+        print(json.dumps(out))
+    """)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240)
+    out = json.loads(res.stdout.splitlines()[-1])
+    assert out.get("error") == "TraceError", (out, res.stderr[-1000:])
+    assert str(bombs["honest"]) in out["message"] and "RLIMIT_AS" in out["message"] and "1.5 GiB" in out["message"]
+
+
+def test_the_default_limit_is_a_third_of_the_address_space_left(monkeypatch):
+    monkeypatch.setattr(_json, "mem_available", lambda root="/": (16 * GiB, None))
+    monkeypatch.setattr(_json, "address_space_left", lambda: (3 * GiB, 4 * GiB))
+    limit, why = _json.default_max_bytes()
+    assert limit == GiB and "RLIMIT_AS" in why
+    monkeypatch.setattr(_json, "address_space_left", lambda: None)
+    assert _json.default_max_bytes()[0] == 16 * GiB // _json.PEAK_FACTOR
+
+
+@pytest.mark.parametrize("reader", ["msgspec", "stdlib"])
+@pytest.mark.parametrize("where", ["name", "top"])
+def test_a_byte_that_is_not_utf8_is_named_with_its_offset(tmp_path, monkeypatch, reader, where):
+    if reader == "stdlib":
+        monkeypatch.setattr(_json, "HAVE_MSGSPEC", False)
+    elif not _json.HAVE_MSGSPEC:
+        pytest.skip("msgspec is not installed")
+    monkeypatch.setattr(_json, "READ_BLOCK", 7)  # the offset holds across the blocks it is looked for in
+    event = b'{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 1, "pid": 1, "tid": 1}'
+    doc = b'{"traceEvents": [' + event + b"," + event + b'], "traceName": "run"}'
+    at = doc.index(b"aten::mm", 40) if where == "name" else doc.index(b"run")
+    bad = doc[:at] + b"\xe9" + doc[at + 1:]  # latin-1's e-acute
+    p = tmp_path / "latin1.json"
+    p.write_bytes(bad)
+    with pytest.raises(TraceError, match=rf"not UTF-8 JSON: byte {at} \(0xe9\)") as info:
+        read_chrome_trace(p)
+    assert str(p) in str(info.value)
+
+
 def test_dev_zero_behind_a_json_link_is_refused_without_reading(tmp_path):
     link = tmp_path / "zero.json"
     link.symlink_to("/dev/zero")

@@ -120,3 +120,19 @@ def test_any_mutation_gives_a_trace_or_trace_error(tmp_path, key, value):
         assert str(p) in str(exc)
     else:
         assert isinstance(trace, Trace)
+
+
+def test_the_hint_for_a_value_that_is_not_a_trace_names_functions_that_exist():
+    """Every ``d2l_async...`` call the "expects a Trace" hint suggests can be made."""
+    import importlib
+    import re
+
+    from d2l_async.trace import queue_steps
+
+    with pytest.raises(TypeError) as info:
+        queue_steps("a100_simple_add", "cuda:0 stream 7")
+    named = re.findall(r"(d2l_async(?:\.\w+)+)\(", str(info.value))
+    assert "d2l_async.trace.read_chrome_trace" in named
+    for dotted in named:
+        module, _, attr = dotted.rpartition(".")
+        assert callable(getattr(importlib.import_module(module), attr, None)), dotted

@@ -39,4 +39,5 @@ def test_big_timeline_shows_every_lane_and_the_cap(a100):
     assert sum(len(b.base) for b in bars) <= 4000
     q = viz.plot_queue_length(a100)
     assert [s.y0 for s in q.layout.shapes if s.type == "line"] == [CUDA_QUEUE_CAP]
-    assert any("peak 946" in (t.name or "") for t in q.data)  # stream 7, as HTA reports
+    # stream 7; HTA 0.5.0 reports 946, without the kernels of the step's 70 cudaGraphLaunch calls
+    assert any("peak 994" in (t.name or "") for t in q.data)
