@@ -31,9 +31,3 @@ def test_import_does_not_load(module, forbidden):
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "", f"import {module} loaded {out.stdout.strip()}"
 
-
-def test_public_api_is_honest():
-    import d2l_async
-
-    for name in d2l_async.__all__:
-        assert getattr(d2l_async, name) is not None, name

@@ -15,10 +15,3 @@ def test_import_loads_no_torch_plotly_or_ipywidgets():
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == ""
 
-
-def test_public_api_is_honest():
-    assert dd.__all__ == sorted(dd.__all__)
-    for name in dd.__all__:
-        assert getattr(dd, name) is not None, name
-    exported = {n for n in dir(dd) if n.startswith("run_")}
-    assert exported <= set(dd.__all__)

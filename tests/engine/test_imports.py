@@ -28,11 +28,3 @@ def test_engine_loads_neither_plotly_nor_ipywidgets():
                           "with e.ThreadedEngine() as eng:\n    (eng.array([1.0]) + 1).item()\n    eng.trace()")
     assert "plotly" not in loaded and "ipywidgets" not in loaded
 
-
-def test_all_is_honest():
-    assert sorted(engine.__all__) == engine.__all__
-    for name in engine.__all__:
-        assert hasattr(engine, name), name
-    ours = {n for n in dir(engine) if not n.startswith("_")
-            and getattr(getattr(engine, n), "__module__", "").startswith("d2l_async.engine")}
-    assert ours <= set(engine.__all__)

@@ -6,13 +6,6 @@ import inspect
 import d2l_async.experiments as E
 
 
-def test_all_is_honest():
-    assert sorted(E.__all__) == sorted(set(E.__all__))
-    runners = {name for name in dir(E) if name.startswith("run_")}
-    assert runners <= set(E.__all__), f"runners missing from __all__: {sorted(runners - set(E.__all__))}"
-    for name in E.__all__:
-        assert hasattr(E, name), name
-
 
 def test_runners_take_keyword_only_options():
     positional_ok = {"run_expression": {"expression"}, "sample_queue_summary": {"name"},
