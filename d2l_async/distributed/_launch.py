@@ -99,7 +99,17 @@ class RankDied(DistributedError):
 
 
 class RankTimeout(DistributedError, TimeoutError):
-    """The ranks did not all finish within the deadline; they were ended."""
+    """The ranks did not all finish within the deadline; they were ended.
+
+    Attributes:
+        ranks: the ranks that had not reported (empty when the ranks did not even start).
+        pids: their process ids, in the order of ``ranks``.
+    """
+
+    def __init__(self, message: str, *, ranks: tuple[int, ...] = (), pids: tuple[int | None, ...] = ()) -> None:
+        super().__init__(message)
+        self.ranks = tuple(ranks)
+        self.pids = tuple(pids)
 
 
 @dataclass(frozen=True)
@@ -352,10 +362,12 @@ def _collect(procs: list[Any], results: Any, values: dict[int, Any], deadline: f
             if now - first > 1.0:
                 raise RankDied(rank, p.pid, p.exitcode)
         if now > deadline:
-            missing = [r for r in range(world) if r not in values]
-            raise RankTimeout(f"ranks {missing} did not finish within {timeout:g} s; every rank was ended. "
+            missing = tuple(r for r in range(world) if r not in values)
+            pids = tuple(procs[r].pid for r in missing)
+            hung = ", ".join(f"rank {r} (pid {pid})" for r, pid in zip(missing, pids))
+            raise RankTimeout(f"{hung} did not finish within {timeout:g} s; every rank was ended. "
                               "Raise timeout= for bigger workloads, or look for a rank waiting in a collective "
-                              "its peers never entered")
+                              "its peers never entered", ranks=missing, pids=pids)
 
 
 #: What a rank's error says when it only saw a peer go away (the peer's own error is the news).

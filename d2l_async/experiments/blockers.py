@@ -276,7 +276,11 @@ def gather_once(losses: list) -> list[float]:
     """The losses of a CUDA loop as floats with one copy to the host (one wait), not one per loss.
 
     ``[float(l) for l in losses]`` is one blocking device-to-host copy per element on a GPU (on the
-    engine, the first ``float`` waits and the rest read ready values);     """
+    engine, the first ``float`` waits and the rest read ready values); stacking them first makes it one.
+
+    Returns:
+        The losses as Python floats, in order (``[]`` for none).
+    """
     import torch
 
     return torch.stack(losses).tolist() if losses else []

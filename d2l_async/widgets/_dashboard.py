@@ -54,7 +54,7 @@ from ._guards import Guard
 from ._kernel import current_message_id, pending_updates
 from ._live import Live, LiveFigure, LiveRun, Poller
 from ._views import FigureView, OutputView, make_view, resolve_mode
-from .._args import instance
+from .._args import flag, instance
 
 __all__ = ["Dashboard", "FigureSpec", "DEFAULT_TIME_LIMIT_S"]
 
@@ -147,6 +147,13 @@ class Dashboard:
     ) -> None:
         if not callable(experiment):
             raise TypeError(f"experiment must be callable, got {type(experiment).__name__}")
+        instance("controls", controls, Mapping, what="a mapping keyword -> ipywidgets control",
+                 hint="e.g. controls={'n': d2l_async.widgets.int_slider('n', 10, 1, 100)}")
+        if view_controls is not None:
+            instance("view_controls", view_controls, Mapping, what="a mapping keyword -> ipywidgets control or None")
+        if fixed is not None:
+            instance("fixed", fixed, Mapping, what="a mapping keyword -> value or None")
+        run_button, autorun = flag("run_button", run_button), flag("autorun", autorun)
         controls = dict(controls)
         for name, control in controls.items():
             _check_control(name, control)

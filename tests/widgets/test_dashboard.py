@@ -264,3 +264,19 @@ def test_animations_are_redrawn_in_an_output_view():
     out = d.figure_widgets["anim"]
     d.controls["n"].value = 7
     assert d.figure_widgets["anim"] is out and len(d.figures["anim"].frames) == 7
+
+
+@pytest.mark.parametrize("kwargs, name", [({"controls": float("inf")}, "controls"), ({"controls": {}, "autorun": "yes"}, "autorun"),
+                                          ({"controls": {}, "run_button": 1}, "run_button"),
+                                          ({"controls": {}, "fixed": [1]}, "fixed"),
+                                          ({"controls": {}, "view_controls": 3}, "view_controls")])
+def test_bad_arguments_name_themselves_before_anything_runs(kwargs, name):
+    calls = []
+
+    def experiment(**kw):
+        calls.append(kw)
+        return {"x": [0], "y": [0]}
+
+    with pytest.raises(TypeError, match=name):
+        Dashboard(experiment, figures={"line": line}, **kwargs)
+    assert calls == []  # refused before a run started (an autorun="yes" used to start one)
