@@ -14,6 +14,7 @@ work runs beside it.
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -106,12 +107,22 @@ def check_dashboard(page, lab, name: str, shots: Path, *, ui: str = "lab", kerne
             "status": status_after, "versions": versions}
 
 
+#: The whole matrix, one notebook at a time, when asked (the suite runs the pinned versions in JupyterLab):
+#: ``D2L_ASYNC_BROWSER_UI=notebook`` drives Notebook 7, ``D2L_ASYNC_BROWSER_KERNEL=plotly6`` a matrix kernel.
+UI = os.environ.get("D2L_ASYNC_BROWSER_UI", "lab")
+KERNEL = os.environ.get("D2L_ASYNC_BROWSER_KERNEL", "")
+
+
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_dashboard_figures_drawn_with_data_and_redrawn(browser, lab_server, screenshots, name):
+    from .conftest import matrix_kernel
+
+    kernel = matrix_kernel(lab_server, KERNEL) if KERNEL else None
     page = browser.new_page()
-    shot = screenshots / name.replace(".ipynb", "")
+    shot = screenshots / (name.replace(".ipynb", "") if UI == "lab" and not kernel else
+                          f"{UI}-{KERNEL or 'pinned'}-{name.replace('.ipynb', '')}")
     try:
-        check_dashboard(page, lab_server, name, shot)
+        check_dashboard(page, lab_server, name, shot, ui=UI, kernel=kernel)
     except Exception:
         page.screenshot(path=f"{shot}-failure.png", full_page=True)
         raise
