@@ -269,8 +269,12 @@ def barrier_run(tmp_path: Path, *, chain: int = 8, follow: int = 8, product_us: 
 
 def increments(tmp_path: Path, *, ops: int = 50, launch_us: float = 5.0, kernel_us: float = 2.0,
                queue_cap: int | None = None, call_us: float | None = None,
-               latency_us: float = LAUNCH_LATENCY_US) -> Trace:
-    """``ops`` ``x += 1`` launches (notebook 05's asynchronous run) and the final synchronize.
+               latency_us: float = LAUNCH_LATENCY_US, opening_sync: bool = True) -> Trace:
+    """``ops`` ``x += 1`` launches (notebook 05's asynchronous run) between its two synchronizes.
+
+    As ``sync_async``'s traced run does, it opens with ``torch.cuda.synchronize`` (nothing queued yet:
+    it returns at once; ``opening_sync=False`` leaves it out) and ends with the run's own synchronize and
+    the capture's.
 
     The CPU spends ``launch_us`` per op: Python and the dispatcher inside ``aten::add_``, then the
     ``cudaLaunchKernel`` call of ``call_us`` (default: the last 3 µs of it, all of it below 4 µs).  A
@@ -280,6 +284,8 @@ def increments(tmp_path: Path, *, ops: int = 50, launch_us: float = 5.0, kernel_
     starts: the launch queue's cap)."""
     call_us = min(3.0, launch_us - 1) if call_us is None else call_us
     f = KinetoFile()
+    if opening_sync:
+        f.sync("cudaDeviceSynchronize", 5, 3)  # the run's first line: nothing is queued yet
     t, free = 10.0, 10.0
     starts: list[float] = []
     for i in range(ops):
@@ -296,7 +302,8 @@ def increments(tmp_path: Path, *, ops: int = 50, launch_us: float = 5.0, kernel_
         t = call_at + call + 0.5
     f.sync("cudaDeviceSynchronize", t, max(free - t, 1) + 1)
     f.sync("cudaDeviceSynchronize", max(free, t) + 5, 2)
-    return as_capture(f.trace(tmp_path, f"increments_{ops}_{launch_us}_{kernel_us}_{queue_cap}_{call_us}.json"))
+    return as_capture(f.trace(tmp_path, f"increments_{ops}_{launch_us}_{kernel_us}_{queue_cap}_{call_us}_"
+                                        f"{latency_us}_{opening_sync}.json"))
 
 
 #: the demo's lines (blockers.BLOCKER_DEMO on CUDA), the ATen op that copies, and where the copy lands:

@@ -54,8 +54,9 @@ class CudaFacts:
             that waited for a queue slot).  Python, the dispatcher and the launch call itself.
         kernel_s: median seconds one piece of device work ran on the GPU.
         max_queue: the longest launch queue of any stream.
-        waits: synchronizing calls inside the run: before its last launch (a final synchronize that ends
-            a timed run, and the capture's own, are not in the way of anything).
+        waits: synchronizing calls inside the run: from its first launch to its last (an opening
+            synchronize with nothing queued, a final one that ends a timed run, and the capture's own are
+            not in the way of anything).
         wait_s: seconds the CPU spent in them.
         slow_launches: launch calls over :data:`SLOW_LAUNCH` times the median: waits for a free queue slot.
         launch_call_s: median seconds of one launch call that did not wait (``cudaLaunchKernel``'s own
@@ -148,8 +149,11 @@ def cuda_facts(trace: Any) -> CudaFacts:
     calls = launches(trace)
     work = backend_work(trace)
     blocks = trace.where(kind="block")
+    # the timed region runs from the first launch to the last: a synchronize before the first (a timed
+    # run's opening one, nothing queued) or after the last (its closing one, the capture's) holds up no launch
+    first_launch = float(calls["start"].min()) if len(calls) else float("inf")
     last_launch = float(calls["start"].max()) if len(calls) else float("-inf")
-    inside = np.array([not str(src).startswith("d2l_async.capture") and float(st) < last_launch
+    inside = np.array([not str(src).startswith("d2l_async.capture") and first_launch <= float(st) < last_launch
                        for src, st in zip(blocks["source"], blocks["start"])], dtype=bool)
     per_op, call_s, slow = cpu_per_launch(trace)
     kernel_s = float(np.median(work["end"] - work["start"])) if len(work) else float("nan")

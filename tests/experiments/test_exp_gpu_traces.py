@@ -197,6 +197,32 @@ def test_cuda_facts_read_launch_latency_and_the_queue(tmp_path):
     assert capped.slow_launches >= 100  # each launch past the cap waits for a kernel to start
 
 
+def test_only_waits_between_the_first_and_the_last_launch_count(tmp_path):
+    """sync_async's traced run opens with ``torch.cuda.synchronize`` (nothing queued) and ends with its own
+    and the capture's: none of them held up a launch, so an asynchronous loop without a blocker has no wait
+    inside it, and its lower-bound line names none."""
+    from d2l_async.experiments._cuda_why import cuda_facts
+
+    opened = C.increments(tmp_path, ops=50, launch_us=5, kernel_us=2, opening_sync=True)
+    assert len(opened.where(kind="block")) == 3  # the opening, the run's last and the capture's synchronize
+    f = cuda_facts(opened)
+    assert (f.waits, f.wait_s) == (0, 0.0)
+    r = _sync_async_cuda(opened, 5e-6, 2e-6, 20e-6, 50)
+    _, bound = r.lessons()
+    assert bound.holds is True and "synchronizing call" not in bound.shown
+    # a synchronize between two launches is a wait inside the loop, and still counted
+    g = C.KinetoFile()
+    g.sync("cudaDeviceSynchronize", 5, 3)
+    for i, t in enumerate((10.0, 16.0, 60.0, 66.0)):
+        g.cpu_op("aten::add_", t, 5)
+        g.kernel(t + 1, 3, t + 1 + C.LAUNCH_LATENCY_US, 2, name=C.ADD)
+        if i == 1:
+            g.sync("cudaStreamSynchronize", t + 5, 30)
+    g.sync("cudaDeviceSynchronize", 100, 2)
+    inside = cuda_facts(C.as_capture(g.trace(tmp_path, "one_wait_inside.json")))
+    assert inside.waits == 1 and inside.wait_s == pytest.approx(30e-6)
+
+
 def _asynchrony_cuda(trace, naive, synced):
     from d2l_async.experiments._common import make_measurement as mm
 
