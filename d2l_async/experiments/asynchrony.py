@@ -27,7 +27,8 @@ from d2l_async import config, lesson
 from d2l_async._args import TRACE_HINT, having, instance
 from d2l_async.trace import Trace
 
-from ._common import Setup, backend_work, launches, make_measurement, positive_int, resolve_backend, time_runs
+from ._common import Setup, backend_work, choice, launches, make_measurement, positive_int, resolve_backend, time_runs
+from ._cuda_why import why_timer_saw_work
 from ._why import few_cpus, fmt_time, machine_words
 from .deadline import checkpoint
 
@@ -252,15 +253,17 @@ def _turns(machine: Any) -> str:
 
 
 def timer_check(naive_s: Any, synced_s: Any, machine: Any = None, *, share_before: float | None = None,
-                name: str = "the naive timer misses most of the work") -> lesson.Check:
+                name: str = "the naive timer misses most of the work", backend: str = "engine") -> lesson.Check:
     """Check that a naive (unsynchronized) timer saw less than half of the synchronized time.
 
     ``naive_s`` and ``synced_s`` are seconds, one run or every run of each (a sequence): decided
     against their spread by :func:`d2l_async.verdict.compare` (one run each: only beyond a factor 2
-    of the half, i.e. the naive timer saw under a quarter, or over all of it).
+    of the half, i.e. the naive timer saw under a quarter, or over all of it).  ``backend`` is where the
+    loop ran (``"engine"`` or ``"cuda"``): a CUDA loop's ✘ gives the GPU's reasons, not the CPU's.
     """
     if machine is not None:
         having("machine", machine, ("usable_cpus",), what="a d2l_async.devices.machine() snapshot or None")
+    choice("backend", backend, ("engine", "cuda"))
     from d2l_async.verdict import compare
 
     naive = tuple(naive_s) if isinstance(naive_s, (tuple, list)) else (naive_s,)
@@ -271,14 +274,17 @@ def timer_check(naive_s: Any, synced_s: Any, machine: Any = None, *, share_befor
     missed = max(0.0, 1.0 - naive_m / synced_m)
     before = (f"in the traced run the backend did {share_before:.0%} of its work before the last push; "
               if share_before is not None else "")
+    cuda = backend == "cuda"  # the GPU's reasons (launches, the queue's cap), not worker threads'
     return lesson.check(
         name, compare(naive, synced, by=0.5, names=("naive", "synchronized")),
         shown=(f"naive {fmt_time(naive_m)} vs synchronized {fmt_time(synced_m)} (naive / synchronized = "
                f"{naive_m / synced_m:.2f}): it missed {missed:.0%}"),
-        otherwise=(f"the naive timer saw {1 - missed:.0%} of the synchronized time: the frontend's pushes were "
+        otherwise=why_timer_saw_work(naive_m, synced_m) if cuda else (
+                   f"the naive timer saw {1 - missed:.0%} of the synchronized time: the frontend's pushes were "
                    f"slowed by the work itself; {before}{machine_words(machine)}: {_turns(machine)}. Use larger "
                    "matrices (fewer, longer ops), or a machine with a spare core, or a GPU."),
-        unclear=(f"the naive timer saw {1 - missed:.0%} of the synchronized time over {len(naive)} and "
+        unclear=why_timer_saw_work(naive_m, synced_m, unclear=True) if cuda else (
+                 f"the naive timer saw {1 - missed:.0%} of the synchronized time over {len(naive)} and "
                  f"{len(synced)} run(s), and their spread covers the half the claim draws: {before}"
                  f"{machine_words(machine)}. Larger matrices (fewer, longer ops) or a spare core make it clear"))
 

@@ -249,6 +249,37 @@ def test_asynchrony_on_cuda_explains_itself_with_the_gpus_reasons(tmp_path, case
             _cuda_words_only(c.otherwise)
 
 
+@pytest.mark.parametrize("naive, synced, holds", [(1.1e-3, 1.0e-3, False), ((0.4e-3, 0.6e-3), (0.9e-3, 1.1e-3), None)])
+def test_a_hand_timed_cuda_loop_gets_the_gpus_reasons(naive, synced, holds):
+    """Notebook 01 times its CUDA loop by hand (no trace): its ✘ and its can't-tell speak of launches and
+    the queue, never of worker threads, the interpreter lock or a spare core."""
+    from d2l_async._machine import Machine
+    from d2l_async.experiments import asynchrony as A
+
+    busy_cpu = Machine(1.0, 1, None, 2, 1.9, 2**33, None, ("NVIDIA H200",), busy_cpus=1.0)
+    on_gpu = A.timer_check(naive, synced, busy_cpu, backend="cuda")
+    on_cpu = A.timer_check(naive, synced, busy_cpu)
+    assert on_gpu.holds is holds and on_cpu.holds is holds  # the same verdict: only the reason differs
+    words = on_gpu.otherwise
+    _cuda_words_only(words)
+    assert "launch" in words and "1024" in words and "usable CPU" not in words
+    assert any(w in on_cpu.otherwise for w in ENGINE_WORDS) or "usable CPU" in on_cpu.otherwise
+    with pytest.raises(ValueError, match="backend"):
+        A.timer_check(naive, synced, backend="gpu")
+
+
+def test_the_books_loop_on_cuda_gets_the_gpus_reasons():
+    from d2l_async._machine import Machine
+    from d2l_async.experiments._sync_async_lessons import book_loop_check
+
+    busy_cpu = Machine(1.0, 1, None, 2, 1.9, 2**33, None, ("NVIDIA H200",), busy_cpus=1.0)
+    slower = book_loop_check([0.20, 0.21, 0.2], [0.25, 0.26, 0.25], ops=10_000, machine=busy_cpu, backend="cuda")
+    assert slower.holds is False
+    _cuda_words_only(slower.otherwise)
+    assert "round trip" in slower.otherwise and "usable CPU" not in slower.otherwise
+    assert "worker" in book_loop_check([0.20, 0.21, 0.2], [0.25, 0.26, 0.25], ops=10_000, machine=busy_cpu).otherwise
+
+
 def _sync_async_cuda(trace, t1, t2, t3, ops, *, miss=1.6):
     from d2l_async.experiments._common import make_measurement as mm
     from d2l_async.experiments._cost_model import CostModel
