@@ -31,6 +31,7 @@ from ._common import Setup, backend_work, choice, launches, make_measurement, po
 from ._cuda_why import why_timer_saw_work
 from ._why import few_cpus, fmt_time, machine_words
 from .deadline import checkpoint
+from .sizing import device_sizes
 
 __all__ = ["AsynchronyResult", "Ahead", "run_asynchrony", "checks", "issue_and_finish", "ran_ahead_check",
            "timer_check", "machine_words"]
@@ -81,7 +82,7 @@ def run_asynchrony(
     """Time ``matmuls`` products of ``size``×``size`` random matrices three ways.
 
     Args:
-        size: matrix side; default 1000 (quick mode 400).
+        size: matrix side; default 1000 (quick mode 400), on CUDA this GPU's (:mod:`~d2l_async.experiments.sizing`).
         matmuls: products per timed run; default 10 (quick mode 5).
         repeat: timed runs per variant (after one warm-up); default 5 (quick mode 2).
         backend: ``"auto"``, ``"engine"`` or ``"cuda"``.
@@ -94,10 +95,13 @@ def run_asynchrony(
     Raises:
         ValueError: a non-positive size/count, or an unavailable backend.
     """
+    sized = size is None
     size = positive_int("size", size if size is not None else config.scale(1000, 400), maximum=8192)
     matmuls = positive_int("matmuls", matmuls if matmuls is not None else config.scale(10, 5), maximum=10_000)
     repeat = positive_int("repeat", repeat if repeat is not None else config.scale(5, 2), maximum=1000)
     setup = resolve_backend(backend, n_devices=1)
+    if sized and setup.backend == "cuda":  # a CPU's size is launch-bound on a GPU: this GPU's
+        size = device_sizes().asynchrony
 
     import numpy as np
 
