@@ -17,20 +17,17 @@ So each CUDA experiment sizes its workload to the GPU it runs on, in two steps:
    the kernel's time between the probes read off a log-log line (beyond the largest probe: a product
    grows with the side cubed, an addition with its size):
 
-   ====================  ===============================================================  =============
-   lesson (experiment)   its kernel takes at least                                        :data:`RULES`
-   ====================  ===============================================================  =============
-   01 asynchrony         10 × the CPU's launch of a product: the naive timer sees ~1/10      asynchrony
-   03 barriers           10 × the launch of a product: the chain outlasts its launches and  barriers
-                         the wait for ``z`` (a launch latency, a product it may queue behind)
-   04 blockers           20 × a conversion (a launch and a round trip): the claim draws 1/5, blockers
-                         one number each decides beyond a factor 2
-   05 the queue          5 × the launch of an addition: the GPU slower beyond the factor 2   sync_async_queue
-                         one traced run decides, so the queue fills
-   05 the sweep          from 3 × a launch (past where the ratio peaks) to 10 × a launch and  sync_async_sweep
-                         a round trip (t2 then ~90% of an op's synchronous cost), one
-                         element first, the sizes between evenly spaced in log
-   ====================  ===============================================================  =============
+   * 01 asynchrony (``"asynchrony"``): 10 × the CPU's launch of a product, so the naive timer sees about a
+     tenth of the synchronized time (the claim draws a half; one hand-timed run decides beyond a factor 2);
+   * 03 barriers (``"barriers"``): 10 × the launch of a product, so the chain outlasts its launches and the
+     wait for ``z`` (a launch latency, and a product it may queue behind);
+   * 04 blockers (``"blockers"``): 20 × a conversion, a launch and a round trip (the claim draws a fifth, and
+     one number each decides beyond a factor 2);
+   * 05's long queue (``"sync_async_queue"``): 5 × the launch of an addition, so the GPU is the slower side
+     beyond the factor 2 one traced run decides, and the queue fills;
+   * 05's sweep (``"sync_async_sweep first"`` and ``"last"``): the book's one element, then from 3 × a launch
+     (past where the ratio peaks: below a launch it rises with the size) to 10 × a launch and a round trip
+     (``t2`` then some 90% of an op's synchronous cost), the sizes between evenly spaced in log.
 
    A size is never past the experiment's maximum (a side of 8192, 2**28 elements) nor past a sixth of the
    GPU's free memory per tensor; where that stops it short, its :class:`SizeChoice` says so (``reached``).
@@ -43,13 +40,13 @@ experiments size themselves this way when no size is given, and the report does 
 from __future__ import annotations
 
 import math
-import statistics
-import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from d2l_async._args import instance, number
 from d2l_async._words import fmt_time
+
+from . import _gpu_probe
 
 __all__ = ["RULES", "WORKLOADS", "DeviceSizes", "DeviceTimes", "SizeChoice", "device_sizes", "kernel_time",
            "measure_device", "size_for_device", "workload"]
@@ -77,7 +74,7 @@ SIDE_PROBES = (256, 512, 1024, 2048, 4096, 8192)
 NUMEL_PROBES = (10**4, 10**5, 10**6, 10**7, 10**8)
 #: Sweep points on the GPU: the book's one element and six sizes (quick mode: four), as on the engine.
 SWEEP_POINTS, SWEEP_POINTS_QUICK = 7, 5
-_FLOAT_BYTES = 4
+_FLOAT_BYTES = _gpu_probe.FLOAT_BYTES  # float32
 _TENSORS = 6  # a sixth of the free memory per tensor: inputs, outputs and the allocator's spares
 
 
@@ -326,37 +323,7 @@ def size_for_device(times: DeviceTimes) -> DeviceSizes:
                        tuple(choices))
 
 
-# -- the measuring part: the only one that needs a GPU ---------------------------------------------------
-def _cuda_device(device: Any) -> Any:
-    import torch
-
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError, ValueError, OverflowError) as exc:
-        raise ValueError(f"device must name a CUDA device ('cuda:0', 0), got {device!r}") from exc
-    if dev.type != "cuda":
-        raise ValueError(f"device must name a CUDA device ('cuda:0', 0), got {device!r}: sizing is for a GPU; "
-                         "the CPU engine keeps its own workloads")
-    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    index = dev.index if dev.index is not None else 0
-    if index >= count:
-        raise ValueError(f"device={device!r}: this machine has {count} CUDA device(s) (torch.cuda.device_count())")
-    return torch.device("cuda", index)
-
-
-def _median_time(fn: Callable[[], Any], sync: Callable[[], None], *, calls: int, rounds: int = 5) -> float:
-    """Median over ``rounds`` of the CPU's seconds per call of ``fn``, ``calls`` calls per round."""
-    per = []
-    for _ in range(rounds):
-        sync()
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        per.append((time.perf_counter() - t0) / calls)
-    sync()
-    return statistics.median(per)
-
-
+# -- the measuring part: the only one that needs a GPU (its mechanics: _gpu_probe) ----------------------------
 def measure_device(*, device: Any = "cuda:0") -> DeviceTimes:
     """Measure what :func:`size_for_device` reads, on one GPU (about a second).
 
@@ -365,7 +332,7 @@ def measure_device(*, device: Any = "cuda:0") -> DeviceTimes:
     ``y = x + 1; torch.cuda.synchronize()``, less the launch.  Each kernel time is CUDA events around
     2-10 launches queued behind ``torch.cuda._sleep`` (the GPU spins while the CPU launches, then runs
     them back to back), at :data:`SIDE_PROBES` and :data:`NUMEL_PROBES` in turn until one reaches the
-    largest target of :data:`RULES` or the next would not fit in a sixth of the free memory.
+    largest target of :data:`RULES` or the next would not fit in a quarter of the free memory.
 
     Returns:
         The frozen :class:`DeviceTimes` of this GPU.
@@ -375,104 +342,22 @@ def measure_device(*, device: Any = "cuda:0") -> DeviceTimes:
     """
     import torch
 
-    dev = _cuda_device(device)
-    sync = lambda: torch.cuda.synchronize(dev)  # noqa: E731
-    x = torch.ones(1, device=dev)
-    small = torch.ones(256, 256, device=dev)
-    for _ in range(3):  # warm-up: the context, kernel selection, cuBLAS's handle, the allocator
-        x + 1
-        small @ small
-    sync()
-    launch = _median_time(lambda: x + 1, sync, calls=50)
-    mm_launch = _median_time(lambda: small @ small, sync, calls=50)
-
-    def trip() -> None:
-        x + 1
-        sync()
-
-    round_trip = max(0.0, _median_time(trip, sync, calls=1, rounds=20) - launch)
-    spin = _spinner(dev)
-    free, _ = torch.cuda.mem_get_info(dev)
-    mm_target = max(RULES["asynchrony"][1] * mm_launch, RULES["barriers"][1] * mm_launch,
-                    RULES["blockers"][1] * (launch + round_trip))
-    add_target = max(RULES["sync_async_queue"][1] * launch, RULES["sync_async_sweep last"][1] * (launch + round_trip))
-
-    def product(n: int) -> Callable[[], Any]:
-        a = torch.randn(n, n, device=dev)
-        return lambda: a @ a
-
-    def addition(n: int) -> Callable[[], Any]:
-        v = torch.ones(n, device=dev)
-        return lambda: v + 1
-
-    most = max(launch, mm_launch)
-    matmul = _probe(product, SIDE_PROBES, lambda n: 3 * n * n * _FLOAT_BYTES, mm_target, free, spin, sync, most)
-    add = _probe(addition, NUMEL_PROBES, lambda n: 2 * n * _FLOAT_BYTES, add_target, free, spin, sync, most)
-    how = ("CUDA events around launches queued behind torch.cuda._sleep" if spin.spins else
+    dev = _gpu_probe.cuda_device(device)
+    with torch.cuda.device(dev):  # events and spins on this GPU's current stream, whichever GPU is current
+        m = _gpu_probe.measure(dev, side_probes=SIDE_PROBES, numel_probes=NUMEL_PROBES, targets=_targets)
+    how = ("CUDA events around launches queued behind torch.cuda._sleep" if m["spins"] else
            "CUDA events around back-to-back launches (no torch.cuda._sleep here: a short kernel reads as its launch)")
-    return DeviceTimes(torch.cuda.get_device_name(dev), launch, mm_launch, round_trip, matmul, add, int(free),
-                       f"measured by d2l_async.experiments.sizing.measure_device: {how}")
+    return DeviceTimes(m["device"], m["launch_s"], m["matmul_launch_s"], m["round_trip_s"], m["matmul_s"], m["add_s"],
+                       m["free_bytes"], f"measured by d2l_async.experiments.sizing.measure_device: {how}")
 
 
-class _Spinner:
-    """Keeps the GPU busy for a while (``torch.cuda._sleep``), so launches queue up behind it."""
-
-    def __init__(self, dev: Any) -> None:
-        import torch
-
-        self.torch, self.dev = torch, dev
-        self.spins = callable(getattr(torch.cuda, "_sleep", None))
-        self.per_s = 0.0
-        if self.spins:
-            cycles = 1_000_000
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            with torch.cuda.device(dev):
-                torch.cuda._sleep(1000)
-                start.record()
-                torch.cuda._sleep(cycles)
-                end.record()
-            end.synchronize()
-            self.per_s = cycles / max(start.elapsed_time(end) / 1e3, 1e-6)
-
-    def __call__(self, seconds: float) -> None:
-        if self.spins:
-            with self.torch.cuda.device(self.dev):
-                self.torch.cuda._sleep(max(1000, int(self.per_s * seconds)))
-
-
-def _spinner(dev: Any) -> _Spinner:
-    return _Spinner(dev)
-
-
-def _probe(make: Callable[[int], Callable[[], Any]], sizes: tuple[int, ...], nbytes: Callable[[int], int],
-           target: float, free: int, spin: _Spinner, sync: Callable[[], None], launch: float) -> dict[int, float]:
-    """Kernel seconds at each size in turn, until one reaches ``target`` or the next does not fit."""
-    import torch
-
-    out: dict[int, float] = {}
-    guess = 0.0
-    for n in sizes:
-        if nbytes(n) * 2 > free // 2:
-            break
-        op = make(n)
-        op()  # warm-up at this size (kernel selection)
-        k = max(2, min(10, int(20e-3 / guess))) if guess > 0 else 10
-        sync()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        spin(3 * k * launch + 1e-3)  # the GPU spins while the CPU queues the k launches
-        start.record()
-        for _ in range(k):
-            op()
-        end.record()
-        end.synchronize()
-        out[n] = start.elapsed_time(end) / 1e3 / k
-        del op
-        if out[n] >= target:
-            break
-        guess = out[n] * 8  # the next size's kernel: at most 8× longer (a side doubled, cubed)
-    if not out:
-        raise ValueError(f"not even the smallest probe ({sizes[0]:,}) fits in the GPU's free memory ({free:,} bytes)")
-    return out
+def _targets(launch_s: float, matmul_launch_s: float, round_trip_s: float) -> tuple[float, float]:
+    """The longest kernel any rule asks of a product and of an addition: probing stops once it is reached."""
+    product = max(RULES["asynchrony"][1] * matmul_launch_s, RULES["barriers"][1] * matmul_launch_s,
+                  RULES["blockers"][1] * (launch_s + round_trip_s))
+    addition = max(RULES["sync_async_queue"][1] * launch_s,
+                   RULES["sync_async_sweep last"][1] * (launch_s + round_trip_s))
+    return product, addition
 
 
 _MEASURED: dict[int, DeviceSizes] = {}
@@ -491,7 +376,7 @@ def device_sizes(*, device: Any = "cuda:0", refresh: bool = False) -> DeviceSize
     from d2l_async._args import flag
 
     flag("refresh", refresh)
-    dev = _cuda_device(device)
+    dev = _gpu_probe.cuda_device(device)
     if refresh or dev.index not in _MEASURED:
         _MEASURED[dev.index] = size_for_device(measure_device(device=dev))
     return _MEASURED[dev.index]

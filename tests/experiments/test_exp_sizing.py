@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from d2l_async.experiments import _gpu_probe as P
 from d2l_async.experiments import sizing as S
 
 from .. import _gpu_models as G
@@ -146,18 +147,18 @@ def test_probing_stops_at_the_first_size_that_reaches_the_target(monkeypatch):
 
     spin = lambda s: None  # noqa: E731
     spin.spins = True
-    out = S._probe(make, (10**3, 10**4, 10**5, 10**6, 10**7), lambda n: 8 * n, 50e-6, 10**12, spin,
+    out = P.probe(make, (10**3, 10**4, 10**5, 10**6, 10**7), lambda n: 8 * n, 50e-6, 10**12, spin,
                    lambda: None, 5e-6)
     assert list(out) == [10**3, 10**4, 10**5]  # 100 µs at 10**5 reaches the 50 µs target: no larger probe
     assert out[10**5] == pytest.approx(100e-6) and made == list(out)
-    small = S._probe(make, (10**3, 10**4, 10**5), lambda n: 8 * n, 1.0, 4 * 8 * 10**4, spin, lambda: None, 5e-6)
+    small = P.probe(make, (10**3, 10**4, 10**5), lambda n: 8 * n, 1.0, 4 * 8 * 10**4, spin, lambda: None, 5e-6)
     assert list(small) == [10**3, 10**4]  # 10**5 would not fit in the free memory
 
 
 def test_device_sizes_measures_once_per_gpu(monkeypatch):
     torch = pytest.importorskip("torch")
     calls = []
-    monkeypatch.setattr(S, "_cuda_device", lambda d: torch.device("cuda", 0))
+    monkeypatch.setattr(P, "cuda_device", lambda d: torch.device("cuda", 0))
     monkeypatch.setattr(S, "measure_device", lambda device: calls.append(device) or G.T4.times())
     monkeypatch.setattr(S, "_MEASURED", {})
     first = S.device_sizes()
@@ -179,7 +180,7 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a, **k: "NVIDIA H200")
     sizes = S.size_for_device(G.H200.times())
     monkeypatch.setattr(S, "_MEASURED", {0: sizes})
-    monkeypatch.setattr(S, "_cuda_device", lambda d: torch.device("cuda", 0))
+    monkeypatch.setattr(P, "cuda_device", lambda d: torch.device("cuda", 0))
     return sizes
 
 

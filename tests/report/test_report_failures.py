@@ -97,7 +97,7 @@ def test_the_cuda_report_runs_each_gpu_step_at_this_gpus_size(one_gpu, monkeypat
 
     sizes = sizing.size_for_device(H200.times())
     monkeypatch.setattr(sizing, "_MEASURED", {0: sizes})
-    monkeypatch.setattr(sizing, "_cuda_device", lambda d: torch.device("cuda", 0))
+    monkeypatch.setattr(sizing._gpu_probe, "cuda_device", lambda d: torch.device("cuda", 0))
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a, **k: "NVIDIA H200")
     monkeypatch.setenv("D2L_ASYNC_QUICK", quick)
     seen = {}
