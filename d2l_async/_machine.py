@@ -77,8 +77,9 @@ class Machine:
             busy = self.load_avg * self.affinity_cpus / max(self.host_cpus, 1)
         return max(0.0, min(self.usable_cpus, self.affinity_cpus - busy))
 
-    def describe(self) -> str:
-        """One honest line for notebook headers and figure subtitles."""
+    def describe(self, *, gpus: bool = True) -> str:
+        """One honest line for notebook headers and figure subtitles (``gpus=False``: without the GPU clause,
+        for a line that names the GPUs itself, as :func:`d2l_async.devices.describe_machine` does)."""
         n = _num(self.usable_cpus)
         cpus = f"{n} usable CPU{'' if self.usable_cpus == 1 else 's'}"
         why = []
@@ -93,6 +94,8 @@ class Machine:
         ram = f"{self.mem_available_bytes / _GiB:.1f} GiB RAM available"
         if self.mem_limit_bytes is not None:
             ram += f" (container limit {self.mem_limit_bytes / _GiB:.1f} GiB)"
+        if not gpus:
+            return f"{cpus} ({', '.join(why)}), {busy}; {ram}"
         gpu = f"GPU: {', '.join(self.gpus)}" if self.gpus else "no GPU"
         return f"{cpus} ({', '.join(why)}), {busy}; {ram}; {gpu}"
 

@@ -90,13 +90,15 @@ def describe_machine(m: Machine | None = None) -> str:
 
     Returns:
         The one-line description: the GPU count and names (or "CPU only"), then :meth:`Machine.describe`'s CPU, load
-        and memory statement, the processor name and torch's version. ``m`` defaults to a fresh :func:`machine`.
+        and memory statement (its GPU clause left out: the line names each GPU once), the processor name and
+        torch's version. ``m`` defaults to a fresh :func:`machine`.
     """
     if m is not None:
         having("m", m, ("gpus", "describe"), what="a Machine (d2l_async.devices.machine()) or None")
     m = m or machine()
     cpu = platform.processor() or platform.machine()
+    cpus = m.describe(gpus=False)  # the line names the GPUs itself, first
     if m.gpus:
         n = len(m.gpus)
-        return f"{n} GPU{'s' if n > 1 else ''}: {', '.join(m.gpus)}; {m.describe()}; {cpu}, torch {torch.__version__}"
-    return f"CPU only: {m.describe()}; {cpu}, torch {torch.__version__}"
+        return f"{n} GPU{'s' if n > 1 else ''}: {', '.join(m.gpus)}; {cpus}; {cpu}, torch {torch.__version__}"
+    return f"CPU only: {cpus}; {cpu}, torch {torch.__version__}"

@@ -16,13 +16,15 @@
 # step never stops the ones after it (no `set -e`, no pipes whose status could be lost).  The most
 # important first, NCCL (whose start-up is the slowest and least predictable) last:
 #   env        the machine: GPUs, torch, CUDA
-#   numbers    scripts/gpu_numbers.py: the profiler's tables, sync vs async increments, the launch-queue
-#              cap, a capture's queue length, NCCL all-reduce last -> gpu_numbers.json, rewritten after
-#              every measurement (a later hang or time limit keeps the numbers before it)
+#   numbers    scripts/gpu_numbers.py: the profiler's tables, the GPU's sizing (launch, round trip and
+#              kernel times, each lesson's size), sync vs async increments, the launch-queue cap, a
+#              capture's queue length, NCCL all-reduce last -> gpu_numbers.json, rewritten after every
+#              measurement (a later hang or time limit keeps the numbers before it)
 #   tests      pytest -m gpu on the test files with gpu-marked tests only (the rest imports plotly or
 #              ipywidgets), NCCL's file left to its own step
 #   report     python -m d2l_async report --device cuda --quick (only where plotly imports): the CPU
-#              engine's steps quick, the GPU's at a GPU's sizes
+#              engine's steps quick, the GPU's at the sizes measured for this GPU; report.html and
+#              report.json rewritten after every step (a time limit keeps the steps done)
 #   nccl_tests tests/distributed/test_gpu.py alone, within NCCL_TESTS_S (60 s)
 #   nccl       benchmarks/bench_distributed.py on NCCL (only with two GPUs or more)
 # Results land in $OUT (the device tool's folder) or build/gpu: gpu_check.log (every step's output),

@@ -3,6 +3,8 @@
 Each measurement runs on its own; one that raises is recorded with its error and the others still
 run.  Writes one JSON file (``--out``) and prints one line per measurement:
 
+* ``sizing``: the CPU's launch costs, a synchronize's round trip and the GPU's kernel times that
+  :mod:`d2l_async.experiments.sizing` measures, and the size each CUDA lesson gets from them.
 * ``increments``: 10000 ``x += 1`` on a one-element CUDA tensor, synchronizing after each vs once at
   the end (notebook 05; the book's 3.4x), with the notebook's lesson checks.
 * ``launch_queue_cap``: how many launches of a tiny kernel fit behind a running kernel before
@@ -49,6 +51,12 @@ def increments() -> dict[str, Any]:
     return {"ops": r.ops, "sync_s": r.sync.median, "async_s": r.async_.median, "ratio": r.ratio,
             "t1_s": r.model.t1, "t2_s": r.model.t2, "t3_s": r.model.t3, "device": r.device,
             "checks": _checks([*r.lessons(), r.queue_lesson()])}
+
+
+def sizing() -> dict[str, Any]:
+    from d2l_async.experiments import device_sizes
+
+    return device_sizes(refresh=True).to_dict()
 
 
 def _sleep_cycles(seconds: float) -> int:
@@ -186,7 +194,7 @@ def kineto_tables() -> dict[str, Any]:
 
 #: In the order they run: NCCL last (its ranks' start-up is the slowest and least predictable part).
 MEASUREMENTS: dict[str, Callable[[], dict[str, Any]]] = {
-    "kineto_tables": kineto_tables, "increments": increments, "launch_queue_cap": launch_queue_cap,
+    "kineto_tables": kineto_tables, "sizing": sizing, "increments": increments, "launch_queue_cap": launch_queue_cap,
     "capture_queue": capture_queue, "nccl_all_reduce": nccl_all_reduce,
 }
 

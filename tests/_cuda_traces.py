@@ -213,7 +213,7 @@ def mlp_two_gpus(tmp_path: Path, *, batches: int = 3) -> Trace:
 
 
 def barrier_run(tmp_path: Path, *, chain: int = 8, follow: int = 8, product_us: float = 200.0,
-                z_after_chain: bool = False, z_behind: bool = False) -> Trace:
+                z_after_chain: bool = False, z_behind: bool = False, launch_us: float = 8.0) -> Trace:
     """barriers' CUDA ``wait_to_read`` run as captured: the run's own first ``torch.cuda.synchronize``
     (nothing queued yet), a chain of ``product_us`` products on stream 13, ``z`` on stream 14 and its
     event, the event wait, ``float(z.mean())`` (a copy into pinned memory, then a stream sync), the
@@ -222,6 +222,7 @@ def barrier_run(tmp_path: Path, *, chain: int = 8, follow: int = 8, product_us: 
     By default ``z`` runs beside the chain and the wait returns at once.  ``z_after_chain``: the CPU
     launches ``z`` only after the chain has ended (a short chain), so neither wait had a chain to skip.
     ``z_behind``: ``z``'s kernel starts only when a running product ends (the products hold every SM).
+    ``launch_us``: the CPU's time per product launched (7 µs at least: the aten::mm slice holds its launch call).
     """
     f = KinetoFile()
     f.sync("cudaDeviceSynchronize", 5, 3)  # the run's first line: nothing is queued yet
@@ -229,12 +230,12 @@ def barrier_run(tmp_path: Path, *, chain: int = 8, follow: int = 8, product_us: 
     free = 0.0
     ends = []
     for _ in range(chain):  # products on the long stream
-        f.cpu_op("aten::mm", t, 6)
+        f.cpu_op("aten::mm", t, launch_us - 2)
         start = max(t + 1 + LAUNCH_LATENCY_US, free)
         f.kernel(t + 1, 4, start, product_us, stream=13)
         free = start + product_us
         ends.append(free)
-        t += 8
+        t += launch_us
     chain_end = free
     if z_after_chain:
         t = max(t, chain_end + 20)
@@ -256,21 +257,25 @@ def barrier_run(tmp_path: Path, *, chain: int = 8, follow: int = 8, product_us: 
     t = copy_at + 6
     free = t
     for _ in range(follow):  # the follow-up on z's stream, beside the chain
-        f.cpu_op("aten::mm", t, 6)
+        f.cpu_op("aten::mm", t, launch_us - 2)
         start = max(t + 1 + LAUNCH_LATENCY_US, free)
         f.kernel(t + 1, 4, start, product_us, stream=14)
         free = start + product_us
-        t += 8
+        t += launch_us
     end = max(chain_end, free)
     f.sync("cudaDeviceSynchronize", t, end - t + 1)  # the run's own last synchronize
     f.sync("cudaDeviceSynchronize", end + 5, 2)  # the capture's
-    return as_capture(f.trace(tmp_path, f"barrier_run_{chain}_{product_us}_{z_after_chain}_{z_behind}.json"))
+    return as_capture(f.trace(tmp_path, f"barrier_run_{chain}_{product_us}_{z_after_chain}_{z_behind}_{launch_us}.json"))
 
 
 def increments(tmp_path: Path, *, ops: int = 50, launch_us: float = 5.0, kernel_us: float = 2.0,
                queue_cap: int | None = None, call_us: float | None = None,
-               latency_us: float = LAUNCH_LATENCY_US) -> Trace:
-    """``ops`` ``x += 1`` launches (notebook 05's asynchronous run) and the final synchronize.
+               latency_us: float = LAUNCH_LATENCY_US, opening_sync: bool = True) -> Trace:
+    """``ops`` ``x += 1`` launches (notebook 05's asynchronous run) between its two synchronizes.
+
+    As ``sync_async``'s traced run does, it opens with ``torch.cuda.synchronize`` (nothing queued yet:
+    it returns at once; ``opening_sync=False`` leaves it out) and ends with the run's own synchronize and
+    the capture's.
 
     The CPU spends ``launch_us`` per op: Python and the dispatcher inside ``aten::add_``, then the
     ``cudaLaunchKernel`` call of ``call_us`` (default: the last 3 µs of it, all of it below 4 µs).  A
@@ -280,6 +285,8 @@ def increments(tmp_path: Path, *, ops: int = 50, launch_us: float = 5.0, kernel_
     starts: the launch queue's cap)."""
     call_us = min(3.0, launch_us - 1) if call_us is None else call_us
     f = KinetoFile()
+    if opening_sync:
+        f.sync("cudaDeviceSynchronize", 5, 3)  # the run's first line: nothing is queued yet
     t, free = 10.0, 10.0
     starts: list[float] = []
     for i in range(ops):
@@ -296,7 +303,8 @@ def increments(tmp_path: Path, *, ops: int = 50, launch_us: float = 5.0, kernel_
         t = call_at + call + 0.5
     f.sync("cudaDeviceSynchronize", t, max(free - t, 1) + 1)
     f.sync("cudaDeviceSynchronize", max(free, t) + 5, 2)
-    return as_capture(f.trace(tmp_path, f"increments_{ops}_{launch_us}_{kernel_us}_{queue_cap}_{call_us}.json"))
+    return as_capture(f.trace(tmp_path, f"increments_{ops}_{launch_us}_{kernel_us}_{queue_cap}_{call_us}_"
+                                        f"{latency_us}_{opening_sync}.json"))
 
 
 #: the demo's lines (blockers.BLOCKER_DEMO on CUDA), the ATen op that copies, and where the copy lands:

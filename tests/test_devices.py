@@ -202,6 +202,18 @@ def test_describe_is_one_line_with_limit_and_gpus():
     assert "container limit 4.0 GiB" in text and "GPU: NVIDIA H200" in text
 
 
+@pytest.mark.parametrize("gpus", [("NVIDIA H200",), ("Tesla T4", "Tesla T4"), ()])
+def test_the_machine_line_names_each_gpu_once(gpus):
+    m = Machine(16.0, 16, None, 16, 0.5, 100 * GiB, None, gpus, busy_cpus=0.2)
+    text = describe_machine(m)
+    if gpus:
+        assert text.startswith(f"{len(gpus)} GPU") and text.count(gpus[0]) == len(gpus), text
+    else:
+        assert text.startswith("CPU only") and "GPU" not in text, text
+    assert "16 usable CPUs" in text and "\n" not in text
+    assert "GPU: NVIDIA H200" in Machine(16.0, 16, None, 16, 0.5, 100 * GiB, None, ("NVIDIA H200",)).describe()
+
+
 def test_read_machine_rejects_negative_window(tmp_path):
     with pytest.raises(ValueError, match="sample_s"):
         read_machine(tmp_path, sample_s=-1)

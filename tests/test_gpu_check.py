@@ -153,11 +153,18 @@ def _fake(torch):
 
 
 class _PatchTorch(importlib.abc.MetaPathFinder):
+    # stays on sys.meta_path: a mere importlib.util.find_spec("torch") (python -m d2l_async asks whether torch
+    # is there before importing it) must not use up the patch before the import itself
+    looking = False
+
     def find_spec(self, name, path, target=None):
-        if name != "torch":
+        if name != "torch" or self.looking or "torch" in sys.modules:
             return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec("torch")
+        self.looking = True
+        try:
+            spec = importlib.util.find_spec("torch")
+        finally:
+            self.looking = False
         run = spec.loader.exec_module
 
         def exec_module(module):
@@ -191,6 +198,14 @@ def test_the_fake_gpu_python_claims_a_gpu_and_refuses_cuda_calls(tmp_path):
     assert out.stdout.split() == ["True", "1", "RuntimeError"], out.stdout + out.stderr
 
 
+def test_the_fake_gpu_python_still_claims_a_gpu_after_torch_was_looked_for(tmp_path):
+    py = fake_gpu_python(tmp_path)
+    code = ("import importlib.util\nassert importlib.util.find_spec('torch') is not None\nimport torch\n"
+            "print(torch.cuda.is_available())\n")
+    out = subprocess.run([str(py), "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["True"], out.stdout + out.stderr
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_dry_run_beside_two_busy_processes_stays_in_budget_and_brings_the_numbers_back(tmp_path):
@@ -220,8 +235,8 @@ def test_a_dry_run_beside_two_busy_processes_stays_in_budget_and_brings_the_numb
     status = {s["step"]: s["status"] for s in summary["steps"]}
     assert status["env"] == "FAIL" and status["numbers"] in ("FAIL", "TIMEOUT"), status
     assert numbers["gpus"] == ["NVIDIA H200 (fake: dry run)"]
-    measured = [k for k in ("kineto_tables", "increments", "launch_queue_cap", "capture_queue") if k in numbers]
-    assert measured == ["kineto_tables", "increments", "launch_queue_cap", "capture_queue"], numbers.keys()
+    measured = [k for k in ("kineto_tables", "sizing", "increments", "launch_queue_cap", "capture_queue") if k in numbers]
+    assert measured == ["kineto_tables", "sizing", "increments", "launch_queue_cap", "capture_queue"], numbers.keys()
     assert all("dry run" in numbers[k]["error"] or "CUDA" in numbers[k]["error"] for k in measured)
     assert "gpu-check:" in proc.stdout.splitlines()[-1]
 

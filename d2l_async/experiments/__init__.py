@@ -21,6 +21,8 @@ One module per topic of D2L §13.2–13.3, in the order of the notebooks::
     ddp           run_overlap, run_straggler      DDP after backward vs bucketed; one slow rank (10)
     modelled_link run_modelled_overlap            the measured backward pass beside a modelled link (10)
     in_jax        run_asynchrony_jax, ...         01, 03, 04 and 05 in JAX (optional), the same results and checks
+    sizing        workload, device_sizes,         each CUDA lesson's workload sized to the GPU it runs on
+                  size_for_device, measure_device (its kernels a stated multiple of a launch)
 
 The lesson checks of a topic live in its module (``collective.checks``, ``ddp.overlap_checks``, ...):
 pure functions of a frozen result.  Notebook 10's experiments start their ranks with
@@ -59,15 +61,17 @@ from .profiling import PROFILE_SAMPLES, ProfilingResult, export_perfetto, run_pr
 from .queue_memory import (OPS_PER_BATCH, QueueMemoryResult, SampleQueueSummary, compare_sync_every,
                            run_queue_memory, sample_queue_summary)
 from .scheduling import SchedulingResult, run_scheduling
+from .sizing import DeviceSizes, DeviceTimes, device_sizes, measure_device, size_for_device, workload
 from .sync_async import CostModel, SweepPoint, SyncAsyncResult, SyncAsyncSweep, run_sync_async, sweep_sync_async
 
 __all__ = [
     "AsynchronyResult", "BACKENDS", "BLOCKER_DEMO", "BLOCKERS", "BOOK", "BarrierResult", "BlockEvent", "BlockersResult",
-    "BookNumber", "CostModel", "DependencyResult", "EXPRESSIONS", "IndependenceResult", "MLPResult",
+    "BookNumber", "CostModel", "DependencyResult", "DeviceSizes", "DeviceTimes", "EXPRESSIONS", "IndependenceResult", "MLPResult",
     "OPS_PER_BATCH", "PROFILE_SAMPLES", "ProfilingResult", "QueueMemoryResult", "SampleQueueSummary",
     "SchedulingResult", "Setup", "SweepPoint", "SyncAsyncResult", "SyncAsyncSweep", "TwoDeviceResult",
-    "book_number", "check_expression", "compare_sync_every", "compute_comm_overlap", "export_perfetto",
+    "book_number", "check_expression", "compare_sync_every", "compute_comm_overlap", "device_sizes",
+    "export_perfetto", "measure_device",
     "resolve_backend", "run_asynchrony", "run_barriers", "run_blockers", "run_collective", "run_expression",
     "run_independent_vs_dependent", "run_asynchrony_jax", "run_barriers_jax", "run_blockers_jax", "run_mlp_parallel", "run_modelled_overlap", "run_overlap", "run_profiling",
-    "run_queue_memory", "run_scheduling", "run_straggler", "run_sync_async", "run_sync_async_jax", "run_two_devices", "sample_queue_summary", "sample_summaries", "sweep_sync_async",
+    "run_queue_memory", "run_scheduling", "run_straggler", "run_sync_async", "run_sync_async_jax", "run_two_devices", "sample_queue_summary", "sample_summaries", "size_for_device", "sweep_sync_async", "workload",
 ]

@@ -34,7 +34,8 @@ from ._why import fmt_time
 from .parallel_lessons import busy_seconds, device_intervals
 
 __all__ = ["LAUNCH_QUEUE_CAP", "CudaFacts", "ZWait", "cuda_facts", "z_wait", "why_not_ahead", "why_queue",
-           "queue_full", "explain", "why_streams", "why_chain_ended", "cpu_per_launch"]
+           "queue_full", "explain", "why_streams", "why_chain_ended", "cpu_per_launch", "why_timer_saw_work",
+           "why_book_loop"]
 
 #: Pending launches CUDA queues per device before ``cudaLaunchKernel`` blocks (measured "about 1024" on
 #: recent GPUs; ``make gpu-check`` measures it on the machine it runs on: gpu_numbers.json).
@@ -54,8 +55,9 @@ class CudaFacts:
             that waited for a queue slot).  Python, the dispatcher and the launch call itself.
         kernel_s: median seconds one piece of device work ran on the GPU.
         max_queue: the longest launch queue of any stream.
-        waits: synchronizing calls inside the run: before its last launch (a final synchronize that ends
-            a timed run, and the capture's own, are not in the way of anything).
+        waits: synchronizing calls inside the run: from its first launch to its last (an opening
+            synchronize with nothing queued, a final one that ends a timed run, and the capture's own are
+            not in the way of anything).
         wait_s: seconds the CPU spent in them.
         slow_launches: launch calls over :data:`SLOW_LAUNCH` times the median: waits for a free queue slot.
         launch_call_s: median seconds of one launch call that did not wait (``cudaLaunchKernel``'s own
@@ -148,8 +150,11 @@ def cuda_facts(trace: Any) -> CudaFacts:
     calls = launches(trace)
     work = backend_work(trace)
     blocks = trace.where(kind="block")
+    # the timed region runs from the first launch to the last: a synchronize before the first (a timed
+    # run's opening one, nothing queued) or after the last (its closing one, the capture's) holds up no launch
+    first_launch = float(calls["start"].min()) if len(calls) else float("inf")
     last_launch = float(calls["start"].max()) if len(calls) else float("-inf")
-    inside = np.array([not str(src).startswith("d2l_async.capture") and float(st) < last_launch
+    inside = np.array([not str(src).startswith("d2l_async.capture") and first_launch <= float(st) < last_launch
                        for src, st in zip(blocks["source"], blocks["start"])], dtype=bool)
     per_op, call_s, slow = cpu_per_launch(trace)
     kernel_s = float(np.median(work["end"] - work["start"])) if len(work) else float("nan")
@@ -181,6 +186,38 @@ def why_not_ahead(f: CudaFacts) -> str:
     return (f"{f.sentence()}: the kernels outlasted the launches, yet the CPU was not far ahead at the end. If "
             "another process shares this GPU (nvidia-smi lists it), its kernels delay ours; a capture shows only "
             "this process's work")
+
+
+def why_timer_saw_work(naive_s: float, synced_s: float, *, unclear: bool = False) -> str:
+    """Why a naive timer around a CUDA loop saw much of the synchronized time, when no trace of the loop was
+    taken (a hand-timed loop): the three things that stop the CPU from running ahead of the GPU."""
+    seen = naive_s / synced_s if synced_s > 0 else float("nan")
+    head = (f"the naive timer saw {seen:.0%} of the synchronized time ({fmt_time(naive_s)} of {fmt_time(synced_s)}): "
+            "on a GPU the loop returns once its kernels are queued, so the naive timer sees the work only where the CPU "
+            "could not run ahead")
+    causes = ("kernels no longer than their launches (the GPU keeps up with the CPU and nothing queues), a "
+              "synchronizing call inside the loop (.item(), .cpu(), print), or a queue at CUDA's cap of about "
+              f"{LAUNCH_QUEUE_CAP} launches")
+    if unclear:
+        return (f"{head}, and the runs' spread covers the half the claim draws: {causes} would each push it up. More "
+                "runs, or larger matrices (fewer, longer kernels), decide it")
+    return (f"{head}: {causes}. Larger matrices make each kernel outlast its launch; the traced run "
+            "(run_asynchrony) shows which it was")
+
+
+def why_book_loop(sync_s: float, async_s: float, ops: int, *, unclear: bool = False) -> str:
+    """Why the book's loop on a GPU (a synchronize after every op, or one at the end) did not show the queued
+    loop faster, from its own times per op."""
+    per = (f"per op the loop with a synchronize after each took {fmt_time(sync_s / ops)} and the queued loop "
+           f"{fmt_time(async_s / ops)}")
+    what = ("on a GPU queuing saves each op's round trip (the synchronize's return to the CPU) and lets a launch "
+            "overlap the kernel before it")
+    if unclear:
+        return (f"{per}, within the runs' spread: {what}, a few µs per op that a busy CPU's scatter can cover. More "
+                "runs decide it; the next cell traces both loops")
+    return (f"{per}: {what}, so a queued loop that is no faster waited inside it anyway (a synchronizing call) or "
+            "shared the GPU with another process (nvidia-smi). The next cell traces both loops and reads their "
+            "launches and kernels")
 
 
 def queue_full(n: int, cuda: bool) -> float:

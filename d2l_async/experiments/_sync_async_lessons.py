@@ -166,7 +166,7 @@ def _why_below_bound(r: Any) -> str:
             "the estimate.")
 
 
-def book_loop_check(sync_s: Any, async_s: Any, *, ops: int, machine: Any = None) -> Any:
+def book_loop_check(sync_s: Any, async_s: Any, *, ops: int, machine: Any = None, backend: str = "engine") -> Any:
     """The book's hand-timed loop (one :class:`~d2l_async.benchmark.Benchmark` per variant, as §13.2.3
     writes it): asynchronous beats synchronous, decided against the spread of repeated runs.
 
@@ -174,6 +174,7 @@ def book_loop_check(sync_s: Any, async_s: Any, *, ops: int, machine: Any = None)
         sync_s, async_s: seconds of each run of each loop (a number for one run, a sequence for several).
         ops: ops per loop (for the time per op in the words).
         machine: :func:`d2l_async.devices.machine` when the runs were made (for the reason).
+        backend: where the loops ran, ``"engine"`` or ``"cuda"`` (a GPU's loop gets the GPU's reasons).
 
     Raises:
         ValueError: a non-positive op count or time.
@@ -189,6 +190,8 @@ def book_loop_check(sync_s: Any, async_s: Any, *, ops: int, machine: Any = None)
         raise ValueError(f"sync_s and async_s must be positive seconds, got {sync_s!r} and {async_s!r}")
     if machine is not None:
         having("machine", machine, ("usable_cpus",), what="a d2l_async.devices.machine() snapshot or None")
+    if backend not in ("engine", "cuda"):
+        raise ValueError(f"backend={backend!r}: use one of ('engine', 'cuda')")
     v = compare(sync_runs, async_runs, less=False, names=("synchronous", "asynchronous"))
     s, a = statistics.median(sync_runs), statistics.median(async_runs)
     runs = f"{len(sync_runs)} run(s) each" if len(sync_runs) == len(async_runs) else (
@@ -199,13 +202,15 @@ def book_loop_check(sync_s: Any, async_s: Any, *, ops: int, machine: Any = None)
         shown=(f"{ops:,} ops, medians of {runs}: synchronous {fmt_time(s)} vs asynchronous {fmt_time(a)} "
                f"(synchronous / asynchronous = {v.ratio:.2f}; the book: {BOOK['sync_async.sync'].value:g} s vs "
                f"{BOOK['sync_async.async'].value:g} s, {BOOK['sync_async.ratio'].value:g})"),
-        otherwise=(f"the asynchronous loop took {fmt_time(a / ops)} per op against {fmt_time(s / ops)} with a wait "
+        otherwise=cuda_why.why_book_loop(s, a, ops) if backend == "cuda" else (
+                  f"the asynchronous loop took {fmt_time(a / ops)} per op against {fmt_time(s / ops)} with a wait "
                    f"after each, on {cpus_clause(machine)}: "
                    + ("the frontend and the worker had no CPU each, so the queued ops ran in the frontend's turns and "
                       "nothing overlapped" if few_cpus(machine, 2) else
                       "the CPUs were there, so what held the queued loop back is not on a wall clock")
                    + ". The next cell repeats both loops and reads their CPU clock to say how the time was shared."),
-        unclear=(f"{runs} on {cpus_clause(machine)}: more runs (or a quieter machine) decide it; the next cell "
+        unclear=cuda_why.why_book_loop(s, a, ops, unclear=True) if backend == "cuda" else (
+                f"{runs} on {cpus_clause(machine)}: more runs (or a quieter machine) decide it; the next cell "
                  "repeats both loops and reads their CPU clock"),
     )
 

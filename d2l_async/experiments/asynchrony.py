@@ -27,9 +27,11 @@ from d2l_async import config, lesson
 from d2l_async._args import TRACE_HINT, having, instance
 from d2l_async.trace import Trace
 
-from ._common import Setup, backend_work, launches, make_measurement, positive_int, resolve_backend, time_runs
+from ._common import Setup, backend_work, choice, launches, make_measurement, positive_int, resolve_backend, time_runs
+from ._cuda_why import why_timer_saw_work
 from ._why import few_cpus, fmt_time, machine_words
 from .deadline import checkpoint
+from .sizing import device_sizes
 
 __all__ = ["AsynchronyResult", "Ahead", "run_asynchrony", "checks", "issue_and_finish", "ran_ahead_check",
            "timer_check", "machine_words"]
@@ -80,7 +82,7 @@ def run_asynchrony(
     """Time ``matmuls`` products of ``size``×``size`` random matrices three ways.
 
     Args:
-        size: matrix side; default 1000 (quick mode 400).
+        size: matrix side; default 1000 (quick mode 400), on CUDA this GPU's (:mod:`~d2l_async.experiments.sizing`).
         matmuls: products per timed run; default 10 (quick mode 5).
         repeat: timed runs per variant (after one warm-up); default 5 (quick mode 2).
         backend: ``"auto"``, ``"engine"`` or ``"cuda"``.
@@ -93,10 +95,13 @@ def run_asynchrony(
     Raises:
         ValueError: a non-positive size/count, or an unavailable backend.
     """
+    sized = size is None
     size = positive_int("size", size if size is not None else config.scale(1000, 400), maximum=8192)
     matmuls = positive_int("matmuls", matmuls if matmuls is not None else config.scale(10, 5), maximum=10_000)
     repeat = positive_int("repeat", repeat if repeat is not None else config.scale(5, 2), maximum=1000)
     setup = resolve_backend(backend, n_devices=1)
+    if sized and setup.backend == "cuda":  # a CPU's size is launch-bound on a GPU: this GPU's
+        size = device_sizes().asynchrony
 
     import numpy as np
 
@@ -252,15 +257,17 @@ def _turns(machine: Any) -> str:
 
 
 def timer_check(naive_s: Any, synced_s: Any, machine: Any = None, *, share_before: float | None = None,
-                name: str = "the naive timer misses most of the work") -> lesson.Check:
+                name: str = "the naive timer misses most of the work", backend: str = "engine") -> lesson.Check:
     """Check that a naive (unsynchronized) timer saw less than half of the synchronized time.
 
     ``naive_s`` and ``synced_s`` are seconds, one run or every run of each (a sequence): decided
     against their spread by :func:`d2l_async.verdict.compare` (one run each: only beyond a factor 2
-    of the half, i.e. the naive timer saw under a quarter, or over all of it).
+    of the half, i.e. the naive timer saw under a quarter, or over all of it).  ``backend`` is where the
+    loop ran (``"engine"`` or ``"cuda"``): a CUDA loop's ✘ gives the GPU's reasons, not the CPU's.
     """
     if machine is not None:
         having("machine", machine, ("usable_cpus",), what="a d2l_async.devices.machine() snapshot or None")
+    choice("backend", backend, ("engine", "cuda"))
     from d2l_async.verdict import compare
 
     naive = tuple(naive_s) if isinstance(naive_s, (tuple, list)) else (naive_s,)
@@ -271,14 +278,17 @@ def timer_check(naive_s: Any, synced_s: Any, machine: Any = None, *, share_befor
     missed = max(0.0, 1.0 - naive_m / synced_m)
     before = (f"in the traced run the backend did {share_before:.0%} of its work before the last push; "
               if share_before is not None else "")
+    cuda = backend == "cuda"  # the GPU's reasons (launches, the queue's cap), not worker threads'
     return lesson.check(
         name, compare(naive, synced, by=0.5, names=("naive", "synchronized")),
         shown=(f"naive {fmt_time(naive_m)} vs synchronized {fmt_time(synced_m)} (naive / synchronized = "
                f"{naive_m / synced_m:.2f}): it missed {missed:.0%}"),
-        otherwise=(f"the naive timer saw {1 - missed:.0%} of the synchronized time: the frontend's pushes were "
+        otherwise=why_timer_saw_work(naive_m, synced_m) if cuda else (
+                   f"the naive timer saw {1 - missed:.0%} of the synchronized time: the frontend's pushes were "
                    f"slowed by the work itself; {before}{machine_words(machine)}: {_turns(machine)}. Use larger "
                    "matrices (fewer, longer ops), or a machine with a spare core, or a GPU."),
-        unclear=(f"the naive timer saw {1 - missed:.0%} of the synchronized time over {len(naive)} and "
+        unclear=why_timer_saw_work(naive_m, synced_m, unclear=True) if cuda else (
+                 f"the naive timer saw {1 - missed:.0%} of the synchronized time over {len(naive)} and "
                  f"{len(synced)} run(s), and their spread covers the half the claim draws: {before}"
                  f"{machine_words(machine)}. Larger matrices (fewer, longer ops) or a spare core make it clear"))
 

@@ -36,6 +36,7 @@ from ._common import Setup, backend_work, positive_int, resolve_backend, stable_
 from ._cuda_why import explain, why_chain_ended, why_streams, z_wait
 from ._why import few_cpus, machine_words
 from .deadline import checkpoint
+from .sizing import device_sizes
 
 __all__ = ["BarrierResult", "run_barriers", "checks", "overlap_seconds"]
 
@@ -97,7 +98,8 @@ def run_barriers(
 
     Args:
         long_ops: unrelated matrix products; default 10 (quick mode 8).
-        size: their matrix side; default 800 (quick mode 600).
+        size: their matrix side; default 800 (quick mode 600), on CUDA this GPU's
+            (:mod:`~d2l_async.experiments.sizing`).
         follow_ops: follow-up products of the same size, issued after the barrier on ``z``'s
             device; default ``long_ops``.
         repeat: runs of each variant; the medians are reported, the last run's traces kept;
@@ -116,10 +118,13 @@ def run_barriers(
     # quick mode keeps the chain well above a scheduler time slice (a few ms), or on one shared core
     # z's wake-up alone could outlast it
     long_ops = positive_int("long_ops", long_ops if long_ops is not None else config.scale(10, 8), maximum=10_000)
+    sized = size is None
     size = positive_int("size", size if size is not None else config.scale(800, 600), maximum=8192)
     follow_ops = positive_int("follow_ops", follow_ops if follow_ops is not None else long_ops, maximum=10_000)
     repeat = positive_int("repeat", repeat if repeat is not None else config.scale(3, 2), maximum=1000)
     setup = resolve_backend(backend, n_devices=2)
+    if sized and setup.backend == "cuda":  # a CPU's size is launch-bound on a GPU: this GPU's
+        size = device_sizes().barriers
     from d2l_async.devices import machine
 
     here = machine(sample_s=0.05)

@@ -26,6 +26,7 @@ from d2l_async._words import added, fmt_time, ratio_words
 
 from ._common import Setup, make_measurement, positive_int, resolve_backend, time_interleaved, time_runs
 from .deadline import checkpoint
+from .sizing import device_sizes
 from ._why import machine_words
 from d2l_async.trace import Trace
 from d2l_async._args import TRACE_HINT, having, instance
@@ -144,7 +145,8 @@ def run_blockers(
 
     Args:
         steps: steps of the per-call loops; default 1000 (quick mode 200).
-        size: matrix side of the book-style run; default 1000 (quick mode 500).
+        size: matrix side of the book-style run; default 1000 (quick mode 500), on CUDA this GPU's
+            (:mod:`~d2l_async.experiments.sizing`).
         repeat: timed runs per measurement; default 5 (quick mode 2).
         backend: ``"auto"``, ``"engine"`` or ``"cuda"``.
 
@@ -157,9 +159,12 @@ def run_blockers(
         ValueError: bad counts or an unavailable backend.
     """
     steps = positive_int("steps", steps if steps is not None else config.scale(1000, 200), maximum=1_000_000)
+    sized = size is None
     size = positive_int("size", size if size is not None else config.scale(1000, 500), maximum=8192)
     repeat = positive_int("repeat", repeat if repeat is not None else config.scale(5, 2), maximum=1000)
     setup = resolve_backend(backend, n_devices=1)
+    if sized and setup.backend == "cuda":  # a CPU's size is launch-bound on a GPU: this GPU's
+        size = device_sizes().blockers
     import dataclasses
 
     from d2l_async.devices import machine

@@ -51,6 +51,8 @@ bookkeeping per op, so the ratio is flat there and a rank test over those sizes 
 measured 7.8×, 8.6×, 8.2× at 1, 100 and 10,000 elements); from 10⁵ elements on ``t2`` grows with the
 tensor and the ratio falls.  Above 10⁶ elements each op allocates megabytes, the wake-up ``t3``
 grows with it, and the ratio levels off near 1.5 rather than falling further, so the sweep stops there.
+On a GPU the same sizes are all launch-bound (adding 1 to 10⁶ floats takes an H200 under 2 µs), so there the
+sweep's sizes come from :mod:`~d2l_async.experiments.sizing`, measured on that GPU.
 The sweep times every size once per round, ``repeat`` rounds interleaved, and keeps every round's point
 (:attr:`SyncAsyncSweep.runs`): one size's time per op varies by 2-4× from one run to the next (the same
 800 KB op took 60 µs or 410 µs synchronously), and a trend over every round's point survives that.
@@ -69,6 +71,7 @@ from ._common import Setup, make_measurement, positive_int, positive_ints, resol
 from ._cost_model import MIN_BACKLOGGED_PAIRS, CostModel, SideCosts, backend_pace, side_costs, t2_share
 from ._cpu import CpuClock, CpuTimes, total
 from ._sync_async_lessons import book_loop_check, queue_check, run_checks, sweep_checks
+from .sizing import device_sizes
 
 __all__ = ["MIN_BACKLOGGED_PAIRS", "SWEEP_NUMELS", "SWEEP_NUMELS_QUICK", "CostModel", "CpuTimes", "SweepPoint",
            "SyncAsyncResult", "SyncAsyncSweep", "backend_pace", "book_loop_check", "run_sync_async",
@@ -370,7 +373,8 @@ def sweep_sync_async(
     Args:
         ops: op counts; default (100, 1000, 10000) (quick mode (100, 400)).
         numels: elements per op; default :data:`SWEEP_NUMELS` (quick mode :data:`SWEEP_NUMELS_QUICK`): the
-            book's one element, then the sizes where ``t2`` grows with the tensor.
+            book's one element, then the sizes where ``t2`` grows with the tensor; on CUDA this GPU's
+            (:mod:`~d2l_async.experiments.sizing`: from 3 launches' worth of kernel to 10 launches and round trips).
         repeat: rounds: each round times every point once (one synchronous and one asynchronous run), the
             rounds interleaved across sizes; each point reports the medians over the rounds.
         backend: ``"auto"``, ``"engine"`` or ``"cuda"``.
@@ -386,10 +390,13 @@ def sweep_sync_async(
     ops = positive_ints("ops", ops if ops is not None else ((100, 400) if quick else (100, 1000, 10_000)),
                         maximum=1_000_000)
     # a trend is decided over every point: three points never decide one, five survive one swapped pair
+    sized = numels is None
     numels = positive_ints("numels", numels if numels is not None else
                            (SWEEP_NUMELS_QUICK if quick else SWEEP_NUMELS), maximum=1 << 28)
     repeat = positive_int("repeat", repeat, maximum=100)
     setup = resolve_backend(backend, n_devices=1)
+    if sized and setup.backend == "cuda":  # a CPU's sizes are launch-bound on a GPU: this GPU's
+        numels = device_sizes().kwargs("sync_async_sweep", quick=quick)["numels"]
     from d2l_async.devices import machine
 
     here = machine()

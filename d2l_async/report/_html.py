@@ -11,7 +11,7 @@ from typing import Any, Sequence
 from .._args import having, instance, sequence
 from ._table import HEADER, Row
 
-__all__ = ["render_html", "write_json", "to_jsonable"]
+__all__ = ["render_html", "write_json", "to_jsonable", "section_html", "page_html", "write_text"]
 
 _CSS = """
 body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #222; }
@@ -63,6 +63,29 @@ def render_html(*, title: str, banner: str, rows: Sequence[Row], sections: Seque
     book = [having("book", b, ("key", "value", "unit", "source"), what="a sequence of BookNumbers")
             for b in sequence("book", book, what="BookNumbers")]
     sections = [instance("sections", s, dict, what="sequence of dicts") for s in sequence("sections", sections, what="dicts")]
+    return page_html(title, banner, rows, book, [section_html(sec) for sec in sections])
+
+
+def section_html(sec: dict[str, Any]) -> str:
+    """One section of the page (see :func:`render_html`'s ``sections``): rendered once, however often the page
+    around it is written."""
+    parts = [f"<h2>{html.escape(sec['title'])}</h2>"]
+    if sec.get("error"):
+        parts.append("<p class='note'>This step failed; the other steps' results are kept.</p>"
+                     f"<pre class='error'>{html.escape(sec['error'])}</pre>")
+    for caption, fig in sec.get("figures", ()):
+        div = fig.to_html(full_html=False, include_plotlyjs=False, config={"responsive": True})
+        parts.append(f"<figure><figcaption>{html.escape(caption)}</figcaption>{div}</figure>")
+    for note in sec.get("notes", ()):
+        parts.append(f"<p class='note'>{html.escape(note)}</p>")
+    for check in sec.get("checks", ()):  # lesson.Check: ✔/✘, the claim, this run's numbers, why
+        parts.append(check._repr_html_())
+    return "\n".join(parts)
+
+
+def page_html(title: str, banner: str, rows: Sequence[Row], book: Sequence[Any], sections: Sequence[str]) -> str:
+    """The page around sections already rendered (:func:`section_html`); arguments as checked by
+    :func:`render_html`."""
     from plotly.offline import get_plotlyjs
 
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
@@ -70,21 +93,17 @@ def render_html(*, title: str, banner: str, rows: Sequence[Row], sections: Seque
              f"<h1>{html.escape(title)}</h1><p class='banner'>{html.escape(banner)}</p>",
              "<p class='note'>The book's numbers were measured by D2L's authors with MXNet on their machine; "
              "ours are measured by this run. A virtual device is a thread on this CPU, not a GPU.</p>",
-             "<h2>Results</h2>", _table_html(rows), _book_html(book)]
-    for sec in sections:
-        parts.append(f"<h2>{html.escape(sec['title'])}</h2>")
-        if sec.get("error"):
-            parts.append("<p class='note'>This step failed; the other steps' results are kept.</p>"
-                         f"<pre class='error'>{html.escape(sec['error'])}</pre>")
-        for caption, fig in sec.get("figures", ()):
-            div = fig.to_html(full_html=False, include_plotlyjs=False, config={"responsive": True})
-            parts.append(f"<figure><figcaption>{html.escape(caption)}</figcaption>{div}</figure>")
-        for note in sec.get("notes", ()):
-            parts.append(f"<p class='note'>{html.escape(note)}</p>")
-        for check in sec.get("checks", ()):  # lesson.Check: ✔/✘, the claim, this run's numbers, why
-            parts.append(check._repr_html_())
-    parts.append("</body></html>")
+             "<h2>Results</h2>", _table_html(rows), _book_html(book), *sections, "</body></html>"]
     return "\n".join(parts)
+
+
+def write_text(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` whole or not at all: a temporary file beside it, then renamed over it (a
+    run stopped while writing leaves the previous file, never half of one)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return path
 
 
 def to_jsonable(value: Any) -> Any:
@@ -106,11 +125,11 @@ def to_jsonable(value: Any) -> Any:
 
 
 def write_json(path: Path, data: dict[str, Any]) -> Path:
-    """Write ``data`` as indented UTF-8 JSON (through :func:`to_jsonable`) to ``path``, replacing it.
+    """Write ``data`` as indented UTF-8 JSON (through :func:`to_jsonable`) to ``path``, replacing it whole
+    (:func:`write_text`).
 
     Returns:
         ``path``.
     """
     instance("path", path, Path, what="pathlib.Path")
-    path.write_text(json.dumps(to_jsonable(data), indent=2, ensure_ascii=False), encoding="utf-8")
-    return path
+    return write_text(path, json.dumps(to_jsonable(data), indent=2, ensure_ascii=False))

@@ -4,6 +4,10 @@
 that raises does not lose the others: its error and traceback take its place in the table, the HTML and
 the JSON (:func:`~d2l_async.report._steps.failed_output`), the remaining steps run, and the result lists
 it in :attr:`ReportResult.failed` (the command line then exits with status 1).
+
+The HTML and the JSON are written before the first step (the machine, every step pending) and again after
+each step, each file whole or not at all (a temporary file renamed over it): a run stopped by its time
+limit, a hang or Ctrl-C leaves every step it finished, and the JSON's ``pending`` names the ones it did not.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from ._html import render_html, write_json
+from ._html import page_html, section_html, write_json, write_text
 from ._steps import STEPS, Backends, Step, StepOutput, failed_output
 from ._table import Row, format_table, wrap_line
 from .._args import flag, instance
@@ -80,7 +84,8 @@ def run_report(
     *, device: str = "auto", quick: bool | None = None, output: str | Path = "build/report.html",
     progress: bool = True, steps: Sequence[Step] = STEPS, stream: Any = None,
 ) -> ReportResult:
-    """Run every step, print the table, write the HTML report and the JSON beside it.
+    """Run every step, print the table, write the HTML report and the JSON beside it (before the first step
+    and again after each: a run stopped midway leaves the steps it finished).
 
     Args:
         device: ``"auto"`` (CUDA when present), ``"cpu"`` (the engine only) or ``"cuda"``.
@@ -121,7 +126,8 @@ def run_report(
         backends = Backends.for_device(device)
         machine = describe_machine()
         t0 = time.perf_counter()
-        outputs: list[tuple[Step, StepOutput, float]] = []
+        files = _Files(output, device, is_quick, machine, steps)
+        files.write(None, 0.0)  # the machine, before anything can hang (measuring a GPU's sizes included)
         bar = _progress(steps, progress)
         for step in steps:
             bar.set_description(step.key)
@@ -130,7 +136,8 @@ def run_report(
                 out = step.run(backends)
             except Exception as exc:  # noqa: BLE001 - one step's failure must not lose the others' results
                 out = failed_output(step.key, exc)
-            outputs.append((step, out, time.perf_counter() - t_step))
+            files.add(step, out, time.perf_counter() - t_step)
+            files.write(backends.sizing(), time.perf_counter() - t0)  # a later hang or time limit keeps this step
             bar.update(1)
         bar.close()
         seconds = time.perf_counter() - t0
@@ -140,29 +147,10 @@ def run_report(
                 os.environ.pop("D2L_ASYNC_QUICK", None)
             else:
                 os.environ["D2L_ASYNC_QUICK"] = old_quick
+    outputs = files.outputs
     rows = tuple(r for _, out, _ in outputs for r in out.rows)
-    banner = (f"Ran on: {machine}. --device {device}{', quick mode' if is_quick else ''}; "
-              f"{seconds:.1f} s on {_dt.datetime.now().isoformat(timespec='seconds')}.")
-    sections = [{"title": s.title, "figures": out.figures, "notes": out.notes, "checks": out.checks,
-                 "error": out.error} for s, out, _ in outputs]
     failed = tuple(s.key for s, out, _ in outputs if out.error)
-    from d2l_async.experiments import BOOK
-
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(render_html(title="d2l-async: the asynchronous computation chapter, measured",
-                                  banner=banner, rows=rows, sections=sections, book=tuple(BOOK.values())),
-                      encoding="utf-8")
-    json_path = output.with_suffix(".json")
-
-    write_json(json_path, {
-        "machine": machine, "device": device, "quick": is_quick, "seconds": seconds,
-        "book": {k: {"value": n.value, "unit": n.unit, "what": n.what, "source": n.source} for k, n in BOOK.items()},
-        "experiments": {s.key: {**out.numbers, "step_seconds": dt,
-                                **({"lessons": [c.to_dict() for c in out.checks]} if out.checks else {})}
-                        for s, out, dt in outputs},
-        "table": [dict(zip(("experiment", "book", "ours", "device"), r.cells())) for r in rows],
-        "failed": list(failed),
-    })
+    json_path = files.json_path
     print(format_table(rows), file=stream)
     checks = [(s.key, c) for s, out, _ in outputs for c in out.checks]
     if checks:
@@ -175,6 +163,45 @@ def run_report(
                   file=stream)
     print(f"\nwrote {output} and {json_path} ({seconds:.1f} s)", file=stream)
     return ReportResult(rows, output, json_path, seconds, device, is_quick, machine, failed)
+
+
+class _Files:
+    """The report's HTML and JSON, rewritten whole from the steps done so far (each section rendered once)."""
+
+    def __init__(self, output: Path, device: str, quick: bool, machine: str, steps: Sequence[Step]) -> None:
+        self.output, self.json_path = output, output.with_suffix(".json")
+        self.device, self.quick, self.machine = device, quick, machine
+        self.pending = [s.key for s in steps]
+        self.outputs: list[tuple[Step, StepOutput, float]] = []
+        self.sections: list[str] = []
+        output.parent.mkdir(parents=True, exist_ok=True)
+
+    def add(self, step: Step, out: StepOutput, seconds: float) -> None:
+        self.outputs.append((step, out, seconds))
+        self.pending.remove(step.key)
+        self.sections.append(section_html({"title": step.title, "figures": out.figures, "notes": out.notes,
+                                           "checks": out.checks, "error": out.error}))
+
+    def write(self, sizing: dict[str, Any] | None, seconds: float) -> None:
+        from d2l_async.experiments import BOOK
+
+        rows = tuple(r for _, out, _ in self.outputs for r in out.rows)
+        left = f"; not run yet: {', '.join(self.pending)}" if self.pending else ""
+        banner = (f"Ran on: {self.machine}. --device {self.device}{', quick mode' if self.quick else ''}; "
+                  f"{seconds:.1f} s on {_dt.datetime.now().isoformat(timespec='seconds')}{left}.")
+        write_text(self.output, page_html("d2l-async: the asynchronous computation chapter, measured", banner, rows,
+                                          tuple(BOOK.values()), self.sections))
+        write_json(self.json_path, {
+            "machine": self.machine, "device": self.device, "quick": self.quick, "seconds": seconds,
+            "complete": not self.pending, "pending": list(self.pending),
+            **({"sizing": sizing} if sizing is not None else {}),
+            "book": {k: {"value": n.value, "unit": n.unit, "what": n.what, "source": n.source} for k, n in BOOK.items()},
+            "experiments": {s.key: {**out.numbers, "step_seconds": dt,
+                                    **({"lessons": [c.to_dict() for c in out.checks]} if out.checks else {})}
+                            for s, out, dt in self.outputs},
+            "table": [dict(zip(("experiment", "book", "ours", "device"), r.cells())) for r in rows],
+            "failed": [s.key for s, out, _ in self.outputs if out.error],
+        })
 
 
 class _NoBar:

@@ -15,20 +15,7 @@ from d2l_async._words import fmt_time
 
 from ._table import Row
 
-__all__ = ["Backends", "GPU_SIZES", "StepOutput", "Step", "STEPS", "fmt_seconds", "useful_sources", "failed_output"]
-
-
-#: The one-device experiments' workloads on a GPU.  The CPU-sized defaults (quick mode: 5 products of
-#: 400x400) take a GPU a few µs per kernel, shorter than its launches: every lesson about a backend that
-#: falls behind then fails for its size, not its reason.  These take the GPU 0.3-2.5 ms per product (an
-#: H100-class GPU) and the whole CUDA part of the report well under a minute there; the CPU engine's steps
-#: keep their sizes (quick mode or not).
-GPU_SIZES: dict[str, dict[str, Any]] = {
-    "asynchrony": {"size": 2048, "matmuls": 10},
-    "barriers": {"size": 2048, "long_ops": 10},
-    "blockers": {"size": 4096},
-    "sync_async_sweep": {"numels": (1, 10**4, 10**6, 10**7, 10**8)},
-}
+__all__ = ["Backends", "StepOutput", "Step", "STEPS", "fmt_seconds", "useful_sources", "failed_output"]
 
 
 @dataclass(frozen=True)
@@ -39,7 +26,8 @@ class Backends:
         one: for experiments on one device (``"engine"``, ``"cuda"`` or ``"auto"``).
         two: for experiments that need two devices (CUDA only with two GPUs).
         profile: for the torch.profiler step (``"cpu"``, ``"cuda"`` or ``"auto"``).
-        gpu_sized: the one-device experiments run on a GPU, with :data:`GPU_SIZES`.
+        gpu_sized: the one-device experiments run on a GPU, at the sizes measured for it
+            (:mod:`d2l_async.experiments.sizing`, as the notebooks' CUDA runs get them).
     """
 
     one: str
@@ -60,10 +48,25 @@ class Backends:
         return cls("auto", "auto", "auto", gpu_sized=torch.cuda.is_available())
 
     def sizes(self, key: str) -> dict[str, Any]:
-        """The keyword arguments that size experiment ``key`` for this backend (empty: its defaults)."""
-        if key not in GPU_SIZES:
-            raise ValueError(f"no workload sizes for {key!r}; known: {sorted(GPU_SIZES)}")
-        return dict(GPU_SIZES[key]) if self.gpu_sized else {}
+        """The keyword arguments that size experiment ``key`` for this backend: this GPU's
+        (:func:`d2l_async.experiments.workload`) on a GPU, none (the engine's defaults) on the CPU."""
+        from d2l_async.experiments import sizing
+
+        if key not in sizing.WORKLOADS:
+            raise ValueError(f"no workload sizes for {key!r}; known: {sorted(sizing.WORKLOADS)}")
+        return sizing.workload(key, backend="cuda") if self.gpu_sized else {}
+
+    def sizing(self) -> dict[str, Any] | None:
+        """What the GPU's sizes were picked from (:meth:`DeviceSizes.to_dict
+        <d2l_async.experiments.sizing.DeviceSizes.to_dict>`), or its error; None on the CPU."""
+        if not self.gpu_sized:
+            return None
+        from d2l_async.experiments import device_sizes
+
+        try:
+            return device_sizes().to_dict()
+        except Exception as exc:  # noqa: BLE001 - the steps that need it report their own failure
+            return {"error": f"{type(exc).__name__}: {exc}"}
 
 
 @dataclass(frozen=True)

@@ -79,6 +79,20 @@ def test_sync_async_cuda():
     _holds(r.lessons(), ["faster than waiting"])  # a round trip per op costs more than a launch
 
 
+def test_the_lessons_hold_at_the_sizes_measured_on_this_gpu():
+    """The sizing on a real GPU: every rule reached, and the lessons it sizes hold at its sizes."""
+    s = E.device_sizes(refresh=True)
+    assert s.reached, s.sentence()
+    r = E.run_asynchrony(repeat=3, backend="cuda")  # no size given: this GPU's
+    assert r.size == s.asynchrony
+    _holds(E.asynchrony.checks(r))
+    big = E.run_sync_async(ops=1000, repeat=3, backend="cuda", **E.workload("sync_async_queue", backend="cuda"))
+    assert big.numel == s.queue_numel and big.slower_side()[0] == "backend", big.costs.sentence()
+    _holds([big.queue_lesson()])
+    sweep = E.sweep_sync_async(ops=(200,), numels=s.sweep_numels_quick, backend="cuda")  # 10 captures, not 28
+    _holds(sweep.lessons())
+
+
 def test_profiling_cuda_sees_the_launch_queue():
     r = E.run_profiling(steps=2, backend="cuda")
     _is_gpu(r)

@@ -197,6 +197,32 @@ def test_cuda_facts_read_launch_latency_and_the_queue(tmp_path):
     assert capped.slow_launches >= 100  # each launch past the cap waits for a kernel to start
 
 
+def test_only_waits_between_the_first_and_the_last_launch_count(tmp_path):
+    """sync_async's traced run opens with ``torch.cuda.synchronize`` (nothing queued) and ends with its own
+    and the capture's: none of them held up a launch, so an asynchronous loop without a blocker has no wait
+    inside it, and its lower-bound line names none."""
+    from d2l_async.experiments._cuda_why import cuda_facts
+
+    opened = C.increments(tmp_path, ops=50, launch_us=5, kernel_us=2, opening_sync=True)
+    assert len(opened.where(kind="block")) == 3  # the opening, the run's last and the capture's synchronize
+    f = cuda_facts(opened)
+    assert (f.waits, f.wait_s) == (0, 0.0)
+    r = _sync_async_cuda(opened, 5e-6, 2e-6, 20e-6, 50)
+    _, bound = r.lessons()
+    assert bound.holds is True and "synchronizing call" not in bound.shown
+    # a synchronize between two launches is a wait inside the loop, and still counted
+    g = C.KinetoFile()
+    g.sync("cudaDeviceSynchronize", 5, 3)
+    for i, t in enumerate((10.0, 16.0, 60.0, 66.0)):
+        g.cpu_op("aten::add_", t, 5)
+        g.kernel(t + 1, 3, t + 1 + C.LAUNCH_LATENCY_US, 2, name=C.ADD)
+        if i == 1:
+            g.sync("cudaStreamSynchronize", t + 5, 30)
+    g.sync("cudaDeviceSynchronize", 100, 2)
+    inside = cuda_facts(C.as_capture(g.trace(tmp_path, "one_wait_inside.json")))
+    assert inside.waits == 1 and inside.wait_s == pytest.approx(30e-6)
+
+
 def _asynchrony_cuda(trace, naive, synced):
     from d2l_async.experiments._common import make_measurement as mm
 
@@ -221,6 +247,37 @@ def test_asynchrony_on_cuda_explains_itself_with_the_gpus_reasons(tmp_path, case
         if c.holds is not True:
             assert word in c.otherwise, c.otherwise
             _cuda_words_only(c.otherwise)
+
+
+@pytest.mark.parametrize("naive, synced, holds", [(1.1e-3, 1.0e-3, False), ((0.4e-3, 0.6e-3), (0.9e-3, 1.1e-3), None)])
+def test_a_hand_timed_cuda_loop_gets_the_gpus_reasons(naive, synced, holds):
+    """Notebook 01 times its CUDA loop by hand (no trace): its ✘ and its can't-tell speak of launches and
+    the queue, never of worker threads, the interpreter lock or a spare core."""
+    from d2l_async._machine import Machine
+    from d2l_async.experiments import asynchrony as A
+
+    busy_cpu = Machine(1.0, 1, None, 2, 1.9, 2**33, None, ("NVIDIA H200",), busy_cpus=1.0)
+    on_gpu = A.timer_check(naive, synced, busy_cpu, backend="cuda")
+    on_cpu = A.timer_check(naive, synced, busy_cpu)
+    assert on_gpu.holds is holds and on_cpu.holds is holds  # the same verdict: only the reason differs
+    words = on_gpu.otherwise
+    _cuda_words_only(words)
+    assert "launch" in words and "1024" in words and "usable CPU" not in words
+    assert any(w in on_cpu.otherwise for w in ENGINE_WORDS) or "usable CPU" in on_cpu.otherwise
+    with pytest.raises(ValueError, match="backend"):
+        A.timer_check(naive, synced, backend="gpu")
+
+
+def test_the_books_loop_on_cuda_gets_the_gpus_reasons():
+    from d2l_async._machine import Machine
+    from d2l_async.experiments._sync_async_lessons import book_loop_check
+
+    busy_cpu = Machine(1.0, 1, None, 2, 1.9, 2**33, None, ("NVIDIA H200",), busy_cpus=1.0)
+    slower = book_loop_check([0.20, 0.21, 0.2], [0.25, 0.26, 0.25], ops=10_000, machine=busy_cpu, backend="cuda")
+    assert slower.holds is False
+    _cuda_words_only(slower.otherwise)
+    assert "round trip" in slower.otherwise and "usable CPU" not in slower.otherwise
+    assert "worker" in book_loop_check([0.20, 0.21, 0.2], [0.25, 0.26, 0.25], ops=10_000, machine=busy_cpu).otherwise
 
 
 def _sync_async_cuda(trace, t1, t2, t3, ops, *, miss=1.6):

@@ -11,7 +11,7 @@ def test_runners_take_keyword_only_options():
     positional_ok = {"run_expression": {"expression"}, "sample_queue_summary": {"name"},
                      "export_perfetto": {"trace", "path"}, "sample_summaries": {"names"},
                      "compute_comm_overlap": {"trace"}, "resolve_backend": {"backend"}, "book_number": {"key"},
-                     "check_expression": {"expression"}}
+                     "check_expression": {"expression"}, "size_for_device": {"times"}, "workload": {"key"}}
     for name in E.__all__:
         fn = getattr(E, name)
         if not inspect.isfunction(fn):

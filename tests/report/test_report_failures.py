@@ -80,13 +80,25 @@ class Called(Exception):
 
 
 @pytest.mark.parametrize("quick", ["1", "0"])
-@pytest.mark.parametrize("step, experiment", [("asynchrony", "run_asynchrony"), ("barriers", "run_barriers"),
-                                              ("blockers", "run_blockers"), ("sync_async", "sweep_sync_async")])
-def test_the_cuda_report_runs_each_gpu_step_at_a_gpus_size(one_gpu, monkeypatch, quick, step, experiment):
-    """Quick mode's CPU sizes (5 products of 400x400) are a few µs per kernel on a GPU: launch-bound."""
+@pytest.mark.parametrize("step, experiment, field", [
+    ("asynchrony", "run_asynchrony", "asynchrony"), ("barriers", "run_barriers", "barriers"),
+    ("blockers", "run_blockers", "blockers"), ("sync_async", "sweep_sync_async", "sweep_numels")])
+def test_the_cuda_report_runs_each_gpu_step_at_this_gpus_size(one_gpu, monkeypatch, quick, step, experiment, field):
+    """Quick mode's CPU sizes (5 products of 400x400) are a few µs per kernel on a GPU: launch-bound.  The
+    report runs each GPU step at the sizes measured on the GPU (here: a simulated H200's numbers), the ones
+    the notebooks' CUDA runs get."""
+    import torch
+
     import d2l_async.experiments as E
+    from d2l_async.experiments import sizing
     from d2l_async.report import _steps
 
+    from .._gpu_models import H200
+
+    sizes = sizing.size_for_device(H200.times())
+    monkeypatch.setattr(sizing, "_MEASURED", {0: sizes})
+    monkeypatch.setattr(sizing._gpu_probe, "cuda_device", lambda d: torch.device("cuda", 0))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a, **k: "NVIDIA H200")
     monkeypatch.setenv("D2L_ASYNC_QUICK", quick)
     seen = {}
 
@@ -103,9 +115,11 @@ def test_the_cuda_report_runs_each_gpu_step_at_a_gpus_size(one_gpu, monkeypatch,
         getattr(_steps, step)(b)
     assert seen["backend"] == "cuda"
     if step == "sync_async":
-        assert max(seen["numels"]) >= 10**8  # where t2 takes over from the launch and the round trip
+        want = sizes.sweep_numels_quick if quick == "1" else sizes.sweep_numels
+        assert seen["numels"] == want and max(want) >= 10**8  # where t2 takes over on an H200
     else:
-        assert seen["size"] >= 2048, seen
+        assert seen["size"] == getattr(sizes, field) >= 2048, seen
+    assert b.sizing() == sizes.to_dict()
 
 
 def test_the_cpu_report_keeps_the_engines_sizes(one_gpu):
@@ -113,3 +127,64 @@ def test_the_cpu_report_keeps_the_engines_sizes(one_gpu):
     assert not b.gpu_sized and b.sizes("barriers") == {}
     with pytest.raises(ValueError, match="known"):
         b.sizes("nope")
+
+
+# -- a report stopped midway keeps what it measured -------------------------------------------------------
+def test_a_report_stopped_midway_leaves_the_steps_it_finished(tmp_path):
+    pytest.importorskip("plotly")
+
+    def stop(b: Backends) -> StepOutput:
+        raise KeyboardInterrupt  # Ctrl-C, or a time limit's signal turned into an exception
+
+    with pytest.raises(KeyboardInterrupt):
+        run_report(device="cpu", output=tmp_path / "r.html", progress=False,
+                   steps=(_ok("first"), Step("stop", "Stop", stop), _ok("last")))
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["experiments"]["first"]["value"] == 1.0 and list(data["experiments"]) == ["first"]
+    assert data["pending"] == ["stop", "last"] and data["complete"] is False
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "<h2>First</h2>" in page and "first: measured" in page and "<h2>Last</h2>" not in page
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_report_killed_by_its_time_limit_leaves_valid_json(tmp_path):
+    """The report in its own process, its second step never ending, killed as ``timeout`` kills it."""
+    pytest.importorskip("plotly")
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    out = tmp_path / "r.html"
+    code = f"""
+import threading
+from d2l_async.report import Row, Step, StepOutput, run_report
+first = Step("first", "First", lambda b: StepOutput((Row("first: measured", "-", "1 s", "here"),), (), {{"value": 1.0}}))
+hang = Step("hang", "Hang", lambda b: threading.Event().wait())
+run_report(device="cpu", output={str(out)!r}, progress=False, steps=(first, hang))
+"""
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=root, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(root)})
+    try:
+        deadline = time.monotonic() + 240
+        data = None
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                data = json.loads(out.with_suffix(".json").read_text())
+            except (OSError, ValueError):
+                data = None
+            if data and "first" in data["experiments"]:
+                break
+            try:
+                proc.wait(timeout=0.2)  # the polling pace; returns at once if the report ended
+            except subprocess.TimeoutExpired:
+                pass
+        assert data and "first" in data["experiments"], (proc.poll(), proc.stderr.read() if proc.poll() else "")
+    finally:
+        proc.kill()
+        proc.wait(timeout=60)
+    data = json.loads(out.with_suffix(".json").read_text())  # valid after the kill
+    assert data["experiments"]["first"]["value"] == 1.0 and data["pending"] == ["hang"]
+    assert "first: measured" in out.read_text(encoding="utf-8")
