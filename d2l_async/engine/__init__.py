@@ -13,6 +13,8 @@ computation (D2L §13.2) would be asynchronous.  This engine makes it real::
 
 Where to read on:
 
+* :mod:`.minimal` -- start here: the whole idea in one file (vars, ops, workers, blockers, deferred
+  errors), without the concerns below; :mod:`.exercise` grades a student's own ``push``/``finish``;
 * :mod:`._deps` -- the dependency rules (reads overlap, writes wait), as pure functions;
 * :mod:`._scheduler` -- the state machine of an op, queues and workers (the lecture);
 * :mod:`._waits`, :mod:`._shutdown`, :mod:`._guard`, :mod:`._worker` -- blockers and barriers,
