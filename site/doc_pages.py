@@ -26,7 +26,7 @@ from d2l_async.config import REPO_SLUG  # noqa: E402
 
 BRANCH = "main"
 #: the order of the pages in the site's table of contents; pages not named here follow, by name
-ORDER = ("lecturers-guide", "how-it-works", "plain-pytorch", "testing", "gpu", "numbers", "api")
+ORDER = ("lecturers-guide", "how-it-works", "plain-pytorch", "jax", "testing", "gpu", "numbers", "api")
 
 FENCE = re.compile(r"^```.*?^```[^\n]*$|`[^`\n]+`", re.S | re.M)
 LINK = re.compile(r"(!?\[[^\]\n]*\]\()([^)\s]+)(\))")
