@@ -1,0 +1,152 @@
+"""Each notebook executed once per ``make test``, by nbval, on one CPU beside a busy process; the run is kept.
+
+``make test`` runs ``pytest --nbval-lax notebooks tests``: nbval turns every code cell of every notebook into
+a test item (a failing cell is reported as ``notebooks/05_sync_vs_async.ipynb::Cell 7``), executed in one
+kernel per notebook, in order.  This plugin (loaded with ``-p tests.notebook_run``) makes that run the way a
+Binder reader gets it, and keeps it for the tests that read it instead of executing the notebook again:
+
+* before a notebook's kernel starts, this process's CPU affinity is narrowed to one CPU and a busy process
+  is started on it: the kernel and every thread it starts (engine workers, BLAS, ranks) inherit that CPU;
+* after the notebook's last cell, before its kernel stops, the kernel's affinity and peak resident memory
+  are read from ``/proc``, and the notebook is written with every cell's outputs (what nbval received) to
+  ``build/executed/<name>.ipynb``, its run in the metadata (``d2l_async_run``: seconds, CPU, affinity,
+  peak memory, the cells that failed);
+* then the busy process is stopped and the affinity restored.
+
+The lesson rules, the figure rules, the site build and the class test read ``build/executed``
+(:func:`executed`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXECUTED = ROOT / "build" / "executed"
+RUN_KEY = "d2l_async_run"
+
+# Exits on its own once its parent is gone, so a killed test run leaves no spinning process.
+_BUSY = ("import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n"
+         "    for _ in range(200_000):\n        pass\n")
+
+_runs: dict[str, dict[str, Any]] = {}
+
+
+def _is_cell(item: Any) -> bool:
+    return type(item).__name__ == "IPyNbCell" and type(item.parent).__name__ == "IPyNbFile"
+
+
+def _kernel_pid(nbfile: Any) -> int | None:
+    km = getattr(getattr(nbfile, "kernel", None), "km", None)
+    provisioner = getattr(km, "provisioner", None)
+    pid = getattr(provisioner, "pid", None) or getattr(getattr(provisioner, "process", None), "pid", None)
+    return int(pid) if pid else None
+
+
+def _peak_rss_bytes(pid: int | None) -> int:
+    """The process's peak resident set (``VmHWM``), children not included; 0 when unreadable."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, TypeError):
+        pass
+    return 0
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: Any) -> None:
+    """Before a notebook's first cell (and so before nbval starts its kernel): one CPU, a busy neighbour."""
+    if not _is_cell(item) or item.parent.nodeid in _runs or not hasattr(os, "sched_setaffinity"):
+        return
+    saved = os.sched_getaffinity(0)
+    cpu = min(saved)
+    os.sched_setaffinity(0, {cpu})
+    busy = subprocess.Popen([sys.executable, "-c", _BUSY], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _runs[item.parent.nodeid] = {"saved": saved, "cpu": cpu, "busy": busy, "t0": time.perf_counter(),
+                                 "failed": []}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: Any, call: Any):
+    outcome = yield
+    report = outcome.get_result()
+    run = _runs.get(getattr(item.parent, "nodeid", None)) if _is_cell(item) else None
+    if run is not None and report.failed and item.cell_num not in run["failed"]:
+        run["failed"].append(item.cell_num)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: Any, nextitem: Any):
+    """After a notebook's last cell: read the kernel before nbval stops it, write the run, undo the pinning."""
+    last = _is_cell(item) and (nextitem is None or getattr(nextitem, "parent", None) is not item.parent)
+    run = _runs.get(item.parent.nodeid) if last else None
+    if run is not None:
+        pid = _kernel_pid(item.parent)
+        try:
+            affinity = sorted(os.sched_getaffinity(pid)) if pid else []
+        except OSError:
+            affinity = []
+        _write(item.parent, {"seconds": time.perf_counter() - run["t0"], "cpu": run["cpu"], "busy": True,
+                             "affinity": affinity, "peak_rss_bytes": _peak_rss_bytes(pid),
+                             "failed_cells": sorted(run["failed"]), "quick": os.environ.get("D2L_ASYNC_QUICK") == "1"})
+    yield
+    if run is not None:
+        run["busy"].kill()
+        run["busy"].wait(timeout=30)
+        os.sched_setaffinity(0, run["saved"])
+        del _runs[item.parent.nodeid]
+
+
+def _write(nbfile: Any, meta: dict[str, Any]) -> Path:
+    """The notebook with every executed cell's outputs (nbval's ``test_outputs``) and the run's metadata."""
+    import nbformat
+
+    nb = nbformat.read(str(nbfile.fspath), as_version=4)
+    items = {c.cell_num: c for c in nbfile.session.items if _is_cell(c) and c.parent is nbfile}
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    counter = 0
+    for number, cell in enumerate(code):  # nbval numbers the code cells only, from 0
+        outputs = getattr(items.get(number), "test_outputs", None)
+        if outputs is not None:
+            counter += 1
+            cell.execution_count = counter
+            cell.outputs = [nbformat.from_dict(dict(o)) for o in outputs]
+    nb.metadata[RUN_KEY] = meta
+    EXECUTED.mkdir(parents=True, exist_ok=True)
+    path = EXECUTED / Path(str(nbfile.fspath)).name
+    nbformat.write(nb, str(path))
+    return path
+
+
+def executed(name: str) -> tuple[Any, dict[str, Any]]:
+    """The notebook ``name`` as the last nbval run executed it, and that run's facts.
+
+    Returns:
+        ``(notebook, run)``; ``run`` holds seconds, cpu, affinity, peak_rss_bytes, failed_cells, quick.
+
+    Raises:
+        FileNotFoundError: no run is kept, or it is older than the notebook (the message says how to make one).
+    """
+    import nbformat
+
+    source, path = ROOT / "notebooks" / name, EXECUTED / name
+    if not path.exists() or path.stat().st_mtime < source.stat().st_mtime:
+        raise FileNotFoundError(f"no run of {name} newer than the notebook in {EXECUTED}: `make test` runs every "
+                                f"notebook first (pytest --nbval-lax notebooks tests -p tests.notebook_run)")
+    nb = nbformat.read(str(path), as_version=4)
+    return nb, dict(nb.metadata.get(RUN_KEY) or {})
+
+
+def run_json(name: str) -> str:
+    """The run's facts of ``name`` as one JSON line (for a test's failure message)."""
+    return json.dumps(executed(name)[1], sort_keys=True)
