@@ -119,7 +119,7 @@ def test_display_in_ipython_stores_fields_in_metadata():
         "assert data['text/plain'].startswith('\\u2718 claim: 1 vs 2'), data\n"
         "assert '<i>Why:</i> why' in data['text/html']\n"
         f"assert meta['{METADATA_KEY}'] == dict(name='claim', holds=False, shown='1 vs 2', otherwise='why', "
-        "decided_by='', role='', numbers=()), meta\n"
+        "decided_by='', role='', numbers=(), claim='', cause='', detail=''), meta\n"
         "print('ok')\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -182,7 +182,9 @@ def test_a_verdict_decides_the_check_and_is_recorded():
     noisy = verdict.compare([1.0, 1.3, 0.8, 1.1, 0.9], [1.05, 0.85, 1.25, 1.0, 0.95])
     c = lesson.check("a is faster", noisy, shown="1.0 vs 1.0 ms", otherwise="busy core")
     assert c.holds is None and c.decided_by.startswith("compare:")
-    assert "interval" in c.otherwise and "runs" in c.otherwise  # the spread is shown
+    # the spread is one click away: in the detail (the HTML's <details>), not in the line
+    assert "interval" in c.detail and "runs" in c.detail and "interval" not in c.text
+    assert "<details" in c._repr_html_() and "interval" in c._repr_html_()
     clear = lesson.check("a is faster", verdict.compare([1.0, 1.01, 0.99], [2.0, 2.02, 1.98]), shown="1 vs 2")
     assert clear.holds is True and clear.decided_by.startswith("compare:")
     wrong = lesson.check("a is faster", verdict.compare([2.0, 2.02, 1.98], [1.0, 1.01, 0.99]), shown="2 vs 1",
@@ -214,7 +216,7 @@ def test_a_verdicts_cant_tell_never_shows_the_reason_written_for_a_fail():
     v = verdict.compare([1.0, 1.3, 0.8, 1.1, 0.9], [1.05, 0.85, 1.25, 1.0, 0.95], names=("every step", "once"))
     c = lesson.check("every step is slower", v, shown="x", otherwise="a wait per step costs almost nothing extra")
     assert c.holds is None and "costs almost nothing" not in c.otherwise
-    assert c.otherwise.startswith("every step / once = ")  # the spread, in the verdict's own direction
+    assert c.detail.startswith("every step / once = ")  # the spread, in the verdict's own direction
     # a can't tell given directly keeps its one explanation (there is no other outcome to confuse it with)
     assert lesson.check("x", None, shown="1", otherwise="more repeats").otherwise == "more repeats"
 

@@ -307,3 +307,32 @@ def _mlp_cuda(batches: int, batch_size: int, hidden: int, features: int, lr: flo
     roles = {"cpu": "host: makes minibatches", devs[0]: "GPU 0", devs[1]: "GPU 1"}
     return MLPResult(losses, seconds, compute_comm_overlap(trace), trace, roles, batches, batch_size, hidden,
                      "cuda", setup.device, False)
+
+
+# ---------------------------------------------------------------- what makes 07's MLP claim false
+def _example(both: float, copies: float, *, cpu: float = float("nan"), seconds: float = 0.1) -> MLPResult:
+    """A synthetic run of thread-devices whose copies ran ``copies`` seconds, ``both`` of them beside compute."""
+    from d2l_async.analysis import Overlap
+
+    from .parallel_lessons import RunFacts, _lanes_trace
+
+    trace = _lanes_trace([("cpu:1", 0.0, 0.01), ("cpu:2", 0.0, 0.01)])
+    return MLPResult((1.0, 0.5), seconds, Overlap("compute", "communication", both, 0.05, copies - both, 0.0, seconds),
+                     trace, {"cpu:0": "host", "cpu:1": "device 1", "cpu:2": "device 2"}, 4, 8, 8, "engine", "example",
+                     True, RunFacts(4.0, 0.0, 0.0, "4 usable CPUs"), None, cpu)
+
+
+def _register() -> None:
+    from d2l_async import claims
+    from d2l_async.lesson import Cause
+
+    from .parallel_lessons import COMM, mlp_checks
+
+    claims.falsifier(COMM, "copies that never ran beside compute", lambda: mlp_checks(_example(0.0, 0.01))[0])
+    claims.counterfactual(COMM, "copies that never ran beside compute", Cause.TOO_SMALL,
+                          lambda: mlp_checks(_example(0.0, 0.01))[0])
+    claims.counterfactual(COMM, "overlapped copies, but 1.0 CPU used at once", Cause.NO_SPARE_CPU,
+                          lambda: mlp_checks(_example(0.008, 0.01, cpu=0.1, seconds=0.1))[0])
+
+
+_register()

@@ -209,3 +209,37 @@ def _timed(fn: Any) -> float:
     t0 = time.perf_counter()
     fn()
     return time.perf_counter() - t0
+
+
+# ---------------------------------------------------------------- what makes 07's claims false
+def _two(concurrent: float, serialized: float, *, facts: Any = None, gap: float = 0.001) -> TwoDeviceResult:
+    """A synthetic result with these median seconds (three equal runs each) and a serialized gap."""
+    from .parallel_lessons import _lanes_trace
+
+    conc = _lanes_trace([("cpu:1", 0.0, 0.01), ("cpu:2", 0.0, 0.01)])
+    ser = _lanes_trace([("cpu:1", 0.0, 0.01), ("cpu:2", 0.01 + gap, 0.02 + gap)])
+    return TwoDeviceResult(concurrent, serialized, conc, ser, ("cpu:1", "cpu:2"), 4, 64, "engine", "example", True,
+                           facts or RunFacts(4.0, 0.0, 0.0, "4 usable CPUs"), None, float("nan"),
+                           (concurrent,) * 3, (serialized,) * 3)
+
+
+def _register() -> None:
+    from d2l_async import claims
+    from d2l_async.lesson import Cause
+
+    from .parallel_lessons import BARRIER, TWO_DEVICES, two_device_checks
+
+    busy = RunFacts(1.0, 1.0, 2.0, "1 usable CPU, 1.0 busy with other work")
+    claims.falsifier(TWO_DEVICES, "concurrent as slow as with the barrier",
+                     lambda: two_device_checks(_two(0.02, 0.02))[0])
+    claims.counterfactual(TWO_DEVICES, "one usable CPU, busy", Cause.NO_SPARE_CPU,
+                          lambda: two_device_checks(_two(0.011, 0.02, facts=busy))[0])
+    claims.counterfactual(TWO_DEVICES, "four spare CPUs, no gain", Cause.INTERPRETER_LOCK,
+                          lambda: two_device_checks(_two(0.02, 0.0201))[0])
+    claims.falsifier(BARRIER, "the second device starts before the first ends",
+                     lambda: two_device_checks(_two(0.011, 0.02, gap=-0.005))[1])
+    claims.counterfactual(BARRIER, "the second device starts before the first ends", Cause.BUG,
+                          lambda: two_device_checks(_two(0.011, 0.02, gap=-0.005))[1])
+
+
+_register()

@@ -290,3 +290,47 @@ def sample_queue_summary(name: str = "v100_training_step") -> SampleQueueSummary
         float(row["time_weighted_mean"]), float(row["fraction_at_max"]), int(len(launches)),
         float(durs.sum()), float(durs[at_cap].sum()), float(blocked_time(trace)["total"].sum()),
         float(trace.duration), trace)
+
+
+# ---------------------------------------------------------------- what makes each claim false
+def _example(sync_every: int | None, seconds: float, *, queue: int = 4, pending: int = 1 << 20,
+             work: float = 0.0, busy: float = 0.01, machine: Any = None, runs: tuple[float, ...] = ()
+             ) -> QueueMemoryResult:
+    """A synthetic loop of 40 minibatches: its median seconds, three runs 2% apart unless ``runs``."""
+    runs = runs or (seconds, seconds * 1.02, seconds * 0.98)
+    return QueueMemoryResult(sync_every, None, 40, 4, queue, pending, 0.001, seconds, None, "example", True, busy,
+                             machine, work, runs)
+
+
+def _register() -> None:
+    from d2l_async import claims, lesson
+
+    from ._queue_lessons import BACKPRESSURE, BOUND, FRONTEND_WORK, LAUNCH_CAP, MEMORY
+
+    over = [_example(None, 0.02, queue=160), _example(1, 0.03, queue=9)]
+    claims.falsifier(BOUND, "a run synchronized every minibatch with 9 ops queued (bound 4)",
+                     lambda: queue_checks(over)[0])
+    claims.counterfactual(BOUND, "a run over its bound", lesson.Cause.BUG, lambda: queue_checks(over)[0])
+    claims.counterfactual(BOUND, "no never-synchronized run", lesson.Cause.MISSING,
+                          lambda: queue_checks([_example(1, 0.03)])[0])
+    same = [_example(None, 0.02, queue=4, pending=1 << 20), _example(1, 0.03, queue=4, pending=1 << 20)]
+    claims.falsifier(MEMORY, "the backend kept up: the same pending memory", lambda: queue_checks(same)[1])
+    claims.counterfactual(MEMORY, "the backend kept up", lesson.Cause.TOO_SMALL, lambda: queue_checks(same)[1])
+    flat = [_example(None, 0.02, work=0.001), _example(1, 0.02, work=0.001)]
+    claims.falsifier(FRONTEND_WORK, "synchronized as fast as never", lambda: time_check(flat))
+    claims.counterfactual(FRONTEND_WORK, "the runs scatter across 1", lesson.Cause.SPREAD, lambda: time_check([
+        _example(None, 0.02, work=0.001, runs=(0.02, 0.03, 0.02)), _example(1, 0.02, work=0.001, runs=(0.03, 0.02, 0.021))]))
+    claims.counterfactual(FRONTEND_WORK, "synchronized faster, beyond the spread", lesson.Cause.TOO_SMALL,
+                          lambda: time_check([_example(None, 0.03, work=0.001), _example(1, 0.02, work=0.001)]))
+    bp = _example(None, 0.02, queue=20)
+    bp = dataclasses.replace(bp, max_pending=8)
+    claims.falsifier(BACKPRESSURE, "a queue of 20 under max_pending=8", lambda: backpressure_check(bp))
+    claims.counterfactual(BACKPRESSURE, "a queue of 20 under max_pending=8", lesson.Cause.BUG,
+                          lambda: backpressure_check(bp))
+    claims.falsifier(LAUNCH_CAP, "the recorded A100 AlexNet trace (a shallow queue)",
+                     lambda: launch_cap_check(sample_queue_summary("a100_alexnet")))
+    claims.counterfactual(LAUNCH_CAP, "the recorded A100 AlexNet trace", lesson.Cause.TRACE,
+                          lambda: launch_cap_check(sample_queue_summary("a100_alexnet")))
+
+
+_register()
