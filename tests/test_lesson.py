@@ -298,17 +298,23 @@ def test_each_contradiction_a_notebook_printed_breaks_a_rule(finding, rule):
     assert rule in found, (finding, found)
 
 
-def test_the_cell_rules_see_one_number_for_several_a_wrong_conclusion_and_an_unchecked_book_ratio():
-    t7 = rules.Cell((Check("each blocker made the frontend wait for its product", True,
-                           "print 95.1 ms, item 405.8 ms, numpy 120.3 ms (one product: 110.2 ms eagerly)"),),
-                    ("print    waited   95.10 ms   <cell>:7", "item     waited  130.07 ms   <cell>:8",
-                     "numpy    waited  120.30 ms   <cell>:9", "item     waited  405.80 ms   <cell>:10",
-                     "item     waited  101.00 ms   <cell>:11"))
-    assert [p.rule for p in rules.problems([t7])] == ["one-number-for-several"]
-    t6 = rules.Cell((), ("1 element t1 13.60 µs, t2 5.70 µs/op -> backend slower (CPU per op)",))
-    assert [p.rule for p in rules.problems([t6])] == ["conclusion-against-its-numbers"]
-    t4 = rules.Cell((), ("synchronous / asynchronous = 0.73x; the book's 3.4 ×",))
-    assert [p.rule for p in rules.problems([t4])] == ["book-ratio-unchecked"]
+def test_a_lecturers_own_print_never_breaks_a_rule():
+    """The rules read checks' metadata only: whatever a lecturer prints beside them is theirs."""
+    printed = ("ours 0.73x vs the book's 3.4x", "1 element t1 13.60 µs, t2 5.70 µs/op -> backend slower",
+               "item     waited  130.07 ms   <cell>:8", "item     waited  405.80 ms   <cell>:10")
+    fine = Check("each blocker made the frontend wait for its product", True, "6 waits, each with its line")
+    assert rules.problems([rules.Cell((), printed), rules.Cell((fine,), printed)]) == []
+
+
+def test_the_claim_rules_see_a_check_without_claim_cause_or_brevity():
+    from d2l_async.experiments import barriers
+
+    ok = barriers.NARROW_SOONER.check(verdict.compare([0.1, 0.11, 0.09], [1.0, 1.1, 0.9], by=0.5,
+                                                      names=("narrow", "waitall")))
+    assert rules.claim_problems(ok, "03_barriers") == []
+    assert [p.rule for p in rules.claim_problems(ok, "04_blockers")] == ["claim-of-another-notebook"]
+    bare = lesson.check("x", False, shown=" ".join(["word"] * 40), otherwise="why")
+    assert [p.rule for p in rules.claim_problems(bare)] == ["no-claim", "no-cause", "line-too-long"]
 
 
 def test_a_p_value_and_a_labelled_sentence_are_not_read_as_ratios_or_rows():

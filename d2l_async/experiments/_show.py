@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 from typing import Any, Iterable, Sequence
 
-__all__ = ["Displayed", "summary_text", "summary_html"]
+__all__ = ["Displayed", "DisplayedTuple", "summary_text", "summary_html", "ran_on"]
 
 Rows = Sequence[tuple[str, Any]]
 
@@ -48,6 +48,12 @@ class Displayed:
         header, rows = self._summary()
         display({"text/plain": summary_text(header, rows), "text/html": summary_html(header, rows)}, raw=True)
         lesson.show(self.checks())
+
+
+class DisplayedTuple(tuple):
+    """A tuple of results that displays itself as :class:`Displayed` does (define ``_summary`` and ``checks``)."""
+
+    _ipython_display_ = Displayed._ipython_display_
 
 
 def ran_on(device: str, virtual: bool) -> str:

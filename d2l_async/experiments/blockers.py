@@ -120,6 +120,13 @@ class BlockersResult(Displayed):
         """The checks of this run's claims (:func:`checks`)."""
         return checks(self)
 
+    @property
+    def book_reference(self) -> dict[str, float]:
+        """The book's two numbers by the labels of :attr:`book_style` (for ``viz.plot_measurements(book=...)``)."""
+        from .book import BOOK
+
+        return {m.label: BOOK[f"blockers.{key}"].value for key, m in self.book_style.items()}
+
     def _summary(self) -> tuple[str, list[tuple[str, str]]]:
         rows = [(f"{name}: per step, beyond no blocker", fmt_time(self.cost(name))) for name in self.per_call]
         rows += [(m.label, fmt_time(m.median)) for m in self.book_style.values()]

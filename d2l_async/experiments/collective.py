@@ -78,8 +78,9 @@ class CollectiveResult(OnRanks, Displayed):
         return tuple(k for k in range(self.ranks) if k != self.slow_rank)
 
     def checks(self) -> list[Any]:
-        """The checks of this run's claims (:func:`checks`)."""
-        return checks(self)
+        """The checks of this run's claims: :func:`checks`, or for a run with a late peer only its claim
+        (:func:`slow_peer_check`: the collective's facts are the plain run's)."""
+        return [slow_peer_check(self)] if self.peer_delay_s > 0 else checks(self)
 
     def _summary(self) -> tuple[str, list[tuple[str, str]]]:
         med = lambda xs: fmt_time(float(np.median(xs)))  # noqa: E731
@@ -197,6 +198,11 @@ RANK_ERROR = claims.claim(
 CAP_SLACK = 0.25
 
 
+def _cpu_words(at: Where) -> str:
+    n = at.usable_cpus
+    return f"{n:g} usable CPU{'' if n == 1 else 's'}, {at.spare_cpus:.1f} spare"
+
+
 def _facts(r: CollectiveResult) -> tuple[bool, int]:
     facts = returned_early(r.trace)
     # One rank is proof enough (a blocking call can never end before its reduction); on a time-shared
@@ -214,8 +220,7 @@ def checks(r: CollectiveResult) -> list[Any]:
     having("r", r, ("trace", "ranks"), what="a CollectiveResult")
     returned, n_early = _facts(r)
     if r.where.threads_per_cpu(r.ranks) > 1:
-        cause, facts = lesson.Cause.NO_SPARE_CPU, {"cpus": f"{r.where.usable_cpus:g} usable CPU(s), "
-                                                           f"{r.where.spare_cpus:.1f} spare",
+        cause, facts = lesson.Cause.NO_SPARE_CPU, {"cpus": _cpu_words(r.where),
                                                    "threads": "each rank's frontend and its reduction"}
     else:
         cause, facts = lesson.Cause.TRACE, {"seen": "no collective interval (c10d's profiling labels?)"}
@@ -256,8 +261,7 @@ def slow_peer_check(r: CollectiveResult) -> Any:
     if v.holds is None:
         cause, facts = lesson.Cause.SPREAD, {"runs": f"{len(overlapped)} paired repeats"}
     elif r.where.threads_per_cpu(r.ranks) > 1:
-        cause, facts = lesson.Cause.NO_SPARE_CPU, {"cpus": f"{r.where.usable_cpus:g} usable CPU(s), "
-                                                           f"{r.where.spare_cpus:.1f} spare",
+        cause, facts = lesson.Cause.NO_SPARE_CPU, {"cpus": _cpu_words(r.where),
                                                    "threads": "the matmul and the ranks' threads"}
     else:
         cause, facts = lesson.Cause.OTHER_WAY, {"runs": f"{len(overlapped)} paired repeats"}

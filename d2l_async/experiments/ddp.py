@@ -272,7 +272,8 @@ def _per_rank(comm: tuple[RankComm, ...], attr: str) -> str:
 
 
 def _cpus(r: TrainingResult) -> dict[str, str]:
-    return {"cpus": f"{r.where.usable_cpus:g} usable CPU(s), {r.where.spare_cpus:.1f} spare"}
+    n = r.where.usable_cpus
+    return {"cpus": f"{n:g} usable CPU{'' if n == 1 else 's'}, {r.where.spare_cpus:.1f} spare"}
 
 
 def overlap_checks(r: TrainingResult) -> list[Any]:

@@ -25,6 +25,7 @@ from typing import Any, Callable
 from d2l_async import config
 
 from ._common import engine_label, positive_int, positive_ints, stable_matrix
+from ._show import DisplayedTuple
 from .parallelism import device_setup
 
 __all__ = ["EXPRESSIONS", "NAMES", "FUNCTIONS", "DependencyResult", "IndependenceResult", "check_expression",
@@ -290,10 +291,31 @@ class IndependenceResult:
         return self.dependent_seconds / self.independent_seconds if self.independent_seconds > 0 else float("nan")
 
 
+class IndependenceRows(DisplayedTuple):
+    """:func:`run_independent_vs_dependent`'s rows (one :class:`IndependenceResult` per worker count); displayed,
+    a table of their times and the checks of notebook 02's claims
+    (:func:`~d2l_async.experiments.parallel_lessons.independence_checks`)."""
+
+    def checks(self) -> list[Any]:
+        """The checks of the independent and the dependent chains' claims."""
+        from .parallel_lessons import independence_checks
+
+        return independence_checks(self)
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        from ._why import fmt_time
+
+        last = self[-1]
+        return (f"Ran on: {last.device}; {last.ops} products of {last.size}×{last.size}, medians of "
+                f"{len(last.independent_runs) or 1} runs",
+                [(f"{r.workers} worker(s)", f"independent {fmt_time(r.independent_seconds)}, dependent "
+                  f"{fmt_time(r.dependent_seconds)}") for r in self])
+
+
 def run_independent_vs_dependent(
     *, workers: tuple[int, ...] = (1, 2), ops: int | None = None, chains: int = 2, size: int | None = None,
     repeat: int | None = None, backend: str = "engine", model: Any = None,
-) -> tuple[IndependenceResult, ...]:
+) -> IndependenceRows:
     """Time independent and dependent chains of matrix products for each worker count.
 
     Args:
@@ -311,7 +333,8 @@ def run_independent_vs_dependent(
     Returns:
         One frozen :class:`IndependenceResult` per entry of ``workers``, in that order: the median independent and
         dependent seconds (and every run's), the last run's trace of each, the independent runs' CPU seconds, the
-        facts of this machine and, for ``backend="modelled"``, the model's record.
+        facts of this machine and, for ``backend="modelled"``, the model's record -- as :class:`IndependenceRows`,
+        a tuple that displays its table and checks.
 
     Raises:
         ValueError: bad counts (``ops`` must be at least ``chains``).
@@ -371,7 +394,7 @@ def run_independent_vs_dependent(
                                       t_dep.with_meta(device=label, virtual=True, experiment="dependent"),
                                       label, True, backend, facts, t_ind.meta.get("modelled"),
                                       statistics.median(ind_cpu[i]), tuple(ind_runs[i]), tuple(dep_runs[i])))
-    return tuple(out)
+    return IndependenceRows(out)
 
 
 def _chain_run(eng: Any, m: Any, starts: list[Any], length: int) -> float:

@@ -19,6 +19,7 @@ import numpy as np
 from d2l_async import config
 
 from ._common import Setup, backend_work, positive_int
+from ._show import Displayed
 from .parallel_lessons import RunFacts, run_facts
 from .parallelism import device_setup
 from d2l_async._args import TRACE_HINT, instance
@@ -50,7 +51,7 @@ def compute_comm_overlap(trace: Any):
 
 
 @dataclass(frozen=True)
-class MLPResult:
+class MLPResult(Displayed):
     """A two-layer MLP trained data-parallel over a host and two devices.
 
     Attributes:
@@ -85,6 +86,22 @@ class MLPResult:
     @property
     def devices(self) -> tuple[str, ...]:
         return tuple(self.roles)
+
+    def checks(self) -> list[Any]:
+        """The check of notebook 07's communication claim."""
+        from .parallel_lessons import mlp_checks
+
+        return mlp_checks(self)
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        from ._why import fmt_time
+
+        o = self.overlap
+        return (f"Ran on: {self.device}; {self.batches} minibatches of {self.batch_size}, loss "
+                f"{self.losses[0]:.3f} → {self.losses[-1]:.3f}",
+                [*((d, role) for d, role in self.roles.items()),
+                 ("compute / copies / both at once", f"{fmt_time(o.both + o.only_a)} / {fmt_time(o.both + o.only_b)} / "
+                                                     f"{fmt_time(o.both)}")])
 
 
 def run_mlp_parallel(

@@ -96,7 +96,12 @@ class DevicePlan:
 
 
 def plan_devices(facts: RunFacts | None = None, *, needed: int = 2) -> DevicePlan:
-    """Thread-devices where the machine has ``needed`` spare cores, modelled devices always."""
+    """Thread-devices where the machine has ``needed`` spare cores, modelled devices always.
+
+    Returns:
+        The frozen :class:`DevicePlan`: whether to run the thread-devices too, the reason in one sentence from
+        the measured spare CPUs, and the spare CPUs.
+    """
     if facts is not None:
         having("facts", facts, ("spare_cpus",), what="the machine's facts (run_facts()) or None")
     facts = run_facts() if facts is None else facts

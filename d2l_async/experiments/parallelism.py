@@ -33,6 +33,8 @@ from typing import Any, Callable, Mapping
 from d2l_async import config
 
 from ._common import Setup, positive_int, resolve_backend, stable_matrix
+from ._show import Displayed
+from ._why import fmt_time
 from .parallel_lessons import RunFacts, run_facts
 
 __all__ = ["TwoDeviceResult", "run_two_devices", "DEVICE_BACKENDS", "device_setup"]
@@ -62,7 +64,7 @@ def device_setup(backend: str, model: Any, *, n_devices: int, min_gpus: int = 2)
 
 
 @dataclass(frozen=True)
-class TwoDeviceResult:
+class TwoDeviceResult(Displayed):
     """Two devices, the same work, with and without a barrier between them.
 
     Attributes:
@@ -100,6 +102,18 @@ class TwoDeviceResult:
     def speedup(self) -> float:
         """serialized / concurrent: up to 2 when the two devices really run at once."""
         return self.serialized_seconds / self.concurrent_seconds
+
+    def checks(self) -> list[Any]:
+        """The checks of notebook 07's two-device claims."""
+        from .parallel_lessons import two_device_checks
+
+        return two_device_checks(self)
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        return (f"Ran on: {self.device}; {self.ops} products of {self.size}×{self.size} on each of "
+                f"{self.devices[0]} and {self.devices[1]}, medians of {len(self.concurrent_runs) or 1} runs",
+                [("concurrent", fmt_time(self.concurrent_seconds)),
+                 ("with a barrier between", fmt_time(self.serialized_seconds))])
 
 
 def run_two_devices(

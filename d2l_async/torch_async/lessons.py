@@ -20,8 +20,7 @@ from .._words import fmt_time
 from ..trace import Trace
 from .._args import TRACE_HINT, having, instance, integer
 
-__all__ = ["returned_before_done", "narrow_waits", "blockers_recorded", "increments", "largest_stall", "PT_RETURNS",
-           "PT_NARROW", "PT_IN_ORDER", "PT_WAITED", "PT_FASTER"]
+__all__ = ["returned_before_done", "narrow_waits", "blockers_recorded", "increments", "largest_stall"]
 
 
 def _at(source: str) -> str:
@@ -82,9 +81,9 @@ def returned_before_done(returned_s: float, finished_s: float, eager_s: float, n
     if machine is not None:
         having("machine", machine, ("usable_cpus",), what="a d2l_async.devices.machine() snapshot or None")
     cause, facts = _cpu(machine, "the frontend and the worker")
-    return [PT_RETURNS.check(returned_s < 0.25 * finished_s, cause=cause, facts={
+    return lesson.CheckList([PT_RETURNS.check(returned_s < 0.25 * finished_s, cause=cause, facts={
         **facts, "n": n, "returned": fmt_time(returned_s), "finished": fmt_time(finished_s)},
-        detail=f"eager torch, no queue: {fmt_time(eager_s)}")]
+        detail=f"eager torch, no queue: {fmt_time(eager_s)}")])
 
 
 def narrow_waits(item_two_s: float, done_two_s: float, item_one_s: float, done_one_s: float,
@@ -99,12 +98,12 @@ def narrow_waits(item_two_s: float, done_two_s: float, item_one_s: float, done_o
     if machine is not None:
         having("machine", machine, ("usable_cpus",), what="a d2l_async.devices.machine() snapshot or None")
     cause, facts = _cpu(machine, "the two workers")
-    return [
+    return lesson.CheckList([
         PT_NARROW.check(item_two_s < 0.5 * done_two_s, cause=cause,  # two instants of the same run: a fact
                         facts={**facts, "item": fmt_time(item_two_s), "done": fmt_time(done_two_s)}),
         PT_IN_ORDER.check(item_one_s >= 0.8 * done_one_s, cause=lesson.Cause.BUG, facts={
             "item": fmt_time(item_one_s), "done": fmt_time(done_one_s), "bug": "ops ran out of order on one worker"}),
-    ]
+    ])
 
 
 def blockers_recorded(blocks: Iterable[tuple[str, str, float]], expected: Iterable[str],
@@ -128,10 +127,10 @@ def blockers_recorded(blocks: Iterable[tuple[str, str, float]], expected: Iterab
         cause, facts = lesson.Cause.BUG, {"bug": f"waits without a source line: {', '.join(unnamed)}"}
     else:
         cause, facts = _cpu(machine, "the frontend and the worker")
-    return [PT_WAITED.check(not missing and not unnamed and bool(blocks), cause=cause, facts={**facts, "waits": len(blocks)},
-                            detail=", ".join(f"{r} {fmt_time(s)}{_at(src)}" for r, src, s in blocks)
-                            + f"; one product: {fmt_time(product_s)} eagerly"
-                            + (f"; not recorded: {', '.join(missing)}" if missing else ""))]
+    return lesson.CheckList([PT_WAITED.check(
+        not missing and not unnamed and bool(blocks), cause=cause, facts={**facts, "waits": len(blocks)},
+        detail=", ".join(f"{r} {fmt_time(s)}{_at(src)}" for r, src, s in blocks)
+        + f"; one product: {fmt_time(product_s)} eagerly" + (f"; not recorded: {', '.join(missing)}" if missing else ""))])
 
 
 def largest_stall(trace: Any, loops: tuple[int, ...] = ()) -> tuple[float, float]:
@@ -191,9 +190,9 @@ def increments(sync_s: Any, async_s: Any, eager_s: Any, n: int, machine: Any = N
         cause, facts = lesson.Cause.SPREAD, {"runs": f"{len(sync_runs)} vs {len(async_runs)} runs"}
     else:
         cause, facts = _cpu(machine, "the frontend and the worker")
-    return [PT_FASTER.check(v, cause=cause, facts=facts, detail=(
+    return lesson.CheckList([PT_FASTER.check(v, cause=cause, facts=facts, detail=(
         f"per op: synchronous {fmt_time(sync_m / n)}, asynchronous {fmt_time(async_m / n)}, eager torch "
-        f"{fmt_time(eager_m / n)}"))]
+        f"{fmt_time(eager_m / n)}"))])
 
 
 def _register() -> None:
