@@ -35,10 +35,18 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
 _BUSY = ("import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n"
          "    for _ in range(200_000):\n        pass\n")
 _PROBE_TAG = "D2L_ASYNC_PROBE "
+# The kernel's own peak: VmHWM of its address space.  ru_maxrss is not it on Linux: a process keeps the
+# maxrss of the process it was forked from across exec, so a kernel started by a large parent reported
+# the parent's size (every notebook after 06 "peaked" at the same 665 MiB).
 _PROBE = (
     "import json as _j, os as _o, resource as _r\n"
+    "def _hwm():\n"
+    "    try:\n"
+    "        return int(next(l for l in open('/proc/self/status') if l.startswith('VmHWM:')).split()[1])\n"
+    "    except (OSError, StopIteration, ValueError):\n"
+    "        return _r.getrusage(_r.RUSAGE_SELF).ru_maxrss\n"
     f"print({_PROBE_TAG!r} + _j.dumps({{'affinity': sorted(_o.sched_getaffinity(0)), "
-    "'maxrss_kb': _r.getrusage(_r.RUSAGE_SELF).ru_maxrss, "
+    "'maxrss_kb': _hwm(), "
     "'children_maxrss_kb': _r.getrusage(_r.RUSAGE_CHILDREN).ru_maxrss}))"
 )
 
