@@ -301,6 +301,7 @@ def main() -> int:
                     k = headline[c.claim]
                     row = found.setdefault(c.claim, {
                         "claim": c.claim, "group": g.key, "notebooks": list(k.notebooks), "sentence": k.sentence,
+                        "name": c.name,
                         "holds": 0, "fails": 0, "unsure": 0, "modelled": 0, "causes": {}, "word_problems": [],
                         "texts": [], "load_avg": []})
                     row[_outcome(c)] += 1

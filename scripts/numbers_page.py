@@ -17,6 +17,7 @@ import argparse
 import ast
 import json
 import math
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -593,7 +594,7 @@ def claims(data: dict, name: str) -> str:
             if k is None:
                 row.append("not run")
                 continue
-            sentence = k.get("sentence", sentence)
+            sentence = k.get("name") or re.sub(r"\{[^}]+\}", "…", k.get("sentence", sentence))
             marks = f"{k['holds']} ✔ · {k['fails']} ✘ · {k['unsure']} ? · {k['modelled']} ◇"
             causes = ", ".join(f"{n}× {cause}" for cause, n in sorted(k.get("causes", {}).items()))
             row.append(marks + (f" ({causes})" if causes else ""))

@@ -375,7 +375,9 @@ def _register() -> None:
                           lambda: checks(_example(0.02, 0.02, 0.01, delay=0.0, returned=False, cpus=1, spare=0))[0])
     claims.counterfactual(RETURNS_EARLY, "the same with four spare CPUs", lesson.Cause.TRACE,
                           lambda: checks(_example(0.02, 0.02, 0.01, delay=0.0, returned=False))[0])
-    wrong = lambda: checks(__import__("dataclasses").replace(_example(0.02, 0.02, 0.01, delay=0.0), correct=False))[1]  # noqa: E731
+    import dataclasses
+
+    wrong = lambda: checks(dataclasses.replace(_example(0.02, 0.02, 0.01, delay=0.0), correct=False))[1]  # noqa: E731
     claims.falsifier(CORRECT, "a rank with a wrong sum", wrong)
     claims.counterfactual(CORRECT, "a rank with a wrong sum", lesson.Cause.BUG, wrong)
     # the late peer: a saving of 15 ms credited to a 1 ms wait (what the issue measured), and a real run

@@ -411,7 +411,8 @@ def _within_cause(r: TrainingResult, v: Any, less: str, more: str) -> dict[str, 
 # ---------------------------------------------------------------------------------------------
 # what makes each claim false: synthetic results
 # ---------------------------------------------------------------------------------------------
-def _example(*, bucketed_overlap: int = 2, after_overlap: int = 0, collectives: int = 3, bucketed_steps: tuple[float, ...] = (0.08,) * 5,
+def _example(*, bucketed_overlap: int = 2, after_overlap: int = 0, collectives: int = 3,
+             bucketed_steps: tuple[float, ...] = (0.08,) * 5,
              after_steps: tuple[float, ...] = (0.1,) * 5, hidden: float = 0.03, cpus: float = 8.0, spare: float = 8.0,
              ranks: int = 2, delay: float = 0.0, straggler_steps: tuple[float, ...] = ()) -> TrainingResult:
     """A synthetic two-setting result (after_backward/bucketed, or even/straggler when ``delay``)."""

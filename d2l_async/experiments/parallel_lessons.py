@@ -381,7 +381,8 @@ def mlp_checks(r: Any) -> list[lesson.Check]:
     if hidden >= HIDDEN:
         cause, facts = _why_not_side_by_side(r, r.trace, at_once, "the device threads")
     else:
-        cause, facts = lesson.Cause.TOO_SMALL, {"small": "each copy", "took": fmt_time(copies / max(getattr(r, "batches", 1), 1)),
+        per_batch = copies / max(getattr(r, "batches", 1), 1)
+        cause, facts = lesson.Cause.TOO_SMALL, {"small": "each copy", "took": fmt_time(per_batch),
                                                 "beside": "the compute it could hide behind"}
     return [COMM.check(ok, cause=cause, facts={**facts, "what": _what(r).replace("thread-workers", "thread-devices"),
                                                "share": f"{hidden:.0%}", "copies": fmt_time(copies)},
