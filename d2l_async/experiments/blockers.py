@@ -403,11 +403,11 @@ def _every_step_cause(r: BlockersResult, v: Any, n_loop: int) -> tuple[Any, dict
         return lesson.Cause.FEW_STEPS, {"steps": f"{n_loop} step"}
     if r.trace is not None and r.trace.meta.get("engine") == "naive":
         return lesson.Cause.NO_WORKER_THREAD, {}
-    if v.holds is None:
-        return lesson.Cause.SPREAD, {"runs": f"{v.n_a} paired runs" if v.n_a == v.n_b else f"{v.n_a} vs {v.n_b} runs"}
-    if r.backend == "cuda":
+    if r.backend == "cuda":  # the GPU's terms, for a can't tell too: no worker thread to blame
         return lesson.Cause.GPU, {"gpu": "each step's kernels are shorter than their launches: the GPU waits for "
                                          "the CPU either way"}
+    if v.holds is None:
+        return lesson.Cause.SPREAD, {"runs": f"{v.n_a} paired runs" if v.n_a == v.n_b else f"{v.n_a} vs {v.n_b} runs"}
     if r.machine is not None and float(r.machine.spare_cpus) < 1:
         return cpu_cause(r.machine, "the frontend and the worker")
     return lesson.Cause.TOO_SMALL, {"small": "a step", "took": fmt_time(r.once_at_end.median / n_loop),

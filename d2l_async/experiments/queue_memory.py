@@ -240,13 +240,12 @@ def give_back_memory() -> bool:
         True when memory was handed back (glibc), False where the call does not exist.
     """
     import ctypes
-    import ctypes.util
     import gc
 
     gc.collect(1)  # the engine's cycles: the tensors they hold are freed here, not at some later pass
 
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc = ctypes.CDLL("libc.so.6")  # by name: ctypes.util.find_library would start a process
         trim = libc.malloc_trim
     except (OSError, AttributeError):  # not glibc: nothing to trim
         return False

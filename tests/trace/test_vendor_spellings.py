@@ -177,7 +177,7 @@ def test_a_trace_with_work_does_not_warn(tmp_path):
         assert len(read_chrome_trace(write(tmp_path, with_kernel()))) == 2
 
 
-@pytest.mark.parametrize("content", [b"", b"  \n", gzip.compress(b"")])
+@pytest.mark.parametrize("content", [b"", b"  \n", gzip.compress(b"", mtime=0)], ids=["empty", "blank", "empty-gzip"])
 def test_a_zero_byte_file_is_a_clear_error(tmp_path, content):
     p = tmp_path / "empty.json"
     p.write_bytes(content)
