@@ -106,25 +106,11 @@ def _sweep(tmp_path, kernels_us, *, t1=5e-6, t3=15e-6):
     return SyncAsyncSweep(tuple(pts), "cuda", "NVIDIA H200", False)
 
 
-def test_t2_takes_over_on_a_gpu_read_from_its_kernels_not_the_cpu_clock(tmp_path):
+def test_t2s_share_on_a_gpu_is_read_from_its_kernels_not_the_cpu_clock(tmp_path):
     sweep = _sweep(tmp_path, (2, 20, 100, 300))
     assert sweep.points[-1].model.t2 == pytest.approx(300e-6)
-    takes_over = sweep.lessons()[1]
-    assert takes_over.holds is True, takes_over.shown
     shares = [t2_share(p, "cuda")[0] for p in sweep.points]
     assert shares == sorted(shares) and shares[-1] > 0.9  # 300 µs of GPU against 20 µs of launch and round trip
-
-
-def test_the_gpu_sweeps_reason_is_built_from_its_own_numbers(tmp_path):
-    from d2l_async.experiments._why import fmt_time
-
-    small = _sweep(tmp_path, (2, 2.5, 3, 3.5), t1=20e-6, t3=40e-6).lessons()[1]
-    assert small.holds is False
-    assert "10**7" in small.otherwise and fmt_time(3.5e-6) in small.otherwise
-    # t2 already most of the cost at every size, but not a trend: no claim that the launch outweighs the kernel
-    flat = _sweep(tmp_path, (300, 290, 310, 295)).lessons()[1]
-    assert flat.holds is not True
-    assert "outweigh" not in flat.otherwise and "larger sizes" not in flat.otherwise.split(";")[0]
 
 
 def test_the_engines_sweep_still_reads_t2s_share_from_the_cpu_clock():
