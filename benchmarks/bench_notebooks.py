@@ -4,7 +4,10 @@ For each notebook the script executes it with nbclient pinned to one CPU beside 
 the same CPU (``tests/one_core/pinned.py``: the kernel inherits the affinity), in default mode (no
 ``D2L_ASYNC_QUICK``), and records the wall time (kernel start to last cell), the kernel's peak RSS
 (``ru_maxrss`` read inside it by a last cell appended in memory) and its finished children's peak,
-and every lesson check with its result.  Goal: each notebook <= 90 s and <= 1 GB.
+and every lesson check with its result, and what the executed notebook asks of a reader
+(``tests/one_core/reading.py``: reading minutes, printed words, check lines and check words).  Goal: each
+notebook <= 90 s and <= 1 GiB (a Binder pod has 2 GB; a second kernel may be open beside it), held by
+``tests/test_binder_sized.py``, which reads this file.
 
 Run: ``.venv/bin/python benchmarks/bench_notebooks.py [--quick] [--no-busy] [--only 03_barriers]``;
 writes ``benchmarks/results/notebooks.json`` (``notebooks_quick.json`` with ``--quick``).
@@ -26,6 +29,7 @@ from _provenance import command  # benchmarks/, the script's own folder
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.one_core import reading  # noqa: E402
 from tests.one_core.pinned import NOTEBOOKS, run_pinned  # noqa: E402
 
 GOAL_S = 90.0
@@ -48,8 +52,10 @@ def main() -> int:
     before = machine()
     rows = []
     for path in paths:
+        load0 = os.getloadavg()[0]
         run = run_pinned(path, quick=args.quick, busy=not args.no_busy, timeout=args.timeout)
         ok = not run.error and run.seconds <= GOAL_S and run.peak_rss_bytes <= GOAL_RSS
+        s = reading.stats(path, run.notebook)
         rows.append({
             "notebook": run.name, "seconds": round(run.seconds, 2), "peak_rss_mib": round(run.peak_rss_bytes / 2**20),
             "children_peak_rss_mib": round(run.children_peak_rss_bytes / 2**20), "error": run.error[-500:],
@@ -58,7 +64,10 @@ def main() -> int:
             "failed_explained": sum(c.holds is False and c.explained for c in run.checks),
             "cant_tell": sum(c.holds is None for c in run.checks),
             "unexplained": len(run.unexplained), "kernel_affinity": list(run.affinity),
-            "load_avg_after": [round(x, 2) for x in os.getloadavg()],
+            "load_avg_before": round(load0, 2), "load_avg_after": [round(x, 2) for x in os.getloadavg()],
+            "reading_minutes": round(s.minutes, 1), "markdown_words": s.markdown_words,
+            "printed_words": s.printed_words, "code_lines": s.code_lines, "plumbing_lines": s.plumbing_lines,
+            "concepts": len(s.concepts), "check_lines": s.check_lines, "check_words": s.check_words,
         })
         r = rows[-1]
         print(f"{run.name:32s} {run.seconds:6.1f} s  {r['peak_rss_mib']:5d} MiB  checks {r['held']}✔ "
@@ -69,7 +78,7 @@ def main() -> int:
     out = {
         "what": "each notebook executed with nbclient, pinned to one CPU"
                 + ("" if args.no_busy else " beside a busy process on the same CPU"),
-        "command": command(), "mode": "quick" if args.quick else "default",
+        "command": command(), "mode": "quick" if args.quick else "default", "busy": not args.no_busy,
         "goal": {"seconds": GOAL_S, "peak_rss_bytes": GOAL_RSS},
         "machine": before.describe(), "python": platform.python_version(),
         "when": time.strftime("%Y-%m-%d %H:%M:%S"), "notebooks": rows,

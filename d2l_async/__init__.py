@@ -31,7 +31,7 @@ _LAZY = {
     "asynchronous": "d2l_async.torch_async",
     "synchronize": "d2l_async.torch_async",
 }
-_SUBMODULES = {"analysis", "benchmark", "capture", "config", "data", "devices", "distributed", "engine", "experiments",
+_SUBMODULES = {"analysis", "benchmark", "capture", "claims", "config", "data", "devices", "distributed", "engine", "experiments",
                "lesson", "report", "torch_async", "trace", "verdict", "viz", "widgets"}
 
 __all__ = sorted([*_LAZY, "__version__"])

@@ -19,6 +19,11 @@ One format per quantity:
   runs; the claim needs it wholly above 1`` (what :attr:`d2l_async.verdict.Verdict.spread` returns, and
   what :func:`d2l_async.lesson.check` puts beside a ✘'s reason and in front of a can't tell's).
 
+**Why a claim did not hold** -- :func:`cause_words`: one sentence per cause (the values of
+:class:`d2l_async.lesson.Cause`), filled with this run's facts (``"1 usable CPU, 0.0 of them spare: the
+frontend and the worker took turns on it"``).  A check states its cause as a field and its words come
+from here, so the sentence of one cause is never shown for another, whatever claim it explains.
+
 The verdict records (:class:`d2l_async.verdict.Verdict`, :class:`~d2l_async.verdict.Trend`) are read
 by their fields (duck-typed), so this module imports nothing: standard library only.
 """
@@ -28,7 +33,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["fmt_time", "fmt_change", "fmt_ratio", "fmt_interval", "added", "ratio_words", "spread_words", "MINUS"]
+__all__ = ["fmt_time", "fmt_change", "fmt_ratio", "fmt_interval", "added", "ratio_words", "spread_words", "MINUS",
+           "CAUSE_WORDS", "cause_words", "trend_words"]
 
 #: The minus sign of a negative number (ASCII, as Python prints it: a reader can paste it back).
 MINUS = "-"
@@ -134,3 +140,50 @@ def spread_words(v: Any) -> str:
     kind = str(getattr(v, "interval", "") or "interval")
     runs = f"{v.n_a} runs against a fixed {_names(v)[1]}" if v.n_b == 1 else f"{v.n_a} vs {v.n_b} runs"
     return f"{head}, {kind} {fmt_interval(v.low, v.high)} over {runs}; the claim needs it {_rule(v)}"
+
+
+def trend_words(t: Any, what: str = "") -> str:
+    """A rank trend in one number: ``rank trend of the ratio -0.89 over 7 points`` (Spearman's rho; its
+    p-value and the rule are the check's detail)."""
+    head = f"rank trend{' of ' + what if what else ''}"
+    return f"{head} {t.rho:+.2f} over {t.n} points"
+
+
+#: The sentence of each cause (:class:`d2l_async.lesson.Cause` values), with the facts it names in braces.
+CAUSE_WORDS = {
+    "spread": "inside the spread of {runs}: more runs decide it",
+    "other-way": "it went the other way, beyond the spread of {runs}",
+    "no-spare-cpu": "{cpus}: {threads} took turns on it",
+    "interpreter-lock": "{cpus}; the interpreter lock ran {threads} in turn",
+    "no-worker-thread": "the naive engine runs each op at push time: no worker thread",
+    "one-chain": "{chains} dependent chain: no independent work for a second worker",
+    "few-steps": "{steps} per loop: both loops do the same work",
+    "too-small": "{small} took {took}, too short beside {beside}",
+    "one-rank": "one rank has nobody to talk to or wait for",
+    "sides-close": "the two sides' work per op was within a factor 2 ({sides})",
+    "exceeds-cause": "{gain} {amount} exceeds {cap}, all that {source} can explain",
+    "trace": "the trace shows {seen}",
+    "gpu": "{gpu}",
+    "missing": "{missing}",
+    "bug": "{bug}: a bug, please report it",
+}
+
+
+def cause_words(cause: Any, **facts: Any) -> str:
+    """The sentence of ``cause`` (a :class:`d2l_async.lesson.Cause` or its value) filled with ``facts``.
+
+    Returns:
+        The sentence, e.g. ``cause_words("one-chain", chains=1)`` -> ``"1 chain of dependent ops: no
+        independent work for a second worker"``.
+
+    Raises:
+        ValueError: an unknown cause, or a fact its sentence names that ``facts`` lacks.
+    """
+    key = getattr(cause, "value", cause)
+    if key not in CAUSE_WORDS:
+        raise ValueError(f"cause must be one of {sorted(CAUSE_WORDS)}, got {cause!r}")
+    try:
+        return CAUSE_WORDS[key].format(**facts)
+    except KeyError as err:
+        raise ValueError(f"cause {key!r} names the fact {err.args[0]!r}; pass it: cause_words({key!r}, "
+                         f"{err.args[0]}=...)") from None

@@ -36,10 +36,14 @@ fail a timing comparison that was decided from one number.  ``holds=None`` may a
 
 **Words from this run's numbers.**  Every text a check shows is built from its own numbers by
 :mod:`d2l_async._words` (one time format, ratios in the verdict's own direction ``a / b`` with the
-sides named, one spread format): a verdict's ✘ gets its spread after the reason, a verdict's can't
-tell gets its spread and ``unclear`` -- never ``otherwise``, which was written for the other outcome.
-A check keeps the deciding verdict's numbers (:attr:`Check.numbers`), stored with it, so the one-core
-test can hold the words against them (``tests/one_core/rules.py``).
+sides named, one spread format).  The line a student reads is short: the claim, its one number and,
+when it did not hold, the reason (a verdict's can't tell gets ``unclear`` -- never ``otherwise``,
+which was written for the other outcome).  The spread, the rule that decided it and the claim's source
+are one click away: :attr:`Check.detail`, shown in the HTML's ``<details>`` beside a link to the key of
+the marks in notebook 00 (:data:`KEY_URL`).  A check keeps the deciding verdict's numbers
+(:attr:`Check.numbers`), its claim's key in the registry (:attr:`Check.claim`, :mod:`d2l_async.claims`)
+and the structured reason (:attr:`Check.cause`, one of :class:`Cause`), stored with it, so the one-core
+test can hold the words against them (``tests/one_core/rules.py``) without reading prose.
 
 **Modelled results** (``role="modelled"``: a modelled link, modelled devices) render with their own
 mark, ◇, whatever their outcome: an illustration of what the model gives, never a ✔ or ✘ of this
@@ -79,12 +83,13 @@ import json
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
+from enum import Enum
 from typing import Any, Union
 
 from ._args import having, instance, sequence
 
-__all__ = ["Check", "CheckList", "check", "expect", "show", "checks_in_outputs", "contradictions",
-           "HOLDS", "FAILS", "UNSURE", "MODELLED", "ROLES"]
+__all__ = ["Cause", "Check", "CheckList", "check", "expect", "show", "checks_in_outputs", "contradictions",
+           "HOLDS", "FAILS", "UNSURE", "MODELLED", "ROLES", "KEY_URL"]
 
 #: The marks; a rendered check line starts with one of them.
 HOLDS = "\u2714"  # ✔
@@ -101,6 +106,44 @@ WHY = " \u2014 Why: "
 UNSURE_WHY = " \u2014 Can't tell: "
 _DEFAULT_UNCLEAR = ("the difference is inside this run's spread; more repeats, a larger size or a spare core "
                     "would make it visible")
+#: Where the marks and the one statistic of the checks are explained (notebook 00's key), linked from
+#: every check's HTML (a relative link: the notebooks sit in one folder).
+KEY_URL = "00_tour.ipynb#How-to-read-a-check"
+
+
+class Cause(str, Enum):
+    """Why a check did not hold, as a fact of the run (:attr:`Check.cause`): a test asserts on this
+    field, never on the prose, and :func:`d2l_async._words.cause_words` turns it into the sentence.
+
+    The members name what the run measured: the run's spread (``SPREAD``), the effect beyond it the
+    other way (``OTHER_WAY``), the machine (``NO_SPARE_CPU``: fewer spare CPUs than busy threads;
+    ``INTERPRETER_LOCK``: the CPUs were spare, Python's lock serialized the threads), the engine
+    (``NO_WORKER_THREAD``: a naive engine runs every op at push time), the workload (``ONE_CHAIN``:
+    no independent work; ``FEW_STEPS``: too few steps to differ; ``TOO_SMALL``: the work too short beside
+    its overhead; ``ONE_RANK``: a job of one rank), the two sides' costs within the factor one
+    measurement decides (``SIDES_CLOSE``), a gain larger than its cause can explain (``EXCEEDS_CAUSE``),
+    what the trace or a recorded file shows (``TRACE``), a GPU's own reason (``GPU``), a missing input
+    (``MISSING``) and a bug of the package (``BUG``).
+    """
+
+    SPREAD = "spread"
+    OTHER_WAY = "other-way"
+    NO_SPARE_CPU = "no-spare-cpu"
+    INTERPRETER_LOCK = "interpreter-lock"
+    NO_WORKER_THREAD = "no-worker-thread"
+    ONE_CHAIN = "one-chain"
+    FEW_STEPS = "few-steps"
+    TOO_SMALL = "too-small"
+    ONE_RANK = "one-rank"
+    SIDES_CLOSE = "sides-close"
+    EXCEEDS_CAUSE = "exceeds-cause"
+    TRACE = "trace"
+    GPU = "gpu"
+    MISSING = "missing"
+    BUG = "bug"
+
+
+_CAUSES = {c.value for c in Cause}
 
 
 @dataclass(frozen=True)
@@ -121,6 +164,9 @@ class Check:
             ``high``, ``n_a``, ``n_b``, ``a``, ``b`` (the sides' names) for a comparison; ``rho``,
             ``p``, ``n`` for a trend; empty for a fact.  Stored with the check, so a test can hold
             the words against the numbers that decided them.
+        claim: the key of the claim in :mod:`d2l_async.claims` this check decides (``""``: none).
+        cause: why it did not hold, a :class:`Cause` value (``""`` for a ✔).
+        detail: the spread, the rule and the source, one click away (the HTML's ``<details>``).
     """
 
     name: str
@@ -130,6 +176,9 @@ class Check:
     decided_by: str = ""
     role: str = ""
     numbers: tuple[tuple[str, Any], ...] = ()
+    claim: str = ""
+    cause: str = ""
+    detail: str = ""
 
     def number(self, key: str, default: Any = None) -> Any:
         """One of :attr:`numbers` by its key (``default`` when the check has none)."""
@@ -160,18 +209,30 @@ class Check:
             line += f"{UNSURE_WHY if self.holds is None else WHY}{why}"
         return line
 
+    @property
+    def words(self) -> int:
+        """Words in the line a student reads (:attr:`text`): the chapter keeps each at most 40."""
+        return len(self.text.split())
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def _repr_html_(self) -> str:
         colour = ("#4b5d8a" if self.role == "modelled" else "#8c6d00" if self.holds is None
                   else "#1b7837" if self.holds else "#b2182b")
-        body = (f'<span style="color:{colour};font-weight:bold">{self.mark}</span> '
+        body = (f'<a href="{KEY_URL}" title="what the marks mean (notebook 00)" style="color:{colour};'
+                f'font-weight:bold;text-decoration:none">{self.mark}</a> '
                 f"<b>{html.escape(self.name)}</b>: {html.escape(self.shown)}")
         if self.holds is not True:
             why = self.otherwise.strip() or "(no explanation given: a bug in the notebook)"
             label = "Can't tell:" if self.holds is None else "Why:"
             body += f"<br><i>{label}</i> {html.escape(why)}"
+        more = [p for p in (self.detail, f"decided by {self.decided_by}" if self.decided_by else "",
+                            f"claim {self.claim}" if self.claim else "") if p]
+        if more:
+            body += ('<details style="font-size:90%"><summary>how it was decided</summary>'
+                     + "<br>".join(html.escape(p) for p in more)
+                     + f' (<a href="{KEY_URL}">the key</a>)</details>')
         return f'<div class="d2l-async-lesson">{body}</div>'
 
     def __str__(self) -> str:
@@ -213,7 +274,7 @@ def _is_verdict(value: Any) -> bool:
 
 
 def check(name: str, holds: Any, *, shown: str, otherwise: str = "", unclear: str = "",
-          role: str = "") -> Check:
+          role: str = "", cause: str = "", claim: str = "", detail: str = "") -> Check:
     """A :class:`Check` built from this run's numbers, not displayed.
 
     Args:
@@ -221,19 +282,21 @@ def check(name: str, holds: Any, *, shown: str, otherwise: str = "", unclear: st
             :func:`d2l_async.verdict.compare` / :func:`~d2l_async.verdict.trend`: its outcome,
             decided against the run's spread, with ``decided_by`` set to its method.
         otherwise: the ✘'s reason (measured, with what to change).
-        unclear: for can't tell, what would make the effect visible (a default sentence otherwise);
-            with a verdict record the spread is put in front of it.
-        role: ``"machine"``, ``"speed-up"`` or ``""`` (see :func:`contradictions`).
+        unclear: for can't tell, what would make the effect visible (a default sentence otherwise).
+        role: ``"machine"``, ``"speed-up"``, ``"modelled"`` or ``""`` (see :func:`contradictions`).
+        cause: why it did not hold, a :class:`Cause` (or its value); ignored for a ✔.
+        claim: the key of the claim it decides in :mod:`d2l_async.claims`.
+        detail: more numbers for the HTML's ``<details>``; a verdict's spread is put in front of it.
 
     Returns:
         The frozen :class:`Check`: the stripped ``name`` and ``shown``, ``holds`` as ``True``, ``False`` or
-        ``None``, the reason (for can't tell: the verdict's spread and the ``unclear`` hint or a default; for a ✘
-        from a verdict, ``otherwise`` with the spread appended), and, for a verdict, its ``decided_by`` method and
-        its numbers.
+        ``None``, the reason (for can't tell the ``unclear`` hint or a default, for ✘ ``otherwise``), for a
+        verdict its ``decided_by`` method and numbers, the claim's key, the cause (``""`` for a ✔) and the
+        detail (the verdict's spread first).
 
     Raises:
         TypeError: ``holds`` is not a bool, None or a verdict (e.g. a number: compute the condition).
-        ValueError: ``name`` or ``shown`` is empty, or ``role`` is unknown.
+        ValueError: ``name`` or ``shown`` is empty, ``role`` is unknown or ``cause`` is not a :class:`Cause`.
     """
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"lesson check: name must be a non-empty string (the claim), got {name!r}")
@@ -245,22 +308,23 @@ def check(name: str, holds: Any, *, shown: str, otherwise: str = "", unclear: st
                         f"or a verdict of d2l_async.verdict, got {type(holds).__name__} {holds!r}")
     if not isinstance(shown, str) or not shown.strip():
         raise ValueError(f"lesson check {name!r}: shown must state the numbers, got {shown!r}")
-    if not isinstance(otherwise, str) or not isinstance(unclear, str):
-        raise TypeError(f"lesson check {name!r}: otherwise and unclear must be strings")
+    if not all(isinstance(x, str) for x in (otherwise, unclear, claim, detail)):
+        raise TypeError(f"lesson check {name!r}: otherwise, unclear, claim and detail must be strings")
     if role not in ROLES:
         raise ValueError(f"lesson check {name!r}: role must be one of {ROLES}, got {role!r}")
+    cause = cause.value if isinstance(cause, Cause) else cause
+    if not isinstance(cause, str) or (cause and cause not in _CAUSES):
+        raise ValueError(f"lesson check {name!r}: cause must be one of {sorted(_CAUSES)} (lesson.Cause), got {cause!r}")
     if role == "modelled" and "modelled" not in f"{name} {shown}".lower():
         raise ValueError(f"lesson check {name!r}: a modelled result must say so in its name or numbers "
                          "(the word 'modelled'), so the line cannot be read as a measurement")
     if holds is None:
-        # A verdict's "can't tell" is explained by its spread and ``unclear`` only, never by ``otherwise``:
-        # that text was written for the other outcome (a ✘'s reason shown beside numbers that say "maybe").
-        hint = unclear.strip() or ("" if from_verdict else otherwise.strip()) or _DEFAULT_UNCLEAR
-        otherwise = "; ".join(p for p in (spread, hint) if p)
-    elif not holds and spread and spread not in otherwise:
-        otherwise = f"{otherwise.strip()} ({spread})" if otherwise.strip() else ""
+        # A verdict's "can't tell" is explained by ``unclear`` only, never by ``otherwise``: that text was
+        # written for the other outcome (a ✘'s reason shown beside numbers that say "maybe").
+        otherwise = unclear.strip() or ("" if from_verdict else otherwise.strip()) or _DEFAULT_UNCLEAR
+    detail = "; ".join(p for p in (spread, detail.strip()) if p)
     return Check(name.strip(), None if holds is None else bool(holds), shown.strip(), otherwise.strip(),
-                 decided_by, role, numbers)
+                 decided_by, role, numbers, claim.strip(), "" if holds is True else cause, detail)
 
 
 def _numbers_of(v: Any) -> tuple[tuple[str, Any], ...]:
@@ -333,13 +397,14 @@ def show(checks: CheckLike | Iterable[CheckLike]) -> CheckList:
 
 
 def expect(name: str, holds: Any, *, shown: str, otherwise: str = "", unclear: str = "",
-           role: str = "") -> Check:
+           role: str = "", cause: str = "", claim: str = "", detail: str = "") -> Check:
     """Build a check from this run's numbers (see :func:`check`) and display it; returns the :class:`Check`.
 
     Returns:
         The :class:`Check` that :func:`check` builds, after it has been displayed.
     """
-    c = check(name, holds, shown=shown, otherwise=otherwise, unclear=unclear, role=role)
+    c = check(name, holds, shown=shown, otherwise=otherwise, unclear=unclear, role=role, cause=cause, claim=claim,
+              detail=detail)
     _display(c)
     return c
 
@@ -372,10 +437,11 @@ def _text_of(data: Any) -> str:
     return "".join(data) if isinstance(data, list) else str(data or "")
 
 
-def checks_in_outputs(outputs: Iterable[Mapping[str, Any]]) -> list[Check]:
+def checks_in_outputs(outputs: Iterable[Mapping[str, Any]], *, printed: bool = True) -> list[Check]:
     """Every lesson check in a notebook cell's outputs (nbformat dicts), in order.
 
-    Displayed checks are read from their metadata; printed ones (stdout streams) from their lines.
+    Displayed checks are read from their metadata; printed ones (stdout streams) from their lines, unless
+    ``printed=False`` (a test that must not mistake a reader's own ``print`` for a check).
 
     Returns:
         The :class:`Check` records found, in output order (``[]`` when the cell shows none).
@@ -392,8 +458,9 @@ def checks_in_outputs(outputs: Iterable[Mapping[str, Any]]) -> list[Check]:
             numbers = tuple((str(k), v) for k, v in (fields.get("numbers") or ()))
             found.append(Check(str(fields["name"]), None if holds is None else bool(holds), str(fields["shown"]),
                                str(fields.get("otherwise", "")), str(fields.get("decided_by", "")),
-                               str(fields.get("role", "")), numbers))
-        elif out.get("output_type") == "stream" and out.get("name") == "stdout":
+                               str(fields.get("role", "")), numbers, str(fields.get("claim", "")),
+                               str(fields.get("cause", "")), str(fields.get("detail", ""))))
+        elif printed and out.get("output_type") == "stream" and out.get("name") == "stdout":
             for line in _text_of(out.get("text")).splitlines():
                 parsed = parse_line(line)
                 if parsed is not None:

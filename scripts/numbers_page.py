@@ -17,6 +17,7 @@ import argparse
 import ast
 import json
 import math
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -323,23 +324,37 @@ def notebooks(data: dict, name: str) -> str:
             checks.append(f"{r['failed_explained']} ✘ explained")
         if r.get("cant_tell"):
             checks.append(f"{r['cant_tell']} ?")
+        modelled = sum(1 for c in r.get("checks", []) if c.get("role") == "modelled")
+        if modelled:
+            checks.append(f"{modelled} ◇")
         if r.get("unexplained"):
             checks.append(f"**{r['unexplained']} unexplained**")
-        rows.append([r["notebook"].removesuffix(".ipynb"), sec(r["seconds"], 1), f"{r['peak_rss_mib']} MiB",
-                     ", ".join(checks) or "none", "error: " + r["error"].splitlines()[0] if r.get("error") else
-                     met(r.get("within_goal"))])
+        reading = (f"{num(r['reading_minutes'], 1)} min, {r.get('concepts', '')} concepts, "
+                   f"{pct(r['plumbing_lines'] / max(r['code_lines'], 1))} plumbing"
+                   if "reading_minutes" in r else "not measured")
+        rows.append([r["notebook"].removesuffix(".ipynb"), sec(r["seconds"], 1), f"{r['peak_rss_mib']} MiB", reading,
+                     ", ".join(checks) or "none", str(r.get("check_words", "")),
+                     "error: " + r["error"].splitlines()[0] if r.get("error") else met(r.get("within_goal"))])
     within = sum(bool(r.get("within_goal")) for r in rows_in)
-    out.append(table(["notebook", "wall time", "peak kernel RSS", "lesson checks", "verdict"], rows))
+    out.append(table(["notebook", "wall time", "peak kernel RSS", "to read", "lesson checks", "check words",
+                      "verdict"], rows))
+    words = sum(r.get("check_words", 0) for r in rows_in)
+    lines = sum(r.get("check_lines", 0) for r in rows_in)
+    minutes = sum(r.get("reading_minutes", 0) for r in rows_in)
     out.append(f"Goal: ≤ {sec(goal.get('seconds'), 0)} and ≤ {num(goal.get('peak_rss_bytes', 0) / 2**30, 0)} GiB each "
-               f"({within} of {len(rows_in)} within it). A ✘ or ? is a run that could not show the lesson on one "
-               "shared core; its line says why. The checks of this run that were not ✔, in their own words:")
+               f"({within} of {len(rows_in)} within it), held by `tests/test_binder_sized.py`. One sitting: ≤ 20 "
+               f"minutes to read each (markdown and printed words at 200 a minute, code lines at 10), ≤ 10 new "
+               f"concepts, ≤ 20 % of the code lines plumbing (`scripts/reading_time.py`). In all: "
+               f"{num(minutes, 0)} minutes to read, {lines} check lines, {words} words of check text. A ✘ or ? is "
+               "a run that could not show the lesson on one shared core; its line says why. The checks of this run "
+               "that were not ✔, in their own words:")
     misses = []
     for r in rows_in:
         for c in r.get("checks", []):
-            if c.get("holds") is not True:
+            if c.get("holds") is not True and c.get("role") != "modelled":
                 mark = "✘" if c.get("holds") is False else "? can't tell"
-                misses.append(f"- `{r['notebook'].removesuffix('.ipynb')}` {mark} {c['name']}: {c.get('shown', '').rstrip('.')}. "
-                              f"Why: {c.get('otherwise', '')}")
+                misses.append(f"- `{r['notebook'].removesuffix('.ipynb')}` {mark} {c['name']}: "
+                              f"{c.get('shown', '').rstrip('.')}. Why: {c.get('otherwise', '')}")
     out.append("\n".join(misses) if misses else "- none")
     return "\n\n".join(out)
 
@@ -559,22 +574,32 @@ def generic(data: Any, name: str) -> str:
 
 
 def claims(data: dict, name: str) -> str:
-    """benchmarks/bench_claims.py: each headline claim's outcomes over the runs, per condition."""
-    out = ["Target: on a 2-core machine at load ≤ 4, every headline claim ✔ in at least 4 of 5 "
-           "runs, or its notebook stops stating it; ◇ is a modelled illustration (never evidence). Each group's rows "
-           "were measured at the load beside them (a rerun of some groups with `--only` keeps the others' rows)."]
-    for c in data.get("conditions", []):
-        rows = []
-        for k in c.get("claims", []):
-            if not k.get("headline"):
+    """benchmarks/bench_claims.py: every headline claim's ✔ rate, quiet and beside busy processes."""
+    conds = [c for c in data.get("conditions", []) if "busy_processes" in c]
+    conds.sort(key=lambda c: (c.get("busy_processes", 0), str(c.get("pinned"))))
+    out = ["Every headline claim of the registry (`d2l_async/claims.py`), the plain-PyTorch ones included, run as "
+           "its notebook runs it in default mode. Target: on a 2-core machine at load ≤ 4, ✔ in at least 4 of 5 "
+           "runs, or its notebook stops stating it; ◇ is a modelled illustration (never evidence)."]
+    for c in conds:
+        out.append(f"- **{c.get('condition')}**: {c.get('runs')} runs, load average {num(c.get('load_avg_min'), 1)}–"
+                   f"{num(c.get('load_avg_max'), 1)} (median {num(c.get('load_avg_median'), 1)}), {c.get('when', '')[:16]}, "
+                   f"{c.get('machine')}" + (f"; groups that raised: {', '.join(c['errors'])}" if c.get("errors") else "")
+                   + (f"; **no row for** {', '.join(c['missing'])}" if c.get("missing") else ""))
+    keys = sorted({k["claim"] for c in conds for k in c.get("claims", [])})
+    rows = []
+    for key in keys:
+        row, sentence = [f"`{key}`"], ""
+        for c in conds:
+            k = next((k for k in c.get("claims", []) if k["claim"] == key), None)
+            if k is None:
+                row.append("not run")
                 continue
-            m = k.get("measured") or {}
-            lo, hi = m.get("load_avg_min", c.get("load_avg_min")), m.get("load_avg_max", c.get("load_avg_max"))
-            rows.append([k.get("group"), k.get("claim"), f"{k.get('holds', 0)} ✔ · {k.get('fails', 0)} ✘ · "
-                         f"{k.get('unsure', 0)} ? · {k.get('modelled', 0)} ◇", f"{num(lo, 1)}–{num(hi, 1)}",
-                         str(m.get("when", c.get("when", "")))[:10]])
-        out.append(f"**{c.get('condition')}** ({c.get('runs')} runs each, {c.get('mode')} mode; {c.get('machine')}):")
-        out.append(table(["group", "headline claim", "outcomes", "load average", "measured"], rows))
+            sentence = k.get("name") or re.sub(r"\{[^}]+\}", "…", k.get("sentence", sentence))
+            marks = f"{k['holds']} ✔ · {k['fails']} ✘ · {k['unsure']} ? · {k['modelled']} ◇"
+            causes = ", ".join(f"{n}× {cause}" for cause, n in sorted(k.get("causes", {}).items()))
+            row.append(marks + (f" ({causes})" if causes else ""))
+        rows.append([row[0], sentence, *row[1:]])
+    out.append(table(["claim", "sentence", *(c.get("condition", "") for c in conds)], rows))
     return "\n\n".join(out)
 
 
@@ -593,7 +618,7 @@ SECTIONS: list[tuple[str, str, Callable[[Any, str], str], str]] = [
      "Default mode, each notebook pinned to one CPU beside a busy process on that CPU."),
     ("class.json", "A class on JupyterHub", klass,
      "Simulated students on a real local JupyterHub, each running notebooks 01 and 07 in quick mode."),
-    ("distributed.json", "Beyond one process (notebook 10)", distributed,
+    ("distributed.json", "Beyond one process (notebooks 10 and 10b)", distributed,
      "Data-parallel training on local gloo ranks."),
     ("trace.json", "Reading profiler traces", trace, "Loading torch.profiler traces and their queue-length summary."),
     ("figures.json", "Figures", figures, "Building the two largest figures."),
@@ -601,7 +626,7 @@ SECTIONS: list[tuple[str, str, Callable[[Any, str], str], str]] = [
     ("torch_versions.json", "The torch version matrix", torch_versions,
      "The torch-facing tests on each tested torch, each in its own virtual environment."),
     ("claims.json", "How often each headline claim holds", claims,
-     "Every notebook's headline claims, run five times in default mode, as is and pinned beside a busy process."),
+     "Every headline claim, run five times in default mode, as is and beside two busy processes."),
     ("test_suite.json", "`make test` and `make test-fast`", test_suite, "The test tiers from a fresh clone."),
     ("site_build.json", "The static site (`make site`)", site_build, "The chapter built as a web site."),
 ]

@@ -57,7 +57,7 @@ def chapter() -> list[tuple[str, str, str]]:
     """(notebook stem, topic, D2L section) for every row of the README's notebook table."""
     rows = []
     for line in (ROOT / "README.md").read_text().splitlines():
-        m = re.match(r"\|\s*`(\d\d_\w+)\.ipynb`\s*\|(.*)\|(.*)\|\s*$", line)
+        m = re.match(r"\|\s*`(\d\d[a-z]?_\w+)\.ipynb`\s*\|(.*)\|(.*)\|\s*$", line)
         if m:
             rows.append((m.group(1), m.group(2).strip(), m.group(3).strip()))
     found = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))

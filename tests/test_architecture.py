@@ -9,7 +9,7 @@ The layers, lowest first (a unit is a subpackage or a top-level module of ``d2l_
 ====  ===========================================================
 0     ``_words``, ``_machine``, ``_args``
 1     ``config``, ``trace``, ``devices``, ``verdict``, ``lesson``
-2     ``engine``, ``capture``, ``analysis``, ``data``, ``benchmark``
+2     ``engine``, ``capture``, ``analysis``, ``data``, ``benchmark``, ``claims``
 3     ``torch_async``, ``distributed``
 4     ``experiments``, ``viz``
 5     ``widgets``, ``report``
@@ -36,7 +36,7 @@ ROOT = Path(d2l_async.__file__).parent
 LAYERS = {
     "_words": 0, "_machine": 0, "_args": 0,
     "config": 1, "trace": 1, "devices": 1, "verdict": 1, "lesson": 1,
-    "engine": 2, "capture": 2, "analysis": 2, "data": 2, "benchmark": 2,
+    "engine": 2, "capture": 2, "analysis": 2, "data": 2, "benchmark": 2, "claims": 2,
     "torch_async": 3, "distributed": 3,
     "experiments": 4, "viz": 4,
     "widgets": 5, "report": 5,

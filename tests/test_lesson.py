@@ -119,7 +119,7 @@ def test_display_in_ipython_stores_fields_in_metadata():
         "assert data['text/plain'].startswith('\\u2718 claim: 1 vs 2'), data\n"
         "assert '<i>Why:</i> why' in data['text/html']\n"
         f"assert meta['{METADATA_KEY}'] == dict(name='claim', holds=False, shown='1 vs 2', otherwise='why', "
-        "decided_by='', role='', numbers=()), meta\n"
+        "decided_by='', role='', numbers=(), claim='', cause='', detail=''), meta\n"
         "print('ok')\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -182,7 +182,9 @@ def test_a_verdict_decides_the_check_and_is_recorded():
     noisy = verdict.compare([1.0, 1.3, 0.8, 1.1, 0.9], [1.05, 0.85, 1.25, 1.0, 0.95])
     c = lesson.check("a is faster", noisy, shown="1.0 vs 1.0 ms", otherwise="busy core")
     assert c.holds is None and c.decided_by.startswith("compare:")
-    assert "interval" in c.otherwise and "runs" in c.otherwise  # the spread is shown
+    # the spread is one click away: in the detail (the HTML's <details>), not in the line
+    assert "interval" in c.detail and "runs" in c.detail and "interval" not in c.text
+    assert "<details" in c._repr_html_() and "interval" in c._repr_html_()
     clear = lesson.check("a is faster", verdict.compare([1.0, 1.01, 0.99], [2.0, 2.02, 1.98]), shown="1 vs 2")
     assert clear.holds is True and clear.decided_by.startswith("compare:")
     wrong = lesson.check("a is faster", verdict.compare([2.0, 2.02, 1.98], [1.0, 1.01, 0.99]), shown="2 vs 1",
@@ -214,7 +216,7 @@ def test_a_verdicts_cant_tell_never_shows_the_reason_written_for_a_fail():
     v = verdict.compare([1.0, 1.3, 0.8, 1.1, 0.9], [1.05, 0.85, 1.25, 1.0, 0.95], names=("every step", "once"))
     c = lesson.check("every step is slower", v, shown="x", otherwise="a wait per step costs almost nothing extra")
     assert c.holds is None and "costs almost nothing" not in c.otherwise
-    assert c.otherwise.startswith("every step / once = ")  # the spread, in the verdict's own direction
+    assert c.detail.startswith("every step / once = ")  # the spread, in the verdict's own direction
     # a can't tell given directly keeps its one explanation (there is no other outcome to confuse it with)
     assert lesson.check("x", None, shown="1", otherwise="more repeats").otherwise == "more repeats"
 
@@ -296,17 +298,23 @@ def test_each_contradiction_a_notebook_printed_breaks_a_rule(finding, rule):
     assert rule in found, (finding, found)
 
 
-def test_the_cell_rules_see_one_number_for_several_a_wrong_conclusion_and_an_unchecked_book_ratio():
-    t7 = rules.Cell((Check("each blocker made the frontend wait for its product", True,
-                           "print 95.1 ms, item 405.8 ms, numpy 120.3 ms (one product: 110.2 ms eagerly)"),),
-                    ("print    waited   95.10 ms   <cell>:7", "item     waited  130.07 ms   <cell>:8",
-                     "numpy    waited  120.30 ms   <cell>:9", "item     waited  405.80 ms   <cell>:10",
-                     "item     waited  101.00 ms   <cell>:11"))
-    assert [p.rule for p in rules.problems([t7])] == ["one-number-for-several"]
-    t6 = rules.Cell((), ("1 element t1 13.60 µs, t2 5.70 µs/op -> backend slower (CPU per op)",))
-    assert [p.rule for p in rules.problems([t6])] == ["conclusion-against-its-numbers"]
-    t4 = rules.Cell((), ("synchronous / asynchronous = 0.73x; the book's 3.4 ×",))
-    assert [p.rule for p in rules.problems([t4])] == ["book-ratio-unchecked"]
+def test_a_lecturers_own_print_never_breaks_a_rule():
+    """The rules read checks' metadata only: whatever a lecturer prints beside them is theirs."""
+    printed = ("ours 0.73x vs the book's 3.4x", "1 element t1 13.60 µs, t2 5.70 µs/op -> backend slower",
+               "item     waited  130.07 ms   <cell>:8", "item     waited  405.80 ms   <cell>:10")
+    fine = Check("each blocker made the frontend wait for its product", True, "6 waits, each with its line")
+    assert rules.problems([rules.Cell((), printed), rules.Cell((fine,), printed)]) == []
+
+
+def test_the_claim_rules_see_a_check_without_claim_cause_or_brevity():
+    from d2l_async.experiments import barriers
+
+    ok = barriers.NARROW_SOONER.check(verdict.compare([0.1, 0.11, 0.09], [1.0, 1.1, 0.9], by=0.5,
+                                                      names=("narrow", "waitall")))
+    assert rules.claim_problems(ok, "03_barriers") == []
+    assert [p.rule for p in rules.claim_problems(ok, "04_blockers")] == ["claim-of-another-notebook"]
+    bare = lesson.check("x", False, shown=" ".join(["word"] * 40), otherwise="why")
+    assert [p.rule for p in rules.claim_problems(bare)] == ["no-claim", "no-cause", "line-too-long"]
 
 
 def test_a_p_value_and_a_labelled_sentence_are_not_read_as_ratios_or_rows():

@@ -25,7 +25,11 @@ One module per topic of D2L §13.2–13.3, in the order of the notebooks::
                   size_for_device, measure_device (its kernels a stated multiple of a launch)
 
 The lesson checks of a topic live in its module (``collective.checks``, ``ddp.overlap_checks``, ...):
-pure functions of a frozen result.  Notebook 10's experiments start their ranks with
+pure functions of a frozen result, each the check of a claim declared in :mod:`d2l_async.claims` with what
+would make it false.  A result displays itself in a notebook (where it ran, its numbers, its checks), so a
+cell calls the experiment and shows the result; the few check functions a cell calls on its own
+(:func:`ran_ahead_check`, :func:`frontend_wait_check`, :func:`report_check`, :func:`book_loop_check`,
+:func:`hta_check`) are exported here.  Notebook 10's experiments start their ranks with
 :func:`d2l_async.distributed.launch`.
 
 Conventions shared by every function:
@@ -45,24 +49,26 @@ Conventions shared by every function:
 from __future__ import annotations
 
 from ._common import BACKENDS, Setup, resolve_backend
-from .asynchrony import AsynchronyResult, run_asynchrony
+from .asynchrony import AsynchronyResult, ran_ahead_check, run_asynchrony
 from .barriers import BarrierResult, run_barriers
-from .blockers import BLOCKER_DEMO, BLOCKERS, BlockersResult, BlockEvent, run_blockers
+from .blockers import BLOCKER_DEMO, BLOCKERS, BlockersResult, BlockEvent, report_check, run_blockers
 from .book import BOOK, BookNumber, book_number
-from .collective import run_collective
+from .collective import RankFailure, run_collective, run_rank_failure
 from .ddp import run_overlap, run_straggler
 from .dependency import (EXPRESSIONS, DependencyResult, IndependenceResult, check_expression, run_expression,
                          run_independent_vs_dependent)
 from .in_jax import run_asynchrony_jax, run_barriers_jax, run_blockers_jax, run_sync_async_jax
 from .mlp_parallel import MLPResult, compute_comm_overlap, run_mlp_parallel
 from .modelled_link import run_modelled_overlap
+from .parallel_lessons import frontend_wait_check, plan_devices
 from .parallelism import TwoDeviceResult, run_two_devices
-from .profiling import PROFILE_SAMPLES, ProfilingResult, export_perfetto, run_profiling, sample_summaries
+from .profiling import PROFILE_SAMPLES, ProfilingResult, export_perfetto, hta_check, run_profiling, sample_summaries
 from .queue_memory import (OPS_PER_BATCH, QueueMemoryResult, SampleQueueSummary, compare_sync_every,
                            run_queue_memory, sample_queue_summary)
 from .scheduling import SchedulingResult, run_scheduling
 from .sizing import DeviceSizes, DeviceTimes, device_sizes, measure_device, size_for_device, workload
-from .sync_async import CostModel, SweepPoint, SyncAsyncResult, SyncAsyncSweep, run_sync_async, sweep_sync_async
+from .sync_async import (CostModel, SweepPoint, SyncAsyncResult, SyncAsyncSweep, book_loop_check, run_sync_async,
+                         sweep_sync_async)
 
 __all__ = [
     "AsynchronyResult", "BACKENDS", "BLOCKER_DEMO", "BLOCKERS", "BOOK", "BarrierResult", "BlockEvent", "BlockersResult",
@@ -74,4 +80,6 @@ __all__ = [
     "resolve_backend", "run_asynchrony", "run_barriers", "run_blockers", "run_collective", "run_expression",
     "run_independent_vs_dependent", "run_asynchrony_jax", "run_barriers_jax", "run_blockers_jax", "run_mlp_parallel", "run_modelled_overlap", "run_overlap", "run_profiling",
     "run_queue_memory", "run_scheduling", "run_straggler", "run_sync_async", "run_sync_async_jax", "run_two_devices", "sample_queue_summary", "sample_summaries", "size_for_device", "sweep_sync_async", "workload",
+    "RankFailure", "book_loop_check", "frontend_wait_check", "hta_check", "plan_devices", "ran_ahead_check",
+    "report_check", "run_rank_failure",
 ]

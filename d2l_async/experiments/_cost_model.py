@@ -212,8 +212,8 @@ class SideCosts:
         return "backend" if v.holds is True else "frontend" if v.holds is False else None
 
     def sentence(self) -> str:
-        """``"CPU per op: frontend 12.0 µs vs workers 30.0 µs"``."""
-        return (f"{self.clock}: {self.frontend_name} {fmt_time(self.frontend_s)} vs {self.backend_name} "
+        """``"CPU per op: frontend 12 µs, workers 30 µs"``."""
+        return (f"{self.clock}: {self.frontend_name} {fmt_time(self.frontend_s)}, {self.backend_name} "
                 f"{fmt_time(self.backend_s)}")
 
     def words(self) -> str:

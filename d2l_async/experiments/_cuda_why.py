@@ -366,14 +366,15 @@ def why_chain_ended(r: Any) -> str:
 
 
 def explain(checks: Iterable[Any], why: str) -> list[Any]:
-    """The checks with ``why`` as the reason of each that did not hold (✘), and after the spread's word
-    for each that cannot tell (the CPU engine's reasons do not apply to a GPU run)."""
+    """The checks with ``why`` as the reason of each that did not hold (✘, cause ``gpu``), and after the
+    spread's word for each that cannot tell (the CPU engine's reasons do not apply to a GPU run)."""
     out = []
     for c in checks:
         if c.holds is False:
-            c = replace(c, otherwise=why)
+            c = replace(c, otherwise=why, cause="gpu")
         elif c.holds is None:
-            c = replace(c, otherwise=f"the runs' spread covers the line this claim draws; {why}")
+            c = replace(c, otherwise=f"the runs' spread covers the line this claim draws; {why}",
+                        cause="spread" if c.cause == "spread" else "gpu")
         out.append(c)
     return out
 

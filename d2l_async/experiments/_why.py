@@ -25,13 +25,13 @@ def few_cpus(machine: Any, need: float = 2.0) -> bool:
 
 
 def machine_words(m: Any) -> str:
-    """``"2 usable CPUs, 0.4 of them spare"`` -- the short form of :func:`cpus_clause`."""
+    """``"2 usable CPUs, 0.4 spare"`` -- the short form of :func:`cpus_clause`."""
     if m is not None:
         having("m", m, ("usable_cpus", "spare_cpus"), what="a d2l_async.devices.machine() snapshot or None")
     if m is None:
         return "the machine was not recorded"
     return (f"{m.usable_cpus:g} usable CPU{'s' if m.usable_cpus != 1 else ''}, "
-            f"{m.spare_cpus:.1f} of them spare")
+            f"{m.spare_cpus:.1f} spare")
 
 
 def cpus_clause(machine: Any) -> str:
@@ -48,3 +48,32 @@ def overlap_clause(cpu: Any) -> str:
     return (f"the frontend used {fmt_time(cpu.frontend)} of CPU and the workers {fmt_time(cpu.backend)} "
             f"in {fmt_time(cpu.wall)} of wall time: concurrency {cpu.concurrency:.2f} "
             "(2 = side by side all along, 1 = one at a time)")
+
+
+def cpu_cause(machine: Any, threads: str) -> tuple[Any, dict[str, str]]:
+    """Why ``threads`` (e.g. ``"the frontend and the worker"``) did not run side by side, from the machine
+    the run had: fewer spare CPUs than they need (``NO_SPARE_CPU``), or CPUs enough and Python's lock
+    serializing them (``INTERPRETER_LOCK``); ``MISSING`` when the machine was not recorded.
+
+    Returns:
+        ``(cause, facts)``: a :class:`d2l_async.lesson.Cause` and the facts its words name.
+    """
+    from d2l_async.lesson import Cause
+
+    if machine is None:
+        return Cause.MISSING, {"missing": "the machine was not recorded, so no reason can be read from it"}
+    facts = {"cpus": machine_words(machine), "threads": threads}
+    return (Cause.NO_SPARE_CPU if few_cpus(machine, 2) else Cause.INTERPRETER_LOCK), facts
+
+
+def example_machine(cpus: float = 2, spare: float = 2) -> Any:
+    """A :class:`d2l_async.devices.Machine` with ``cpus`` usable CPUs, ``spare`` of them free: the machine of
+    a claim's synthetic falsifier or counterfactual (:mod:`d2l_async.claims`).
+
+    Returns:
+        The frozen snapshot.
+    """
+    from d2l_async._machine import Machine
+
+    n = max(1, int(round(cpus)))
+    return Machine(float(cpus), n, None, n, float(cpus - spare), 8 << 30, None, (), float(cpus - spare))

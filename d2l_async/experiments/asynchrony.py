@@ -22,23 +22,24 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from d2l_async import config, lesson
+from d2l_async import claims, config, lesson
 
 from d2l_async._args import TRACE_HINT, having, instance
 from d2l_async.trace import Trace
 
 from ._common import Setup, backend_work, choice, launches, make_measurement, positive_int, resolve_backend, time_runs
 from ._cuda_why import why_timer_saw_work
-from ._why import few_cpus, fmt_time, machine_words
+from ._show import Displayed, ran_on
+from ._why import cpu_cause, fmt_time, machine_words
 from .deadline import checkpoint
 from .sizing import device_sizes
 
 __all__ = ["AsynchronyResult", "Ahead", "run_asynchrony", "checks", "issue_and_finish", "ran_ahead_check",
-           "timer_check", "machine_words"]
+           "timer_check", "machine_words", "RAN_AHEAD", "NAIVE_MISSES"]
 
 
 @dataclass(frozen=True)
-class AsynchronyResult:
+class AsynchronyResult(Displayed):
     """NumPy vs the framework, timed naively and synchronized.
 
     Attributes:
@@ -74,6 +75,15 @@ class AsynchronyResult:
     def hidden_fraction(self) -> float:
         """Share of the synchronized time the naive timer did not see (0..1)."""
         return max(0.0, 1.0 - self.naive.median / self.synced.median) if self.synced.median > 0 else 0.0
+
+    def checks(self) -> list[lesson.Check]:
+        """The checks of this run's claims (:func:`checks`)."""
+        return checks(self)
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        return (f"{ran_on(self.device, self.virtual)}; {self.matmuls} products of {self.size}×{self.size}, "
+                f"medians of {len(self.synced.raw)} runs",
+                [(m.label, fmt_time(m.median)) for m in (self.numpy, self.naive, self.synced)])
 
 
 def run_asynchrony(
@@ -210,6 +220,10 @@ class Ahead:
 def issue_and_finish(trace: Any) -> Ahead:
     """:class:`Ahead` read from a trace (pushes are the launch calls; work is on backend lanes).
 
+    Returns:
+        The frozen :class:`Ahead`: when the last push ended and the backend's last op ended (seconds from
+        the trace's first push or op), the backend's busy seconds and those before the last push.
+
     Raises:
         ValueError: the trace has no pushes or no backend work.
     """
@@ -227,46 +241,66 @@ def issue_and_finish(trace: Any) -> Ahead:
     return Ahead(last_push - t0, float(work["end"].max()) - t0, busy, before)
 
 
+RAN_AHEAD = claims.claim(
+    "00.ran-ahead", notebooks=("00_tour", "01_asynchrony"),
+    sentence="the frontend finishes issuing long before the backend finishes",
+    book="§13.2.1: the frontend returns at once and the backend works through the queue",
+    quantity="when the last push ended, as a share of when the backend's last op ended (the trace)",
+    rule="fact: under half", says="last push {issued}, backend done {finished}")
+NAIVE_MISSES = claims.claim(
+    "01.naive-misses", notebooks=("01_asynchrony",),
+    sentence="the naive timer misses most of the work",
+    book="§13.2.1: timed without a barrier, the framework's loop returns before the products are done",
+    quantity="naive / synchronized wall time of the same loop, every timed run",
+    rule="compare: the interval wholly below 0.5")
+
+
+def _why_behind(trace: Any, machine: Any) -> tuple[Any, dict[str, Any]]:
+    """Why the frontend's pushes kept pace with the backend: the run's engine first (a naive engine has no
+    worker), then the CPUs it had."""
+    if trace is not None and trace.meta.get("engine") == "naive":
+        return lesson.Cause.NO_WORKER_THREAD, {}
+    return cpu_cause(machine, "the frontend and the worker")
+
+
 def ran_ahead_check(trace: Any, machine: Any = None, *, share: float = 0.5) -> lesson.Check:
-    """Check that the frontend finished issuing before ``share`` of the backend's time had passed."""
+    """The check of :data:`RAN_AHEAD`: the frontend finished issuing before ``share`` of the backend's time
+    had passed, read from the trace.
+
+    Returns:
+        The :class:`~d2l_async.lesson.Check` (not displayed).
+    """
     if machine is not None:
         having("machine", machine, ("usable_cpus",), what="a d2l_async.devices.machine() snapshot or None")
     instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     a = issue_and_finish(trace)
-    pushes = len(launches(trace))
-    shown = (f"last push at {fmt_time(a.issued)}, backend finished at {fmt_time(a.finished)} "
-             f"({a.issued / a.finished:.0%} of the way)") if a.finished > 0 else "the backend took no time"
-    return lesson.check(
-        "the frontend is done issuing long before the backend is done",
-        a.finished > 0 and a.issued < share * a.finished,
-        shown=shown,
-        otherwise=(f"the backend had already done {a.share_before:.0%} of its work when the frontend pushed its "
-                   f"last op, {fmt_time(a.issued / max(pushes, 1))} per push ({machine_words(machine)}): "
-                   + _turns(machine) + ". Make each op larger (the size slider) or run where a core is spare (or on "
-                   "a GPU)."))
+    cause, facts = _why_behind(trace, machine)
+    return RAN_AHEAD.check(a.finished > 0 and a.issued < share * a.finished, cause=cause,
+                           facts={**facts, "issued": fmt_time(a.issued), "finished": fmt_time(a.finished)})
 
 
-def _turns(machine: Any) -> str:
-    """Why pushing waited for computing, from the CPUs the run had."""
-    if machine is None:
-        return "pushing waited for computing, and the machine was not recorded to say why"
-    if few_cpus(machine, 2):
-        return "the worker thread and the frontend had no CPU each and took turns, so pushing waited for computing"
-    return ("the CPUs were there, so the pushes waited for the interpreter lock the worker takes between products "
-            "(or for other processes)")
+def timer_check(naive_s: Any, synced_s: Any, machine: Any = None, *, trace: Any = None,
+                backend: str = "engine") -> lesson.Check:
+    """The check of :data:`NAIVE_MISSES`: the naive (unsynchronized) timer saw under half of the
+    synchronized time, decided against the spread of the runs (:func:`d2l_async.verdict.compare`).
 
+    Args:
+        naive_s, synced_s: seconds, one run or every run of each (a sequence).
+        machine: the machine snapshot (for the reason).
+        trace: a trace of the run (its engine kind is a reason before the machine's).
+        backend: where the loop ran, ``"engine"`` or ``"cuda"``: a CUDA loop's ✘ or can't-tell gives the
+            GPU's reasons (cause ``gpu``), not the CPU's.
 
-def timer_check(naive_s: Any, synced_s: Any, machine: Any = None, *, share_before: float | None = None,
-                name: str = "the naive timer misses most of the work", backend: str = "engine") -> lesson.Check:
-    """Check that a naive (unsynchronized) timer saw less than half of the synchronized time.
+    Returns:
+        The :class:`~d2l_async.lesson.Check` (not displayed).
 
-    ``naive_s`` and ``synced_s`` are seconds, one run or every run of each (a sequence): decided
-    against their spread by :func:`d2l_async.verdict.compare` (one run each: only beyond a factor 2
-    of the half, i.e. the naive timer saw under a quarter, or over all of it).  ``backend`` is where the
-    loop ran (``"engine"`` or ``"cuda"``): a CUDA loop's ✘ gives the GPU's reasons, not the CPU's.
+    Raises:
+        ValueError: negative times, or a synchronized time of zero, or an unknown ``backend``.
     """
     if machine is not None:
         having("machine", machine, ("usable_cpus",), what="a d2l_async.devices.machine() snapshot or None")
+    if trace is not None:
+        instance("trace", trace, Trace, what="d2l_async.trace.Trace or None", hint=TRACE_HINT)
     choice("backend", backend, ("engine", "cuda"))
     from d2l_async.verdict import compare
 
@@ -274,33 +308,81 @@ def timer_check(naive_s: Any, synced_s: Any, machine: Any = None, *, share_befor
     synced = tuple(synced_s) if isinstance(synced_s, (tuple, list)) else (synced_s,)
     if not naive or not synced or min(naive) < 0 or min(synced) <= 0:
         raise ValueError(f"timings must be seconds >= 0 (synchronized > 0), got {naive_s!r}, {synced_s!r}")
+    v = compare(naive, synced, by=0.5, names=("naive", "synchronized"))
+    cause, facts = _why_behind(trace, machine)
+    if v.holds is None and cause is not lesson.Cause.NO_WORKER_THREAD:
+        cause, facts = lesson.Cause.SPREAD, {"runs": f"{len(naive)} vs {len(synced)} runs"}
     naive_m, synced_m = statistics.median(naive), statistics.median(synced)
-    missed = max(0.0, 1.0 - naive_m / synced_m)
-    before = (f"in the traced run the backend did {share_before:.0%} of its work before the last push; "
-              if share_before is not None else "")
-    cuda = backend == "cuda"  # the GPU's reasons (launches, the queue's cap), not worker threads'
-    return lesson.check(
-        name, compare(naive, synced, by=0.5, names=("naive", "synchronized")),
-        shown=(f"naive {fmt_time(naive_m)} vs synchronized {fmt_time(synced_m)} (naive / synchronized = "
-               f"{naive_m / synced_m:.2f}): it missed {missed:.0%}"),
-        otherwise=why_timer_saw_work(naive_m, synced_m) if cuda else (
-                   f"the naive timer saw {1 - missed:.0%} of the synchronized time: the frontend's pushes were "
-                   f"slowed by the work itself; {before}{machine_words(machine)}: {_turns(machine)}. Use larger "
-                   "matrices (fewer, longer ops), or a machine with a spare core, or a GPU."),
-        unclear=why_timer_saw_work(naive_m, synced_m, unclear=True) if cuda else (
-                 f"the naive timer saw {1 - missed:.0%} of the synchronized time over {len(naive)} and "
-                 f"{len(synced)} run(s), and their spread covers the half the claim draws: {before}"
-                 f"{machine_words(machine)}. Larger matrices (fewer, longer ops) or a spare core make it clear"))
+    check = NAIVE_MISSES.check(v, cause=cause, facts=facts,
+                               detail=f"medians {fmt_time(naive_m)} vs {fmt_time(synced_m)}")
+    if backend == "cuda":  # the GPU's reasons (launches, a synchronizing call, the queue's cap), not the CPU's
+        from ._cuda_why import explain
+
+        return explain([check], why_timer_saw_work(naive_m, synced_m, unclear=check.holds is None))[0]
+    return check
 
 
 def checks(r: AsynchronyResult) -> list[lesson.Check]:
-    """Whether the notebook's lessons held on this run, from its numbers only."""
+    """Whether the notebook's lessons held on this run, from its numbers only.
+
+    Returns:
+        The checks of :data:`NAIVE_MISSES` and :data:`RAN_AHEAD` (a GPU run's reasons in CUDA's terms).
+    """
     having("r", r, ("trace", "size"), what="an AsynchronyResult")
-    a = issue_and_finish(r.trace)
-    out = [timer_check(r.naive.raw, r.synced.raw, r.machine, share_before=a.share_before),
-           ran_ahead_check(r.trace, r.machine)]
+    out = [timer_check(r.naive.raw, r.synced.raw, r.machine, trace=r.trace), ran_ahead_check(r.trace, r.machine)]
     if r.backend == "cuda":  # the GPU's reasons (launch latency, the queue's cap), not worker threads'
         from ._cuda_why import cuda_facts, explain, why_not_ahead
 
         return explain(out, why_not_ahead(cuda_facts(r.trace)))
     return out
+
+
+# ---------------------------------------------------------------- what makes each claim false
+def _example_trace(push_ends: list[float], work: list[tuple[float, float]], engine: str = "threaded") -> Trace:
+    """A trace of pushes ending at ``push_ends`` and ops ``(start, end)`` on one worker (seconds)."""
+    from d2l_async.trace import Event, Lane, LaneRole
+
+    lanes = [Lane("frontend", LaneRole.FRONTEND), Lane("cpu:0 worker 0", LaneRole.BACKEND, "cpu:0", True, 0)]
+    events = [Event("frontend", "launch", "push", e - 1e-6, e) for e in push_ends]
+    events += [Event("cpu:0 worker 0", "op", "matmul", s, e, issue=0.0, device="cpu:0") for s, e in work]
+    return Trace.from_events(events, lanes).with_meta(engine=engine)
+
+
+_WORK = [(0.0, 0.010), (0.010, 0.020), (0.020, 0.030)]
+_KEPT_PACE = _example_trace([0.010, 0.020, 0.029], _WORK)  # each push waited for the op before it
+
+
+def _naive_engine_run() -> AsynchronyResult:
+    import os
+
+    old = os.environ.get("D2L_ASYNC_ENGINE")
+    os.environ["D2L_ASYNC_ENGINE"] = "naive"
+    try:
+        return run_asynchrony(size=256, matmuls=4, repeat=3, backend="engine")
+    finally:
+        os.environ.pop("D2L_ASYNC_ENGINE") if old is None else os.environ.__setitem__("D2L_ASYNC_ENGINE", old)
+
+
+def _register() -> None:
+    from ._why import example_machine
+
+    busy, spare = example_machine(1, 0), example_machine(4, 4)
+    claims.falsifier(RAN_AHEAD, "a trace whose pushes each waited for the op before them",
+                     lambda: ran_ahead_check(_KEPT_PACE, spare))
+    claims.counterfactual(RAN_AHEAD, "D2L_ASYNC_ENGINE=naive (no worker thread)", lesson.Cause.NO_WORKER_THREAD,
+                          lambda: checks(_naive_engine_run())[1])
+    claims.counterfactual(RAN_AHEAD, "one usable CPU, busy", lesson.Cause.NO_SPARE_CPU,
+                          lambda: ran_ahead_check(_KEPT_PACE, busy))
+    claims.counterfactual(RAN_AHEAD, "four spare CPUs", lesson.Cause.INTERPRETER_LOCK,
+                          lambda: ran_ahead_check(_KEPT_PACE, spare))
+    claims.falsifier(NAIVE_MISSES, "naive runs as long as the synchronized ones",
+                     lambda: timer_check([0.029, 0.030, 0.031], [0.030, 0.030, 0.031], spare))
+    claims.counterfactual(NAIVE_MISSES, "D2L_ASYNC_ENGINE=naive (no worker thread)", lesson.Cause.NO_WORKER_THREAD,
+                          lambda: checks(_naive_engine_run())[0])
+    claims.counterfactual(NAIVE_MISSES, "one usable CPU, busy", lesson.Cause.NO_SPARE_CPU,
+                          lambda: timer_check([0.029, 0.030, 0.029], [0.030, 0.030, 0.031], busy))
+    claims.counterfactual(NAIVE_MISSES, "runs that scatter across the half", lesson.Cause.SPREAD,
+                          lambda: timer_check([0.010, 0.020, 0.012], [0.030, 0.021, 0.029], busy))
+
+
+_register()

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from d2l_async import config, lesson
+from d2l_async import claims, config, lesson
 
 from d2l_async._args import TRACE_HINT, having, instance
 from d2l_async.verdict import compare
@@ -34,15 +34,16 @@ from d2l_async.trace import Trace
 
 from ._common import Setup, backend_work, positive_int, resolve_backend, stable_matrix
 from ._cuda_why import explain, why_chain_ended, why_streams, z_wait
-from ._why import few_cpus, machine_words
+from ._show import Displayed, ran_on
+from ._why import cpu_cause
 from .deadline import checkpoint
 from .sizing import device_sizes
 
-__all__ = ["BarrierResult", "run_barriers", "checks", "overlap_seconds"]
+__all__ = ["BarrierResult", "run_barriers", "checks", "overlap_seconds", "NARROW_SOONER", "FOLLOW_UP"]
 
 
 @dataclass(frozen=True)
-class BarrierResult:
+class BarrierResult(Displayed):
     """How long the frontend waited at each barrier, with the same unrelated work queued.
 
     Attributes:
@@ -88,6 +89,19 @@ class BarrierResult:
     def saved(self) -> float:
         """Seconds of frontend time ``wait_to_read`` saved over ``waitall``."""
         return self.waitall_wait - self.wait_to_read_wait
+
+    def checks(self) -> list[lesson.Check]:
+        """The checks of this run's claims (:func:`checks`)."""
+        return checks(self)
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        full, narrow = self.barrier_names
+        return (f"{ran_on(self.device, self.virtual)}; {self.long_ops} unrelated {self.size}×{self.size} products "
+                f"queued, then z; medians of {len(self.waitall_next_runs) or 1} runs",
+                [(f"{full}: next statement after", fmt_time(self.waitall_next)),
+                 (f"{narrow}: next statement after", fmt_time(self.wait_to_read_next)),
+                 (f"whole program, {full} / {narrow}",
+                  f"{fmt_time(self.waitall_total)} / {fmt_time(self.wait_to_read_total)}")])
 
 
 def run_barriers(
@@ -280,37 +294,35 @@ def overlap_seconds(trace: Any) -> tuple[float, float]:
     return overlap, float(np.sum(np.clip(ends - starts, 0, None)))
 
 
-def _sooner_why(r: BarrierResult) -> str:
-    """Why the narrow wait was not sooner on the engine, read from the traced ``wait_to_read`` run: whether z's
-    two ops waited behind the chain, or the chain had ended before z was pushed."""
-    full, narrow = r.barrier_names
-    times = f"{narrow} took {fmt_time(r.wait_to_read_wait)} and {full} {fmt_time(r.waitall_wait)}"
-    where = machine_words(r.machine)
+NARROW_SOONER = claims.claim(
+    "03.narrow-sooner", notebooks=("03_barriers",),
+    sentence="the narrow wait lets the frontend go on sooner",
+    book="§13.2.2: wait_to_read() waits for one variable, waitall() for every queued op",
+    quantity="seconds from the barrier to the next useful statement, narrow wait / waitall, every run",
+    rule="compare: the interval wholly below 0.5 (at least twice as soon)")
+FOLLOW_UP = claims.claim(
+    "03.follow-up-beside", notebooks=("03_barriers",),
+    sentence="after {narrow}, follow-up work runs beside the unrelated chain",
+    book="§13.2.2: only the narrow wait lets the frontend issue more work while the queue drains",
+    quantity="seconds of follow-up work done before the chain's end (the traced run)",
+    rule="fact: more than zero", says="{overlap} of its {follow} ran before the chain ended")
+
+
+def _why_not_sooner(r: BarrierResult, v: Any) -> tuple[Any, dict[str, Any]]:
+    """Why the narrow wait was not sooner, read from the traced ``wait_to_read`` run: no worker (a naive
+    engine), the chain done before z was pushed, z's ops waiting behind the chain for a CPU or the lock."""
+    if v.holds is None:
+        return lesson.Cause.SPREAD, {"runs": f"{v.n_a} vs {v.n_b} runs"}
+    if r.trace_wait_to_read.meta.get("engine") == "naive":
+        return lesson.Cause.NO_WORKER_THREAD, {}
     w = z_wait(r.trace_wait_to_read)
     if w is None:
-        return (f"{times} ({where}); the traced run has no wait after work queued on two devices, so it cannot say "
-                "what z waited for. Rerun")
+        return lesson.Cause.MISSING, {"missing": "the traced run has no wait after work on two devices"}
     if w.chain_done_first:
-        return (f"{times} ({where}): in the traced run the chain's {w.chain_ops} products had ended "
-                f"{fmt_time(w.z_issue - w.chain_end)} before z was pushed, so there was nothing for the narrow wait "
-                "to skip. Queue more unrelated work (the slider)")
-    late = w.z_start - w.z_issue
-    if w.z_held_back or not w.z_beside_chain:
-        held = ("with one CPU for both devices' threads they take turns, so z's ops waited for the chain's turn"
-                if few_cpus(r.machine, 2) else
-                "the CPUs were there, so z's ops waited for the interpreter lock, which the chain's worker takes "
-                "between products")
-        return (f"{times} ({where}): in the traced run z's two ops started {fmt_time(late)} after their push and "
-                f"were done {fmt_time(w.z_end - w.z_issue)} after it, while the chain's {w.chain_ops} products of "
-                f"{r.size}x{r.size} ran until {fmt_time(w.chain_end - w.z_issue)} after it: {held}. Queue more "
-                "unrelated work (the slider), or run where a core is spare")
-    return (f"{times} ({where}): in the traced run z was done {fmt_time(w.z_end - w.z_issue)} after its push, "
-            f"{fmt_time(w.chain_end - w.z_end)} before the chain's end, but the timed runs did not repeat that: "
-            "rerun, or raise repeat")
-
-
-def _spread_of(runs: tuple[float, ...], median: float) -> str:
-    return f"{fmt_time(min(runs))}–{fmt_time(max(runs))}" if len(runs) > 1 else fmt_time(median)
+        return lesson.Cause.TOO_SMALL, {"small": f"the chain of {w.chain_ops} products",
+                                        "took": fmt_time(w.chain_end - w.wait_start + (w.wait_end - w.wait_start)),
+                                        "beside": "pushing z: it ended first"}
+    return cpu_cause(r.machine, "z's ops and the chain")
 
 
 def checks(r: BarrierResult) -> list[lesson.Check]:
@@ -318,37 +330,82 @@ def checks(r: BarrierResult) -> list[lesson.Check]:
 
     The whole-program totals are not judged here: whether they differ depends on spare cores,
     and the notebook shows them beside the timelines.
+
+    Returns:
+        The checks of :data:`NARROW_SOONER` and (when the trace has a wait to split it at) :data:`FOLLOW_UP`.
     """
     having("r", r, ("barrier_names",), what="a BarrierResult")
     full, narrow = r.barrier_names
-    # at least twice as soon, beyond the spread of the interleaved runs (one median each when the
-    # runs were not kept)
-    sooner = lesson.check(
-        "the narrow wait lets the frontend go on sooner",
-        compare(r.wait_to_read_next_runs or r.wait_to_read_next, r.waitall_next_runs or r.waitall_next, by=0.5,
-                names=(narrow, full))
-        if r.waitall_next > 0 and r.wait_to_read_next >= 0 else False,
-        shown=f"next useful statement after {fmt_time(r.wait_to_read_next)} with {narrow} vs "
-              f"{fmt_time(r.waitall_next)} with {full}",
-        otherwise=_sooner_why(r),
-        unclear=(f"the runs took {_spread_of(r.wait_to_read_next_runs, r.wait_to_read_next)} with {narrow} and "
-                 f"{_spread_of(r.waitall_next_runs, r.waitall_next)} with {full} ({machine_words(r.machine)}): more "
-                 "repeats, or more unrelated work queued (the slider), decide it"))
+    if r.waitall_next > 0 and r.wait_to_read_next >= 0:
+        v = compare(r.wait_to_read_next_runs or r.wait_to_read_next, r.waitall_next_runs or r.waitall_next, by=0.5,
+                    names=(narrow, full))
+        cause, facts = _why_not_sooner(r, v)
+    else:
+        v, cause, facts = False, lesson.Cause.MISSING, {"missing": "no time was measured after the barrier"}
+    sooner = NARROW_SOONER.check(v, cause=cause, facts=facts,
+                                 detail=f"medians {fmt_time(r.wait_to_read_next)} vs {fmt_time(r.waitall_next)}")
     overlap, follow = overlap_seconds(r.trace_wait_to_read)
     if r.backend == "cuda":  # a GPU's reasons: streams share the SMs, not CPUs
         sooner = explain([sooner], why_streams(r))[0]
     if overlap != overlap:  # NaN: the trace has no wait to split it at
         return [sooner]
-    w = z_wait(r.trace_wait_to_read)
-    ended = (f" ({fmt_time(w.wait_end - w.chain_end)} before the wait for z returned in the traced run)"
-             if w is not None and w.chain_end <= w.wait_end else "")
-    beside = lesson.check(
-        f"after {narrow}, the follow-up work starts while the unrelated chain still runs",
-        overlap > 0,
-        shown=f"{fmt_time(overlap)} of the {fmt_time(follow)} of follow-up work ran before the chain ended",
-        otherwise=(f"the chain had already ended when the first follow-up op started{ended}: the frontend got z "
-                   f"after {fmt_time(r.wait_to_read_next)}, by which time the {r.long_ops} products were done "
-                   f"({machine_words(r.machine)}). Queue more unrelated work (the slider)."))
+    if r.trace_wait_to_read.meta.get("engine") == "naive":
+        b_cause, b_facts = lesson.Cause.NO_WORKER_THREAD, {}
+    else:
+        w = z_wait(r.trace_wait_to_read)
+        chain = fmt_time(w.chain_end - w.z_issue) if w is not None else "n/a"
+        b_cause, b_facts = lesson.Cause.TOO_SMALL, {"small": f"the chain of {r.long_ops} products", "took": chain,
+                                                    "beside": f"the wait for z ({fmt_time(r.wait_to_read_next)})"}
+    beside = FOLLOW_UP.check(overlap > 0, cause=b_cause,
+                             facts={**b_facts, "narrow": narrow, "overlap": fmt_time(overlap),
+                                    "follow": fmt_time(follow)})
     if r.backend == "cuda":
         beside = explain([beside], why_chain_ended(r))[0]
     return [sooner, beside]
+
+
+# ---------------------------------------------------------------- what makes each claim false
+def _example(narrow_next: float, full_next: float, *, chain_end: float = 0.05, engine: str = "threaded",
+             machine: Any = None) -> BarrierResult:
+    """A synthetic run: the chain of four products on cpu:1 until ``chain_end``, z on cpu:0 pushed at 1 ms,
+    the wait, and the follow-up on cpu:0 (seconds)."""
+    from d2l_async.trace import Event, Lane, LaneRole
+
+    lanes = [Lane("frontend", LaneRole.FRONTEND), Lane("cpu:0 worker 0", LaneRole.BACKEND, "cpu:0", True, 0),
+             Lane("cpu:1 worker 0", LaneRole.BACKEND, "cpu:1", True, 0)]
+    step = chain_end / 4
+    ev = [Event("cpu:1 worker 0", "op", "matmul", k * step, (k + 1) * step, issue=0.0, device="cpu:1")
+          for k in range(4)]
+    ev += [Event("frontend", "launch", "push", 0.0009, 0.001),
+           Event("cpu:0 worker 0", "op", "mul", 0.001, 0.0012, issue=0.001, device="cpu:0"),
+           Event("frontend", "block", "wait_to_read", 0.0011, 0.0011 + narrow_next, reason="wait_to_read"),
+           Event("cpu:0 worker 0", "op", "matmul", 0.0012 + narrow_next, 0.0112 + narrow_next,
+                 issue=0.0011 + narrow_next, device="cpu:0")]
+    trace = Trace.from_events(ev, lanes).with_meta(engine=engine)
+    runs = lambda x: (x, x * 1.02, x * 0.98)  # noqa: E731
+    return BarrierResult(full_next, narrow_next, 0.1, 0.1, trace, trace, 4, 64, 4, "engine", "example", True,
+                         ("waitall()", "z.wait_to_read()"), full_next, narrow_next, machine,
+                         runs(full_next), runs(narrow_next))
+
+
+def _register() -> None:
+    from ._why import example_machine
+
+    busy, spare = example_machine(1, 0), example_machine(4, 4)
+    claims.falsifier(NARROW_SOONER, "the narrow wait as long as waitall()",
+                     lambda: checks(_example(0.05, 0.05, machine=spare))[0])
+    claims.counterfactual(NARROW_SOONER, "z's ops behind the chain on one busy CPU", lesson.Cause.NO_SPARE_CPU,
+                          lambda: checks(_example(0.05, 0.05, machine=busy))[0])
+    claims.counterfactual(NARROW_SOONER, "z's ops behind the chain with four spare CPUs",
+                          lesson.Cause.INTERPRETER_LOCK, lambda: checks(_example(0.05, 0.05, machine=spare))[0])
+    claims.counterfactual(NARROW_SOONER, "a naive engine (no worker thread)", lesson.Cause.NO_WORKER_THREAD,
+                          lambda: checks(_example(0.05, 0.05, engine="naive", machine=spare))[0])
+    claims.falsifier(FOLLOW_UP, "the chain ends before the follow-up starts",
+                     lambda: checks(_example(0.002, 0.05, chain_end=0.002, machine=spare))[1])
+    claims.counterfactual(FOLLOW_UP, "the chain ends before the follow-up starts", lesson.Cause.TOO_SMALL,
+                          lambda: checks(_example(0.002, 0.05, chain_end=0.002, machine=spare))[1])
+    claims.counterfactual(FOLLOW_UP, "a naive engine (no worker thread)", lesson.Cause.NO_WORKER_THREAD,
+                          lambda: checks(_example(0.002, 0.05, chain_end=0.002, engine="naive", machine=spare))[1])
+
+
+_register()

@@ -20,18 +20,22 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from d2l_async import config, lesson
+import statistics
+
+from d2l_async import claims, config, lesson
 from d2l_async.verdict import compare, compare_paired, similar
-from d2l_async._words import added, fmt_time, ratio_words
+from d2l_async._words import fmt_time
 
 from ._common import Setup, make_measurement, positive_int, resolve_backend, time_interleaved, time_runs
 from .deadline import checkpoint
+from ._show import Displayed, ran_on
+from ._why import cpu_cause, machine_words
 from .sizing import device_sizes
-from ._why import machine_words
 from d2l_async.trace import Trace
 from d2l_async._args import TRACE_HINT, having, instance
 
-__all__ = ["BLOCKERS", "BLOCKER_DEMO", "BlockEvent", "BlockersResult", "run_blockers", "checks", "report_check"]
+__all__ = ["BLOCKERS", "BLOCKER_DEMO", "BlockEvent", "BlockersResult", "run_blockers", "checks", "report_check",
+           "SAME_COST", "EVERY_STEP", "EACH_WAITED"]
 
 #: The blockers measured, in display order.
 BLOCKERS = ("print", "item", "asnumpy", "numpy", "float", "bool")
@@ -75,7 +79,7 @@ class BlockEvent:
 
 
 @dataclass(frozen=True)
-class BlockersResult:
+class BlockersResult(Displayed):
     """Costs of the implicit blockers.
 
     Attributes:
@@ -112,6 +116,24 @@ class BlockersResult:
         if blocker not in self.per_call:
             raise ValueError(f"unknown blocker {blocker!r}; measured: {tuple(self.per_call)}")
         return self.per_call[blocker].median - self.baseline.median
+
+    def checks(self) -> list[lesson.Check]:
+        """The checks of this run's claims (:func:`checks`)."""
+        return checks(self)
+
+    @property
+    def book_reference(self) -> dict[str, float]:
+        """The book's two numbers by the labels of :attr:`book_style` (for ``viz.plot_measurements(book=...)``)."""
+        from .book import BOOK
+
+        return {m.label: BOOK[f"blockers.{key}"].value for key, m in self.book_style.items()}
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        rows = [(f"{name}: per step, beyond no blocker", fmt_time(self.cost(name))) for name in self.per_call]
+        rows += [(m.label, fmt_time(m.median)) for m in self.book_style.values()]
+        rows += [(m.label, fmt_time(m.median)) for m in (self.every_step, self.once_at_end)]
+        return (f"{ran_on(self.device, self.virtual)}; medians of {len(self.baseline.raw)} runs "
+                f"({len(self.book_style['item'].raw)} of the book's product)", rows)
 
 
 def _blocker_calls(kind: str) -> dict[str, Callable[[Any], Any]]:
@@ -333,68 +355,72 @@ def _cuda(steps: int, size: int, repeat: int, setup: Setup) -> BlockersResult:
 
 
 # ---------------------------------------------------------------- did the lesson hold on this run?
+SAME_COST = claims.claim(
+    "04.item-asnumpy", notebooks=("04_blockers",),
+    sentence="item and asnumpy cost about the same (both wait for the product)",
+    book="§13.2.2: b.asnumpy() 0.0340 s and b.sum().item() 0.0445 s after b = np.dot(a, a), one run each",
+    quantity="item / asnumpy of the book's product-then-convert, paired runs",
+    rule="similar: the interval wholly inside 0.80–1.25")
+EVERY_STEP = claims.claim(
+    "04.every-step", notebooks=("04_blockers",),
+    sentence="converting the loss every step is slower than once at the end",
+    book="§13.2.2: each blocker makes the frontend wait for the backend",
+    quantity="every step / once at the end, wall time of the same loop, paired runs",
+    rule="compare: the interval wholly above 1")
+EACH_WAITED = claims.claim(
+    "04.each-waited", notebooks=("04_blockers",),
+    sentence="each of the {expected} blockers made the frontend wait for its product",
+    book="§13.2.2: print, item, asnumpy, float and if all need the value",
+    quantity="source lines with a recorded wait of the frontend (the trace)",
+    rule="fact: as many as the blockers", says="{lines} source lines waited ({reasons})")
+
+
 def checks(r: BlockersResult) -> list[lesson.Check]:
     """Whether the notebook's lessons held on this run, from its numbers only.
 
-    Each explanation is written for the outcome it explains: a ✘ states which way the numbers went
-    and the measured machine; a can't tell states the spread (from the verdict) and what would
-    decide it, never a conclusion.
+    Returns:
+        The checks of :data:`SAME_COST` and :data:`EVERY_STEP`.
     """
     having("r", r, ("book_style", "per_call"), what="a BlockersResult")
-    out = []
-    a, i = r.book_style["asnumpy"].min, r.book_style["item"].min
-    runs = min(len(r.book_style["asnumpy"].raw), len(r.book_style["item"].raw))
-    conv = max(r.cost("asnumpy"), r.cost("item"))
-    product = min(a, i)
-    out.append(lesson.check(
-        "in the book's experiment the product dominates: the conversion adds little",
-        # the conversion under a fifth of the product; one number each, so decided beyond a factor 2 of that
-        compare(max(conv, 1e-9), product, by=0.2, names=("conversion", "product + conversion"))
-        if product > 0 else False,
-        shown=f"product + conversion {fmt_time(a)} (asnumpy) and {fmt_time(i)} (item), fastest of {runs} "
-              f"runs each; a conversion alone {added(conv)}",
-        otherwise=_product_reason_cuda(r, conv, product) if r.backend == "cuda" else (
-                  f"the {r.size}x{r.size} product took only ~{fmt_time(product)} here, so the conversion's "
-                   f"{fmt_time(conv)} is not small beside it ({machine_words(r.machine)}). Use a larger matrix "
-                   "(quick mode shrinks it)." if product > 0 else "no product was timed: rerun run_blockers()"),
-        unclear=_product_reason_cuda(r, conv, product, unclear=True) if r.backend == "cuda" else (
-                f"the conversion's {fmt_time(conv)} is {conv / product:.0%} of the product's ~{fmt_time(product)}: "
-                 "one estimate each cannot say whether that is under a fifth. A larger matrix makes the product "
-                 "dominate clearly" if product > 0 else "")))
-    # One measurement for one named ratio: the medians, as the notebook prints them, decided against
-    # the spread of the repeats, in the same direction as printed (item / asnumpy).
-    am, im = r.book_style["asnumpy"].median, r.book_style["item"].median
-    spread = max(r.book_style["asnumpy"].iqr / am if am else 0, r.book_style["item"].iqr / im if im else 0)
-    paired = _paired(r.book_style["item"], r.book_style["asnumpy"])
-    same = similar(r.book_style["item"].raw, r.book_style["asnumpy"].raw, tolerance=0.25, names=("item", "asnumpy"),
-                   paired=paired)
-    how = "median of the runs' paired ratios" if paired else "ratio of the medians"
-    out.append(lesson.check(
-        "item and asnumpy cost about the same: both wait for the same product",
-        same,
-        shown=f"{ratio_words(same)} ({how}, {runs} runs each; the book's 0.0445 s / 0.0340 s = 1.31, one run each)",
-        otherwise=_cuda_copy_reason(r, same.ratio) if r.backend == "cuda" else (
-                   f"the two differ by {abs(same.ratio - 1):.0%} beyond their spread (each varied by up to "
-                   f"{spread:.0%} between repeats; {machine_words(r.machine)}): other work on the CPU moved one of "
-                   "them. Rerun, or raise repeat."),
-        unclear=(f"they differ by {abs(same.ratio - 1):.0%} and each varied by up to {spread:.0%} between repeats "
-                 f"({machine_words(r.machine)}): raise repeat, or rerun on a quieter machine")))
+    item, asnumpy = r.book_style["item"], r.book_style["asnumpy"]
+    same = similar(item.raw, asnumpy.raw, tolerance=0.25, names=("item", "asnumpy"), paired=_paired(item, asnumpy))
+    if r.backend == "cuda":
+        s_cause, s_facts = lesson.Cause.GPU, {"gpu": _cuda_copy_reason(r, same.ratio)}
+    elif same.holds is None:
+        s_cause, s_facts = lesson.Cause.SPREAD, {"runs": f"{same.n_a} paired runs"}
+    else:
+        s_cause, s_facts = cpu_cause(r.machine, "both conversions")
+    out = [SAME_COST.check(same, cause=s_cause, facts=s_facts,
+                           detail=f"the book's 0.0445 s / 0.0340 s = 1.31, one run each; medians "
+                                  f"{fmt_time(item.median)} and {fmt_time(asnumpy.median)}")]
     n_loop = max(1, r.steps // 4)
-    every, once = r.every_step.median, r.once_at_end.median
     paired = _paired(r.every_step, r.once_at_end)
     verdict = (compare_paired if paired else compare)(r.every_step.raw, r.once_at_end.raw, less=False,
                                                       names=("every step", "once at the end"))
-    per_step = f"a step took {fmt_time(every / n_loop)} converting every step and {fmt_time(once / n_loop)} once"
-    out.append(lesson.check(
-        "converting the loss every step is slower than converting once at the end",
-        verdict,
-        shown=f"every step {fmt_time(every)} vs once at the end {fmt_time(once)} (medians; {ratio_words(verdict)}, "
-              f"{'median of the paired runs' if paired else 'ratio of the medians'}; {n_loop} steps)",
-        otherwise=f"converting every step was the faster loop here: {per_step}. " + _every_step_reason(r, once / n_loop),
-        unclear=f"{per_step}. " + _every_step_reason(r, once / n_loop, decided=False)
-        + " More repeats (repeat=) or more steps decide it.",
-    ))
+    cause, facts = _every_step_cause(r, verdict, n_loop)
+    out.append(EVERY_STEP.check(verdict, cause=cause, facts=facts,
+                                detail=f"{n_loop} steps per loop; medians {fmt_time(r.every_step.median)} vs "
+                                       f"{fmt_time(r.once_at_end.median)}"))
     return out
+
+
+def _every_step_cause(r: BlockersResult, v: Any, n_loop: int) -> tuple[Any, dict[str, Any]]:
+    """Why converting every step was not slower, from the run: one step per loop (the two loops are the
+    same program), a naive engine (no queue to fill), the spread, the GPU's launches, the CPUs, or a step
+    too short to leave the queue anything to hide."""
+    if n_loop < 2:
+        return lesson.Cause.FEW_STEPS, {"steps": f"{n_loop} step"}
+    if r.trace is not None and r.trace.meta.get("engine") == "naive":
+        return lesson.Cause.NO_WORKER_THREAD, {}
+    if r.backend == "cuda":  # the GPU's terms, for a can't tell too: no worker thread to blame
+        return lesson.Cause.GPU, {"gpu": "each step's kernels are shorter than their launches: the GPU waits for "
+                                         "the CPU either way"}
+    if v.holds is None:
+        return lesson.Cause.SPREAD, {"runs": f"{v.n_a} paired runs" if v.n_a == v.n_b else f"{v.n_a} vs {v.n_b} runs"}
+    if r.machine is not None and float(r.machine.spare_cpus) < 1:
+        return cpu_cause(r.machine, "the frontend and the worker")
+    return lesson.Cause.TOO_SMALL, {"small": "a step", "took": fmt_time(r.once_at_end.median / n_loop),
+                                    "beside": "the frontend's own cost per step"}
 
 
 def _paired(a: Any, b: Any) -> bool:
@@ -405,72 +431,94 @@ def _paired(a: Any, b: Any) -> bool:
 
 def _cuda_copy_reason(r: BlockersResult, ratio: float) -> str:
     """Why item and asnumpy differ on a GPU: they copy different amounts to the host."""
-    mb = r.size * r.size * 4 / 1e6
     slower = "asnumpy" if ratio < 1 else "item"
-    return (f"on a GPU the two conversions do not copy the same thing: asnumpy (b.cpu().numpy()) copies the whole "
-            f"{r.size}x{r.size} float32 matrix, {mb:.1f} MB, into pageable host memory, a synchronizing copy at the "
-            f"host link's speed, while item copies the 4 bytes of b.sum() into pinned host memory and then "
-            f"synchronizes the stream. Both wait for the product first; {slower} took longer by what its copy costs "
-            "(the timeline shows the copy)")
-
-
-def _round_trip(trace: Any) -> float:
-    """Median seconds the CPU waited in one stream synchronize of the blocker demo's trace (NaN: none)."""
-    import statistics
-
-    if trace is None:
-        return float("nan")
-    blocks = trace.where(kind="block")
-    waits = [float(e - s) for n, s, e in zip(blocks["name"], blocks["start"], blocks["end"])
-             if str(n) == "cudaStreamSynchronize"]
-    return statistics.median(waits) if waits else float("nan")
-
-
-def _product_reason_cuda(r: BlockersResult, conv: float, product: float, *, unclear: bool = False) -> str:
-    """Why a conversion was not small beside the book's product on a GPU: the product is a kernel, the
-    conversion a round trip between the CPU and the GPU, and neither is a CPU count."""
-    trip = _round_trip(r.trace)
-    waits = f" (each of the blocker demo's stream synchronizes held the CPU {fmt_time(trip)})" if trip == trip else ""
-    share = conv / product if product > 0 else float("inf")
-    head = (f"on the GPU the {r.size}x{r.size} product with its conversion took ~{fmt_time(product)}, and a "
-            f"conversion alone {added(conv)} ({share:.0%} of it): a copy to the host (pinned memory for item, "
-            f"pageable for asnumpy) and a cudaStreamSynchronize, a round trip between the CPU and the GPU{waits} "
-            "that does not shrink with the product")
-    if unclear:
-        return (f"{head}. Between a tenth and two fifths, one estimate each cannot say whether it is under a fifth; "
-                "a larger matrix (size=) makes the product dominate clearly")
-    return (f"{head}. The GPU computes this product in the time of {1 / share:.1f} conversions: a larger matrix "
-            "(size=; quick mode shrinks it) makes the product dominate")
-
-
-def _every_step_reason(r: BlockersResult, step_s: float, *, decided: bool = True) -> str:
-    """What limits the gain of converting once, from the machine and the step's size; a hypothesis
-    about the mechanism, stated without an outcome (``decided=False``: for a can't tell)."""
-    m = r.machine
-    if r.backend == "cuda":  # CUDA's terms, not the engine's threads
-        return (f"a step costs ~{fmt_time(step_s)} with one copy at the end: each step's 64x64 product and sum are "
-                "kernels of a few µs, shorter than their launches, so the GPU waits for the CPU's next launch "
-                "either way and the launch queue never fills; a synchronizing copy per step then adds only its own "
-                "round trip. With larger matrices the GPU becomes the slower side and the queue has work to hide.")
-    if m is not None and m.spare_cpus < 1 and r.backend == "engine":
-        return (f"The frontend and the engine's worker had no CPU to themselves ({machine_words(m)}): they take "
-                "turns, so a full queue has little to overlap"
-                + (", and a wait per step has little to cost" if decided else "")
-                + ". The queue hides work only where the backend has its own processor: a spare core, or a GPU.")
-    return (f"Each step's 64x64 product takes only ~{fmt_time(step_s)}, so the frontend's per-step cost dominates "
-            f"({machine_words(m)}). On a GPU a wait is also a device round trip; with longer steps (larger "
-            "matrices) the queue has more to hide.")
+    return (f"asnumpy copies the whole {r.size}x{r.size} matrix into pageable memory, item 4 bytes into pinned "
+            f"memory; {slower} took longer by its copy")
 
 
 def report_check(trace: Any, *, expected: int, size: int, machine: Any = None) -> lesson.Check:
-    """Check that ``expected`` source lines of a trace made the frontend wait (its blocker report)."""
+    """The check of :data:`EACH_WAITED`: ``expected`` source lines of a trace made the frontend wait (its
+    blocker report).
+
+    Returns:
+        The :class:`~d2l_async.lesson.Check` (not displayed).
+    """
     instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
+    if machine is not None:
+        having("machine", machine, ("usable_cpus", "spare_cpus"), what="a d2l_async.devices.machine() snapshot or None")
     blocks = trace.where(kind="block")
     sources = {str(s) for s, r in zip(blocks["source"], blocks["reason"]) if str(r) != "waitall"}
     reasons = sorted({str(r) for r in blocks["reason"]} - {"waitall"})
-    return lesson.check(
-        f"each of the {expected} blockers made the frontend wait for its product",
-        len(sources) >= expected,
-        shown=f"{len(sources)} source lines made the frontend wait ({', '.join(reasons) or 'none'})",
-        otherwise=(f"a product of {size}x{size} was already done when the line that needed it ran (the engine "
-                   f"records a wait only when the value is not ready; {machine_words(machine)}). Use a larger size."))
+    ops = trace.where(kind="op")
+    if trace.meta.get("engine") == "naive":
+        cause, facts = lesson.Cause.NO_WORKER_THREAD, {}
+    elif machine is not None and float(machine.usable_cpus) < 2:
+        cause, facts = cpu_cause(machine, "the frontend and the worker")
+    else:
+        took = float(statistics.median(ops["end"] - ops["start"])) if len(ops) else 0.0
+        cause, facts = lesson.Cause.TOO_SMALL, {"small": f"a {size}x{size} product", "took": fmt_time(took),
+                                                "beside": "the frontend's way to the blocker"}
+    return EACH_WAITED.check(len(sources) >= expected, cause=cause,
+                             facts={**facts, "expected": expected, "lines": len(sources),
+                                    "reasons": ", ".join(reasons) or "none"})
+
+
+def _example(every: float, once: float, *, item: float = 0.03, asnumpy: float = 0.03, steps: int = 40,
+             machine: Any = None, engine: str = "threaded", scatter: float = 0.0) -> BlockersResult:
+    """A synthetic result with these medians (seconds; three paired runs each, 2% apart; item's runs
+    ``scatter`` (relative) apart the other way)."""
+    from d2l_async.trace import Lane, LaneRole
+
+    from ._common import make_measurement
+
+    runs = lambda x: [x, x * 1.02, x * 0.98]  # noqa: E731
+    m = lambda label, x: make_measurement(label, runs(x))  # noqa: E731
+    trace = Trace.from_events([], [Lane("frontend", LaneRole.FRONTEND)]).with_meta(engine=engine)
+    return BlockersResult({"item": m("item", 1e-5)}, m("no blocker", 1e-6),
+                          {"asnumpy": m("b = a @ a; asnumpy", asnumpy),
+                           "item": make_measurement("b = a @ a; item", [item, item * (1 - scatter), item * (1 + scatter)])},
+                          m("convert every step", every), m("convert once at the end", once), (), trace, steps, 64,
+                          "engine", "example", True, machine)
+
+
+def _blocked_trace(waits: int, *, engine: str = "threaded") -> Trace:
+    """A trace with ``waits`` blocker waits, each on its own source line, after a 10 ms product each."""
+    from d2l_async.trace import Event, Lane, LaneRole
+
+    lanes = [Lane("frontend", LaneRole.FRONTEND), Lane("cpu:0 worker 0", LaneRole.BACKEND, "cpu:0", True, 0)]
+    ev = []
+    for k in range(5):
+        ev.append(Event("cpu:0 worker 0", "op", "matmul", 0.02 * k, 0.02 * k + 0.01, issue=0.02 * k, device="cpu:0"))
+        if k < waits:
+            ev.append(Event("frontend", "block", "item", 0.02 * k + 0.001, 0.02 * k + 0.01, reason="item",
+                            source=f"<cell>:{k + 1}"))
+    return Trace.from_events(ev, lanes).with_meta(engine=engine)
+
+
+def _register() -> None:
+    from ._why import example_machine
+
+    busy, spare = example_machine(1, 0), example_machine(4, 4)
+    claims.falsifier(SAME_COST, "item twice as slow as asnumpy",
+                     lambda: checks(_example(0.02, 0.01, item=0.06, asnumpy=0.03, machine=spare))[0])
+    claims.counterfactual(SAME_COST, "item and asnumpy 20–30% apart, scattered", lesson.Cause.SPREAD,
+                          lambda: checks(_example(0.02, 0.01, item=0.037, asnumpy=0.03, scatter=0.3, machine=spare))[0])
+    claims.falsifier(EVERY_STEP, "converting every step as fast as once",
+                     lambda: checks(_example(0.01, 0.01, machine=spare))[1])
+    claims.counterfactual(EVERY_STEP, "steps=4: one step per loop", lesson.Cause.FEW_STEPS,
+                          lambda: checks(_example(0.01, 0.01, steps=4, machine=spare))[1])
+    claims.counterfactual(EVERY_STEP, "a naive engine (no worker thread)", lesson.Cause.NO_WORKER_THREAD,
+                          lambda: checks(_example(0.01, 0.01, machine=spare, engine="naive"))[1])
+    claims.counterfactual(EVERY_STEP, "one usable CPU, busy", lesson.Cause.NO_SPARE_CPU,
+                          lambda: checks(_example(0.008, 0.01, machine=busy))[1])
+    claims.counterfactual(EVERY_STEP, "four spare CPUs", lesson.Cause.TOO_SMALL,
+                          lambda: checks(_example(0.008, 0.01, machine=spare))[1])
+    claims.falsifier(EACH_WAITED, "two of the five blockers found their value ready",
+                     lambda: report_check(_blocked_trace(3), expected=5, size=64, machine=spare))
+    claims.counterfactual(EACH_WAITED, "a naive engine (no worker thread)", lesson.Cause.NO_WORKER_THREAD,
+                          lambda: report_check(_blocked_trace(0, engine="naive"), expected=5, size=64, machine=spare))
+    claims.counterfactual(EACH_WAITED, "one usable CPU", lesson.Cause.NO_SPARE_CPU,
+                          lambda: report_check(_blocked_trace(3), expected=5, size=64, machine=busy))
+
+
+_register()

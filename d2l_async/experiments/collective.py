@@ -20,19 +20,21 @@ from typing import Any
 
 import numpy as np
 
-from .. import config, lesson
-from ..verdict import compare, compare_paired, overruled
+from .. import claims, config, lesson
+from ..verdict import compare_paired, overruled
 from .._words import fmt_time
 from ..trace import Trace, rank_lanes
 from .._args import having
 from ..distributed import OnRanks, Where, check_backend, run_and_load, where
 from ..distributed.ranks import DEFAULT_NUMEL, DEFAULT_SIZE, collective_rank
+from ._show import Displayed
 
-__all__ = ["CollectiveResult", "run_collective", "checks", "slow_peer_check", "returned_early"]
+__all__ = ["CollectiveResult", "run_collective", "checks", "slow_peer_check", "returned_early", "RankFailure",
+           "run_rank_failure", "RETURNS_EARLY", "CORRECT", "LATE_PEER", "RANK_ERROR", "CAP_SLACK"]
 
 
 @dataclass(frozen=True)
-class CollectiveResult(OnRanks):
+class CollectiveResult(OnRanks, Displayed):
     """All ranks' view of one ``all_reduce`` of ``numel`` floats.
 
     Attributes:
@@ -74,6 +76,20 @@ class CollectiveResult(OnRanks):
     def waiting_ranks(self) -> tuple[int, ...]:
         """The ranks that wait for the slower peer (every rank when there is none)."""
         return tuple(k for k in range(self.ranks) if k != self.slow_rank)
+
+    def checks(self) -> list[Any]:
+        """The checks of this run's claims: :func:`checks`, or for a run with a late peer only its claim
+        (:func:`slow_peer_check`: the collective's facts are the plain run's)."""
+        return [slow_peer_check(self)] if self.peer_delay_s > 0 else checks(self)
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        med = lambda xs: fmt_time(float(np.median(xs)))  # noqa: E731
+        late = (f"; rank {self.slow_rank} sleeps {fmt_time(self.peer_delay_s)} before each collective"
+                if self.peer_delay_s > 0 else "")
+        return (f"Ran on: {self.device}; {self.numel:,} floats per rank, medians over ranks and {self.repeats} "
+                f"repeats{late}",
+                [("blocking all_reduce", med(self.blocking_s)), ("async call returned after", med(self.return_s)),
+                 ("matmul meanwhile", med(self.compute_s)), ("async call to wait() done", med(self.done_s))])
 
 
 def run_collective(*, ranks: int = 2, numel: int | None = None, size: int | None = None, repeats: int | None = None,
@@ -153,96 +169,235 @@ def returned_early(trace: Trace) -> dict[int, dict[str, bool]]:
     return out
 
 
+RETURNS_EARLY = claims.claim(
+    "10.returns-early", notebooks=("10_async_communication",),
+    sentence="all_reduce(async_op=True) returns before the reduction is done",
+    book="torch.distributed: async_op=True returns a Work handle at once; work.wait() is the barrier",
+    quantity="ranks whose call ended before their reduction's interval ended (the trace)",
+    rule="fact: on at least one rank (a blocking call never can)", says="on {ranks_early} of {ranks} ranks")
+CORRECT = claims.claim(
+    "10.correct-sum", notebooks=("10_async_communication",), headline=False,
+    sentence="every rank holds the same, correct sum", book="all_reduce sums a tensor over every rank",
+    quantity="each rank's result against the expected sum", rule="fact: equal on every rank",
+    says="{numel} floats summed over {ranks} ranks")
+LATE_PEER = claims.claim(
+    "10.late-peer", notebooks=("10_async_communication",),
+    sentence="computing while waiting for a late peer saves time",
+    book="§13.5: the slowest rank sets every rank's step; async_op lets the others compute meanwhile",
+    quantity="call-to-wait / blocking call + matmul on the waiting ranks, paired repeats; the saving against the "
+             "peer's delay",
+    rule="compare_paired: the interval wholly below 1, and the median saving at most the delay (what the wait "
+         "can explain) + 25%")
+RANK_ERROR = claims.claim(
+    "10.rank-error", notebooks=("10_async_communication",), headline=False,
+    sentence="a rank's error reaches the notebook within {limit}, no rank left behind",
+    book="a collective waits forever for a rank that died; launch() must not",
+    quantity="seconds from the rank's raise to the exception here; ranks alive after the call",
+    rule="fact: under the limit, none alive", says="after {latency}, {alive} rank(s) alive")
+#: The late peer's saving may exceed its delay by this share (timing noise) before it is not the wait's.
+CAP_SLACK = 0.25
+
+
+def _cpu_words(at: Where) -> str:
+    n = at.usable_cpus
+    return f"{n:g} usable CPU{'' if n == 1 else 's'}, {at.spare_cpus:.1f} spare"
+
+
+def _facts(r: CollectiveResult) -> tuple[bool, int]:
+    facts = returned_early(r.trace)
+    # One rank is proof enough (a blocking call can never end before its reduction); on a time-shared
+    # core a rank may be descheduled *inside* the microsecond enqueue until its reduction is over.
+    return any(f["returned"] for f in facts.values()), sum(f["returned"] for f in facts.values())
+
+
 def checks(r: CollectiveResult) -> list[Any]:
     """The notebook's lesson checks for this result (not displayed: ``lesson.show`` them).
 
-    Three facts read from the trace and the sums; then the time claim.  Without a slower peer it is
-    the speed-up of running the reduction beside the matmul, credited only where the machine has a
-    spare core per busy thread (``role="speed-up"``, gated); with one (:attr:`CollectiveResult.peer_delay_s`)
-    it is :func:`slow_peer_check`, which needs no spare core.
+    Returns:
+        The checks of :data:`RETURNS_EARLY` and :data:`CORRECT`, then, with a late peer
+        (:attr:`CollectiveResult.peer_delay_s`), :func:`slow_peer_check`.
     """
     having("r", r, ("trace", "ranks"), what="a CollectiveResult")
-    facts = returned_early(r.trace)
-    why_cpu = r.where.cpu_sentence(r.ranks)
-    ret, done = max(r.return_s), min(r.done_s)
-    block, comp = float(np.median(r.blocking_s)), float(np.median(r.compute_s))
-    # One rank is proof enough (a blocking call can never end before its reduction); on a time-shared
-    # core a rank may be descheduled *inside* the microsecond enqueue until its reduction is over.
-    returned = any(f["returned"] for f in facts.values())
-    overlapped = any(f["overlapped"] for f in facts.values())
-    preempted = (f"{why_cpu}: a rank's frontend was descheduled inside the call (a microsecond enqueue) until its "
-                 "reduction had ended" if r.where.threads_per_cpu(r.ranks) > 1 else "")
-    out = [
-        lesson.check(
-            "all_reduce(async_op=True) returns before the reduction is done",
-            returned,
-            shown=f"in the trace, on {sum(f['returned'] for f in facts.values())} of {r.ranks} ranks the call ended "
-                  f"before the gloo/NCCL interval; timed: returned after {fmt_time(ret)} (slowest rank), "
-                  f"done after {fmt_time(done)} (fastest rank)",
-            otherwise=preempted or "the profiler recorded no collective interval (a torch without c10d's "
-                      "profiling labels?), or the call itself waited; look at the timeline below"),
-        lesson.check(
-            "the result is the same, correct sum on every rank",
-            r.correct, shown=f"{r.numel:,} floats, sum over {r.ranks} ranks checked on each",
-            otherwise="a rank held a wrong sum: a bug, please report it with this notebook's output"),
-        lesson.check(
-            "the frontend started independent work before the reduction was done",
-            overlapped,
-            shown=f"on {sum(f['overlapped'] for f in facts.values())} of {r.ranks} ranks the matmul began before the "
-                  "collective's interval ended",
-            otherwise=preempted or "the reduction finished before the matmul began (a very small numel, or "
-                      "the peer was already waiting): raise numel"),
-    ]
+    returned, n_early = _facts(r)
+    if r.where.threads_per_cpu(r.ranks) > 1:
+        cause, facts = lesson.Cause.NO_SPARE_CPU, {"cpus": _cpu_words(r.where),
+                                                   "threads": "each rank's frontend and its reduction"}
+    else:
+        cause, facts = lesson.Cause.TRACE, {"seen": "no collective interval (c10d's profiling labels?)"}
+    out = [RETURNS_EARLY.check(returned, cause=cause, facts={**facts, "ranks_early": n_early, "ranks": r.ranks},
+                               detail=f"timed: returned after {fmt_time(max(r.return_s))} (slowest rank), done after "
+                                      f"{fmt_time(min(r.done_s))} (fastest rank)"),
+           CORRECT.check(r.correct, cause=lesson.Cause.BUG, facts={
+               "numel": f"{r.numel:,}", "ranks": r.ranks, "bug": "a rank held a wrong sum"})]
     if r.peer_delay_s > 0:
-        return out + [slow_peer_check(r)]
-    # Decided against the spread across ranks (each rank's median is one sample), and credited only
-    # where the machine can run the gloo thread beside the matmul (the machine gates a speed-up).
-    gated = r.where.threads_per_cpu(r.ranks) > 1
-    saved = compare(r.done_s, [b + c for b, c in zip(r.blocking_s, r.compute_s)],
-                    names=("async call to wait", "blocking call + matmul"))
-    if gated:
-        saved = overruled(saved, None, "machine gate (no spare core per busy thread)")
-    return out + [lesson.check(
-        "with a core for each busy thread (or a GPU), overlapping them saves time: call-to-wait is shorter than "
-        "blocking call + matmul",
-        saved,
-        shown=f"{fmt_time(float(np.median(r.done_s)))} vs {fmt_time(block)} + {fmt_time(comp)} (medians over ranks)",
-        otherwise=(f"{why_cpu or 'NCCL'}: enough cores, but the reduction ({fmt_time(block)} blocking) and the "
-                   f"matmul ({fmt_time(comp)}) are too unequal or too short to gain from overlap: raise numel "
-                   "and size together"),
-        unclear=(f"{why_cpu}: the gloo thread and the matmul took turns on the cores instead of running "
-                 "side by side, so the times cannot show a saving either way. Run on a machine with a spare core "
-                 "per busy thread, or on GPUs with NCCL" if gated else
-                 "the per-rank times overlap within their spread: more repeats decide it"),
-        role="speed-up")]
+        out.append(slow_peer_check(r))
+    return out
 
 
 def slow_peer_check(r: CollectiveResult) -> Any:
-    """"Overlapping the wait for a slower peer with independent work saves time", decided from every
-    repeat of the waiting ranks: call-to-wait of the asynchronous call against the blocking call plus
-    the matmul of the same repeat (:func:`d2l_async.verdict.compare_paired`: a load that slows both
-    calls of a repeat alike does not widen the interval).
+    """:data:`LATE_PEER`, decided from every repeat of the waiting ranks: call-to-wait of the asynchronous
+    call against the blocking call plus the matmul of the same repeat (:func:`d2l_async.verdict.compare_paired`:
+    a load that slows both calls of a repeat alike does not widen the interval).  The saving is the matmul
+    done while the ranks would sit idle waiting for a peer that sleeps, so it can be no larger than the
+    shorter of the wait and the matmul: a larger one (beyond :data:`CAP_SLACK`) has another cause and is not
+    credited to the wait (can't tell, ``EXCEEDS_CAUSE``).
 
-    Not a ``"speed-up"`` claim in the sense of the machine verdict: the saving is the matmul done while
-    the ranks would otherwise sit idle waiting for a peer that sleeps, which needs no second core.
+    Returns:
+        The :class:`~d2l_async.lesson.Check` (not displayed).
     """
     having("r", r, ("waiting_ranks", "ranks"), what="a CollectiveResult")
     ranks = r.waiting_ranks()
     overlapped = [t for k in ranks for t in r.done_runs[k]]
     sequential = [b + c for k in ranks for b, c in zip(r.blocking_runs[k], r.compute_runs[k])]
-    block = float(np.median([t for k in ranks for t in r.blocking_runs[k]]))
     comp = float(np.median([t for k in ranks for t in r.compute_runs[k]]))
-    # paired: the blocking and the asynchronous call of one repeat ran moments apart, under the same load
-    v = compare_paired(overlapped, sequential, names=("async call to wait", "blocking call + matmul"))
-    best = min(r.peer_delay_s, comp)
-    return lesson.check(
-        f"waiting for a slower peer: computing during the wait saves time (rank {r.slow_rank} sleeps "
-        f"{fmt_time(r.peer_delay_s)} before each collective)",
-        v,
-        shown=(f"call-to-wait {fmt_time(float(np.median(overlapped)))} vs blocking {fmt_time(block)} + matmul "
-               f"{fmt_time(comp)} on rank(s) {', '.join(map(str, ranks))} (medians of {len(overlapped)} repeats); "
-               f"the most it can save is the shorter of the wait and the matmul, {fmt_time(best)}"),
-        otherwise=(f"the matmul ({fmt_time(comp)}) did not fit in the {fmt_time(r.peer_delay_s)} wait on "
-                   f"{r.where.cpu_sentence(r.ranks) or r.device}: the frontend itself waited for a core; rerun, "
-                   "or lower size"),
-        unclear=(f"{r.where.cpu_sentence(r.ranks) or r.device}: more repeats, or a longer peer_delay_ms, decide it"))
+    v = compare_paired(overlapped, sequential, names=("call to wait", "blocking + matmul"))
+    cap = min(r.peer_delay_s, comp)
+    saved = float(np.median([s - o for s, o in zip(sequential, overlapped)]))
+    detail = f"median saving {fmt_time(saved)}; the wait and the matmul: {fmt_time(r.peer_delay_s)}, {fmt_time(comp)}"
+    if v.holds is True and saved > cap * (1 + CAP_SLACK):
+        v = overruled(v, None, f"capped: saving > {1 + CAP_SLACK:g} x the peer's delay")
+        return LATE_PEER.check(v, cause=lesson.Cause.EXCEEDS_CAUSE, detail=detail, facts={
+            "gain": "the saving", "amount": fmt_time(saved), "cap": fmt_time(cap), "source": "the peer's wait"})
+    if v.holds is None:
+        cause, facts = lesson.Cause.SPREAD, {"runs": f"{len(overlapped)} paired repeats"}
+    elif r.where.threads_per_cpu(r.ranks) > 1:
+        cause, facts = lesson.Cause.NO_SPARE_CPU, {"cpus": _cpu_words(r.where),
+                                                   "threads": "the matmul and the ranks' threads"}
+    else:
+        cause, facts = lesson.Cause.OTHER_WAY, {"runs": f"{len(overlapped)} paired repeats"}
+    return LATE_PEER.check(v, cause=cause, facts=facts, detail=detail)
+
+
+@dataclass(frozen=True)
+class RankFailure(Displayed):
+    """What :func:`run_rank_failure` saw: a rank raised while the others waited for it in a barrier.
+
+    Attributes:
+        message: the first line of the error raised here.
+        traceback_tail: the last lines of the failing rank's traceback.
+        latency_s: seconds from the rank's ``raise`` to the error here.
+        seconds: the whole call, the processes' start-up included.
+        started, alive: the ranks' process ids, and those still alive after the call.
+        limit_s: the latency the claim allows.
+        machine: :func:`d2l_async.devices.machine` before the call (the reason of a late error).
+    """
+
+    message: str
+    traceback_tail: str
+    latency_s: float
+    seconds: float
+    started: tuple[int, ...]
+    alive: tuple[int, ...]
+    limit_s: float = 10.0
+    machine: Any = None
+
+    def checks(self) -> list[Any]:
+        """The check of :data:`RANK_ERROR`."""
+        ok = self.latency_s < self.limit_s and not self.alive
+        if self.alive:
+            cause, facts = lesson.Cause.BUG, {"bug": f"ranks {list(self.alive)} outlived the call"}
+        else:
+            from ._why import cpu_cause
+
+            cause, facts = cpu_cause(self.machine, "the ranks' start-up and the error's delivery")
+        return [RANK_ERROR.check(ok, cause=cause, facts={**facts, "limit": f"{self.limit_s:g} s",
+                                                         "latency": fmt_time(self.latency_s),
+                                                         "alive": len(self.alive)},
+                                 detail=f"{fmt_time(self.seconds)} with the processes' start-up")]
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        return self.message, [("rank 1's traceback ends", self.traceback_tail)]
+
+
+def run_rank_failure(*, ranks: int = 2, fail_rank: int = 1, timeout: float = 60.0) -> RankFailure:
+    """Start ``ranks`` processes where rank ``fail_rank`` raises while the others wait in a barrier.
+
+    Returns:
+        The frozen :class:`RankFailure`: the error's first line and the rank's traceback tail, how long the error
+        took to arrive, the call's seconds, and the processes started and still alive after it.
+
+    Raises:
+        ValueError: bad counts.  DistributedError: the run failed other than by the rank's error.
+    """
+    import time
+
+    from ..distributed import RankError, is_alive, launch
+    from ..distributed.ranks import raising_rank
+
+    from ..devices import machine
+
+    ranks = _int("ranks", ranks, 2, 8)
+    fail_rank = _int("fail_rank", fail_rank, 0, ranks - 1)
+    here = machine()
+    started: list[int] = []
+    t0 = time.perf_counter()
+    try:
+        launch(raising_rank, ranks, profile=False, timeout=timeout, options={"fail_rank": fail_rank},
+               on_start=started.extend)
+    except RankError as err:
+        message, tail, latency = str(err).splitlines()[0], " | ".join(
+            err.remote_traceback.strip().splitlines()[-2:]), err.latency_s
+    else:  # pragma: no cover - raising_rank always raises
+        raise RuntimeError("the failing rank did not raise")
+    seconds = time.perf_counter() - t0
+    return RankFailure(message, tail, float(latency), seconds, tuple(started),
+                       tuple(pid for pid in started if is_alive(pid)), machine=here)
+
+
+# ---------------------------------------------------------------- what makes each claim false
+def _example(done: float, blocking: float, compute: float, *, delay: float, repeats: int = 5,
+             cpus: float = 4.0, spare: float = 4.0, returned: bool = True) -> CollectiveResult:
+    """A synthetic two-rank result: rank 0 waits for rank 1 (``delay``); per repeat the call-to-wait, the
+    blocking call and the matmul, 1% apart; a trace whose call ends before (or after) the reduction."""
+    from ..trace import Event, Lane, LaneRole
+
+    lanes = [Lane("rank 0 python", LaneRole.FRONTEND, rank=0), Lane("rank 0 pt_gloo_runloop", LaneRole.BACKEND, rank=0)]
+    end = 0.002 if returned else 0.02
+    ev = [Event("rank 0 python", "op", "c10d::allreduce_", 0.0, end),
+          Event("rank 0 pt_gloo_runloop", "op", "gloo:all_reduce", 0.001, 0.01)]
+    trace = Trace.from_events(ev, lanes, {"device": "example"})
+    spread = [1.0 + 0.01 * (k - repeats // 2) for k in range(repeats)]
+    at = Where("example", "gloo", cpus, spare, 0.0, ())
+    return CollectiveResult(2, 1024, (0.001, 0.001), (done, done), (blocking, blocking), (compute, compute), (0, 0),
+                            repeats, True, trace, at, 1.0, delay, 1 if delay > 0 else -1,
+                            (tuple(blocking * f for f in spread), ()), (tuple(done * f for f in spread), ()),
+                            (tuple(compute * f for f in spread), ()))
+
+
+def _late_peer_run(delay_ms: float) -> Any:
+    return slow_peer_check(run_collective(peer_delay_ms=delay_ms, size=256, repeats=5))
+
+
+def _register() -> None:
+    claims.falsifier(RETURNS_EARLY, "a call that ended after its reduction",
+                     lambda: checks(_example(0.02, 0.02, 0.01, delay=0.0, returned=False))[0])
+    claims.counterfactual(RETURNS_EARLY, "the same on one CPU for four busy threads", lesson.Cause.NO_SPARE_CPU,
+                          lambda: checks(_example(0.02, 0.02, 0.01, delay=0.0, returned=False, cpus=1, spare=0))[0])
+    claims.counterfactual(RETURNS_EARLY, "the same with four spare CPUs", lesson.Cause.TRACE,
+                          lambda: checks(_example(0.02, 0.02, 0.01, delay=0.0, returned=False))[0])
+    import dataclasses
+
+    wrong = lambda: checks(dataclasses.replace(_example(0.02, 0.02, 0.01, delay=0.0), correct=False))[1]  # noqa: E731
+    claims.falsifier(CORRECT, "a rank with a wrong sum", wrong)
+    claims.counterfactual(CORRECT, "a rank with a wrong sum", lesson.Cause.BUG, wrong)
+    # the late peer: a saving of 15 ms credited to a 1 ms wait (what the issue measured), and a real run
+    claims.falsifier(LATE_PEER, "peer_delay_ms=1 with a 15 ms saving (more than the wait explains)",
+                     lambda: slow_peer_check(_example(0.035, 0.030, 0.020, delay=0.001)))
+    claims.falsifier(LATE_PEER, "peer_delay_ms=1, run", lambda: _late_peer_run(1), process=True)
+    claims.falsifier(LATE_PEER, "no saving", lambda: slow_peer_check(_example(0.050, 0.030, 0.020, delay=0.04)))
+    claims.counterfactual(LATE_PEER, "a saving larger than the delay", lesson.Cause.EXCEEDS_CAUSE,
+                          lambda: slow_peer_check(_example(0.035, 0.030, 0.020, delay=0.001)))
+    claims.counterfactual(LATE_PEER, "no saving, one CPU for four busy threads", lesson.Cause.NO_SPARE_CPU,
+                          lambda: slow_peer_check(_example(0.055, 0.030, 0.020, delay=0.04, cpus=1, spare=0)))
+    claims.counterfactual(LATE_PEER, "no saving, four spare CPUs", lesson.Cause.OTHER_WAY,
+                          lambda: slow_peer_check(_example(0.055, 0.030, 0.020, delay=0.04)))
+    claims.falsifier(RANK_ERROR, "a rank left alive", lambda: RankFailure("x", "", 0.5, 3.0, (1, 2), (2,)).checks()[0])
+    from ._why import example_machine
+
+    claims.counterfactual(RANK_ERROR, "the error 12 s late on one busy CPU", lesson.Cause.NO_SPARE_CPU,
+                          lambda: RankFailure("x", "", 12.0, 15.0, (1, 2), (), machine=example_machine(1, 0)).checks()[0])
+    claims.counterfactual(RANK_ERROR, "a rank left alive", lesson.Cause.BUG,
+                          lambda: RankFailure("x", "", 0.5, 3.0, (1, 2), (2,)).checks()[0])
+
+
+_register()

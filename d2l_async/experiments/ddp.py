@@ -31,18 +31,19 @@ from typing import Any
 
 import numpy as np
 
-from .. import config, lesson
+from .. import claims, config, lesson
 from ..verdict import compare, overruled, within
-from .._words import fmt_change, fmt_time
+from .._words import fmt_time
 from ..trace import Trace
 from ..analysis import RankComm, comm_overlap, comm_per_step
 from ..distributed import OnRanks, Where, check_backend, run_and_load, where
 from ..distributed.ranks import STEP_LABEL, training_rank
 from .collective import _int
+from ._show import Displayed
 from .._args import having
 
 __all__ = ["TrainingResult", "run_overlap", "run_straggler", "overlap_checks", "straggler_checks", "machine_check",
-           "STRAGGLER_PROFILED_STEPS", "ABOUT"]
+           "step_check", "STRAGGLER_PROFILED_STEPS", "ABOUT", "BUCKETED", "MACHINE", "STEP", "SLOWED", "WAITS"]
 
 #: Profiled steps per setting of :func:`run_straggler` (one sample each for the waiting check).
 STRAGGLER_PROFILED_STEPS = 3
@@ -51,7 +52,7 @@ ABOUT = 0.5
 
 
 @dataclass(frozen=True)
-class TrainingResult(OnRanks):
+class TrainingResult(OnRanks, Displayed):
     """Data-parallel training steps of one MLP under several settings, same processes.
 
     Attributes:
@@ -103,6 +104,21 @@ class TrainingResult(OnRanks):
                 continue
             out[rank] = tuple(c.exposed_s - statistics.median(ref) for c in steps)
         return out
+
+    def checks(self) -> list[Any]:
+        """The checks of this run's claims: :func:`straggler_checks` for a straggler run, else
+        :func:`overlap_checks` and :func:`machine_check`."""
+        if "straggler" in self.labels:
+            return straggler_checks(self)
+        return [*overlap_checks(self), machine_check(self)]
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        rows = [(f"{label.replace('_', ' ')}: median step", fmt_time(self.median_step(label))) for label in self.labels]
+        for label in self.labels:
+            rows += [(f"{label.replace('_', ' ')}, rank {c.rank}: communication hidden / exposed",
+                      f"{fmt_time(c.hidden_s)} / {fmt_time(c.exposed_s)}") for c in self.comm[label]]
+        return (f"Ran on: {self.device}; {self.model}, {self.params_mb:.1f} MB of gradients, "
+                f"{len(self.step_s[self.labels[0]])} timed steps each", rows)
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per (setting, rank): communication, hidden and exposed seconds; for figures."""
@@ -217,113 +233,130 @@ def run_straggler(*, ranks: int = 2, delay_ms: float | None = None, bucket_cap_m
 # ---------------------------------------------------------------------------------------------
 # lesson checks: pure functions of a result
 # ---------------------------------------------------------------------------------------------
+BUCKETED = claims.claim(
+    "10b.bucketed-overlaps", notebooks=("10b_ddp_overlap",),
+    sentence="bucketed all-reduces overlap the backward pass; after-backward ones never do",
+    book="§13.5 and DDP: a bucket's all-reduce starts while earlier layers are still differentiated",
+    quantity="all-reduces overlapping a backward op, per rank, bucketed and after backward (the traces)",
+    rule="fact: at least one on every rank bucketed, none after backward",
+    says="overlapping per rank: bucketed {bucketed}; after {after}")
+MACHINE = claims.claim(
+    "10b.machine", notebooks=("10b_ddp_overlap",), headline=False, role="machine",
+    sentence="this machine had a core for each of the {busy} busy threads",
+    book="a hidden all-reduce progresses only with a core (or a GPU and a network card) for each side",
+    quantity="spare CPUs against 2 busy threads per gloo rank", rule="fact: at most one busy thread per spare CPU",
+    says="{spare} spare of {usable} usable CPUs")
+STEP = claims.claim(
+    "10b.step-shorter", notebooks=("10b_ddp_overlap",), headline=False, role="speed-up",
+    sentence="overlapping communication with backward shortens the step",
+    book="§13.5: overlap hides communication behind computation",
+    quantity="bucketed / after-backward step time, every timed step; the saving against the hidden communication",
+    rule="compare: the interval wholly below 1; credited only where the machine check holds and the saving is "
+         "at most the hidden communication")
+SLOWED = claims.claim(
+    "10b.straggler", notebooks=("10b_ddp_overlap",),
+    sentence="one slow rank slows every step by about its delay",
+    book="§13.5: an all-reduce is a barrier; the slowest rank sets every rank's step",
+    quantity="each straggler step's extra time over the even steps' median / the delay",
+    rule=f"within: the interval wholly inside 1 ± {ABOUT:g}")
+WAITS = claims.claim(
+    "10b.others-wait", notebooks=("10b_ddp_overlap",), headline=False,
+    sentence="the other ranks spend about that delay waiting in the all-reduce",
+    book="§13.5: the others wait inside the collective for the slowest rank",
+    quantity="per profiled step, each even rank's exposed communication over its own even steps / the delay",
+    rule=f"within: the interval wholly inside 1 ± {ABOUT:g}")
+
+
 def _per_rank(comm: tuple[RankComm, ...], attr: str) -> str:
     return ", ".join(f"rank {c.rank}: {getattr(c, attr)}" for c in comm)
 
 
-def _why_no_overlap(r: TrainingResult, bucketed: tuple[RankComm, ...], after: tuple[RankComm, ...]) -> str:
-    """Why a rank's bucketed all-reduces overlapped no backward op, from its counts: one bucket a step
-    (no more all-reduces than the after-backward run, which makes one a step), or several whose gloo
-    work all ran after the backward ops (the gloo thread waited for a core)."""
-    per_step = {c.rank: c.collectives for c in after}  # one all-reduce a step after backward
-    none = [c for c in bucketed if c.overlapping < 1]
-    several = [c for c in none if c.collectives > per_step.get(c.rank, c.collectives)]
-    if not several:
-        return (f"with {r.params_mb:.1f} MB of gradients and buckets of {r.bucket_cap_mb:g} MB there was only "
-                "one bucket, launched when the backward pass ended: lower bucket_cap_mb")
-    ranks = "; ".join(f"rank {c.rank}: {c.collectives} all-reduces for {per_step.get(c.rank, 0)} steps, none while "
-                      f"its {c.backward_s * 1e3:.1f} ms of backward ops ran" for c in several)
-    return (f"{ranks}: its gloo thread did that work only after the backward ops ended. "
-            + (f"With {r.where.cpu_sentence(r.ranks)}, a rank's threads take turns on the cores; rerun"
-               if r.where.backend == "gloo" else "Rerun"))
+def _cpus(r: TrainingResult) -> dict[str, str]:
+    n = r.where.usable_cpus
+    return {"cpus": f"{n:g} usable CPU{'' if n == 1 else 's'}, {r.where.spare_cpus:.1f} spare"}
 
 
 def overlap_checks(r: TrainingResult) -> list[Any]:
-    """Lesson checks of :func:`run_overlap` (not displayed)."""
+    """Lesson checks of :func:`run_overlap` (not displayed).
+
+    Returns:
+        The checks of :data:`BUCKETED` and :data:`STEP`.
+    """
     having("r", r, ("comm", "ranks"), what="a TrainingResult")
     bucketed, after = r.comm["bucketed"], r.comm["after_backward"]
-    out = [
-        lesson.check(
-            "bucketed (DDP): on every rank an all-reduce overlaps the backward pass",
-            all(c.overlapping >= 1 for c in bucketed),
-            shown=f"all-reduces overlapping backward ops — {_per_rank(bucketed, 'overlapping')} "
-                  f"(of {', '.join(str(c.collectives) for c in bucketed)})",
-            otherwise=_why_no_overlap(r, bucketed, after)),
-        lesson.check(
-            "after the backward pass: no all-reduce overlaps it",
-            all(c.overlapping == 0 for c in after),
-            shown=f"overlapping — {_per_rank(after, 'overlapping')} (of {', '.join(str(c.collectives) for c in after)})",
-            otherwise="an all-reduce overlapped a backward op although it was issued after backward() returned: "
-                      "a bug in the trace reading, please report it"),
-        lesson.check(
-            "both ways, every rank ends the step with the same parameters",
-            all(r.same_params.values()), shown=", ".join(f"{k}: {'same' if v else 'different'}"
-                                                         for k, v in r.same_params.items()),
-            otherwise="the ranks' parameters differ after the all-reduce: a bug, please report it"),
-    ]
-    out.append(step_check(r))
-    return out
+    ok_b = all(c.overlapping >= 1 for c in bucketed)
+    ok_a = all(c.overlapping == 0 for c in after)
+    per_step = {c.rank: c.collectives for c in after}  # one all-reduce a step after backward
+    none = [c for c in bucketed if c.overlapping < 1]
+    if not ok_a:
+        cause, facts = lesson.Cause.BUG, {"bug": "an all-reduce issued after backward() overlapped it"}
+    elif r.ranks == 1:
+        cause, facts = lesson.Cause.ONE_RANK, {}
+    elif none and all(c.collectives <= per_step.get(c.rank, c.collectives) for c in none):
+        cause, facts = lesson.Cause.TOO_SMALL, {"small": f"{r.params_mb:.1f} MB of gradients", "took": "one bucket",
+                                                "beside": f"buckets of {r.bucket_cap_mb:g} MB"}
+    elif r.where.backend == "gloo" and r.where.threads_per_cpu(r.ranks) > 1:
+        cause, facts = lesson.Cause.NO_SPARE_CPU, {**_cpus(r), "threads": "each rank's gloo thread and its backward"}
+    elif r.where.backend == "gloo":
+        cause, facts = lesson.Cause.TRACE, {"seen": "the gloo threads reduced only after the backward ops"}
+    else:
+        cause, facts = lesson.Cause.GPU, {"gpu": "the NCCL kernels ran after the backward kernels"}
+    return [BUCKETED.check(ok_b and ok_a, cause=cause, facts={
+        **facts, "bucketed": ", ".join(str(c.overlapping) for c in bucketed),
+        "after": ", ".join(str(c.overlapping) for c in after)},
+        detail="all-reduces per step: " + _per_rank(bucketed, "collectives")), step_check(r)]
 
 
 def machine_check(r: TrainingResult) -> Any:
     """Whether this machine can show a speed-up from overlap at all (``role="machine"``): a spare core
-    for each busy thread of every gloo rank (its compute thread and gloo's worker), or NCCL."""
+    for each busy thread of every gloo rank (its compute thread and gloo's worker), or NCCL.
+
+    Returns:
+        The check of :data:`MACHINE`.
+    """
     having("r", r, ("ranks", "where"), what="a TrainingResult")
-    busy = 2 * r.ranks
     gloo = r.where.backend == "gloo"
-    return lesson.check(
-        f"this machine had a spare core for each of the {busy} busy threads of {r.ranks} gloo ranks" if gloo else
-        f"each of the {r.ranks} ranks had its own GPU (NCCL)",
-        (not gloo) or r.where.threads_per_cpu(r.ranks) <= 1,
-        shown=(f"{r.where.spare_cpus:.1f} spare of {r.where.usable_cpus:g} usable CPUs (load average "
-               f"{r.where.load_avg:.1f})" if gloo else r.device),
-        otherwise=(f"{r.where.cpu_sentence(r.ranks)}: the ranks time-shared the cores, so read the timelines for the "
-                   "order of events and not the step times for a speed-up. On a machine with "
-                   f"{busy} or more free cores, or on GPUs with NCCL, the bucketed step can get shorter"),
-        role="machine")
+    return MACHINE.check((not gloo) or r.where.threads_per_cpu(r.ranks) <= 1, cause=lesson.Cause.NO_SPARE_CPU,
+                         facts={**_cpus(r), "busy": 2 * r.ranks, "threads": f"{2 * r.ranks} busy threads",
+                                "spare": f"{r.where.spare_cpus:.1f}", "usable": f"{r.where.usable_cpus:g}"})
 
 
 def step_check(r: TrainingResult) -> Any:
-    """"Overlapping communication with backward shortens the step" (``role="speed-up"``), credited only
-    where (1) the machine could show a speed-up (:func:`machine_check`), (2) the bucketed steps are
-    shorter beyond the spread of the timed steps (:func:`d2l_async.verdict.compare`) and (3) the time
-    saved is no more than the communication the traces show hidden behind backward."""
+    """:data:`STEP` (``role="speed-up"``), credited only where (1) the machine could show a speed-up
+    (:func:`machine_check`), (2) the bucketed steps are shorter beyond the spread of the timed steps
+    (:func:`d2l_async.verdict.compare`) and (3) the time saved is no more than the communication the
+    traces show hidden behind backward.
+
+    Returns:
+        The :class:`~d2l_async.lesson.Check` (not displayed).
+    """
+    having("r", r, ("comm", "ranks", "where"), what="a TrainingResult of run_overlap()")
     bucketed = r.comm["bucketed"]
     t_after, t_bucket = r.median_step("after_backward"), r.median_step("bucketed")
-    hidden = float(np.mean([c.hidden_fraction for c in bucketed])) if bucketed else 0.0
     hidden_s = max((c.hidden_s for c in bucketed), default=0.0)
-    exposed = {label: max((c.exposed_s for c in r.comm[label]), default=0.0) for label in ("after_backward", "bucketed")}
-    name = "with a core for each busy thread (or a GPU each), overlapping communication with backward shortens the step"
-    shown = (f"median step {1e3 * t_bucket:.1f} ms bucketed vs {1e3 * t_after:.1f} ms after backward "
-             f"({len(r.step_s['bucketed'])} steps each); {hidden:.0%} of the bucketed communication hidden "
-             f"({1e3 * hidden_s:.1f} ms); exposed communication {1e3 * exposed['bucketed']:.1f} ms bucketed vs "
-             f"{1e3 * exposed['after_backward']:.1f} ms after backward")
+    detail = ("hidden communication per rank: " + ", ".join(f"rank {c.rank} {fmt_time(c.hidden_s)} of "
+                                                            f"{fmt_time(c.comm_s)}" for c in bucketed)
+              + f"; median steps {fmt_time(t_bucket)} vs {fmt_time(t_after)}")
     if r.ranks == 1:
-        return lesson.check(name, None, shown=shown, role="speed-up",
-                            unclear="one rank has nobody to talk to: its all-reduce is a local no-op, there is "
-                                    "nothing to hide. Use 2 or more ranks")
+        return STEP.check(None, cause=lesson.Cause.ONE_RANK, shown="one rank", detail=detail)
     verdict = compare(r.step_s["bucketed"], r.step_s["after_backward"], names=("bucketed", "after backward"))
     if r.where.threads_per_cpu(r.ranks) > 1:
         # The machine verdict gates the credit: on time-shared cores a shorter step is not overlap.
-        gated = overruled(verdict, None, "machine gate (no spare core per busy thread)")
-        return lesson.check(name, gated, shown=shown, role="speed-up",
-                            unclear=(f"{r.where.cpu_sentence(r.ranks)}: a hidden all-reduce was waiting for a core "
-                                     "(or for the other rank, which waited for the same core), not progressing beside "
-                                     "the backward pass, so step times here cannot show a speed-up either way. Run on "
-                                     "a machine with a spare core per busy thread (or GPUs with NCCL)"))
+        return STEP.check(overruled(verdict, None, "machine gate (no spare core per busy thread)"),
+                          cause=lesson.Cause.NO_SPARE_CPU, facts={**_cpus(r), "threads": f"{2 * r.ranks} busy threads"},
+                          detail=detail)
     saved = t_after - t_bucket
     if verdict.holds is True and saved > hidden_s:
-        capped = overruled(verdict, None, "capped: saved > hidden communication")
-        return lesson.check(name, capped, shown=shown, role="speed-up",
-                            unclear=(f"the bucketed step was {1e3 * saved:.1f} ms shorter, more than the "
-                                     f"{1e3 * hidden_s:.1f} ms of communication hidden behind backward: the gain "
-                                     "is not overlap (the load changed between steps?). More steps decide it"))
-    return lesson.check(
-        name, verdict, shown=shown, role="speed-up",
-        otherwise=(f"{r.where.cpu_sentence(r.ranks) or 'NCCL ranks'}: cores enough, but the gradients "
-                   f"({r.params_mb:.1f} MB) reduce in little time compared with the step; per-bucket launches cost "
-                   "more than they hide. Raise width/depth or lower bucket_cap_mb"),
-        unclear="the two ways' step times overlap within their spread: more steps, or a larger model, decide it")
+        return STEP.check(overruled(verdict, None, "capped: saved > hidden communication"),
+                          cause=lesson.Cause.EXCEEDS_CAUSE, detail=detail, facts={
+                              "gain": "the saving", "amount": fmt_time(saved), "cap": fmt_time(hidden_s),
+                              "source": "the hidden communication"})
+    if verdict.holds is None:
+        cause, facts = lesson.Cause.SPREAD, {"runs": f"{verdict.n_a} vs {verdict.n_b} steps"}
+    else:
+        cause, facts = lesson.Cause.TOO_SMALL, {"small": f"{r.params_mb:.1f} MB of gradients", "took": fmt_time(
+            max((c.comm_s for c in bucketed), default=0.0)), "beside": "the step: per-bucket launches cost more"}
+    return STEP.check(verdict, cause=cause, facts=facts, detail=detail)
 
 
 def straggler_checks(r: TrainingResult) -> list[Any]:
@@ -333,61 +366,112 @@ def straggler_checks(r: TrainingResult) -> list[Any]:
       the delay (:func:`d2l_async.verdict.within`: about the delay, within :data:`ABOUT`);
     * the waiting: per profiled step and even rank, the communication with no gradient compute beside
       it (exposed), over that rank's own even steps -- the time it spent waiting for the straggler after
-      its own backward was done -- again as a share of the delay.  Communication hidden behind the
-      rank's own backward is not waiting the straggler caused: a bucket launched during backward is
-      "in communication" from its launch, whoever is late.
+      its own backward was done -- again as a share of the delay.
+
+    Returns:
+        The checks of :data:`SLOWED` and :data:`WAITS`.
     """
     having("r", r, ("delay_s", "ranks"), what="a TrainingResult")
     delay = r.delay_s["straggler"]
-    even_med, slow_med = r.median_step("even"), r.median_step("straggler")
-    extra = slow_med - even_med
-    where = r.where.cpu_sentence(r.ranks) or r.device
+    even_med = r.median_step("even")
+    if r.ranks == 1 or delay <= 0:
+        one = (lesson.Cause.ONE_RANK, {}) if r.ranks == 1 else (
+            lesson.Cause.MISSING, {"missing": "no delay: use run_straggler(delay_ms > 0)"})
+        return [SLOWED.check(None, cause=one[0], facts=one[1], shown=f"{r.ranks} rank(s)"),
+                WAITS.check(None, cause=one[0], facts=one[1], shown=f"{r.ranks} rank(s)")]
     step_extra = [t - even_med for t in r.step_s["straggler"]]
-    tol = f"{1 - ABOUT:g}-{1 + ABOUT:g}x the delay"
-    slowed_v = within(step_extra, delay, tolerance=ABOUT, names=("extra step time", "delay")) \
-        if delay > 0 and r.ranks > 1 else None
-    if slowed_v is not None and slowed_v.holds is not True:
-        side = ("less than" if slowed_v.ratio < 1 else "more than")
-        slowed_why = (f"the straggler's steps were {fmt_time(extra)} longer than the even ones, {side} its "
-                      f"{fmt_time(delay)} delay ({where}): "
-                      + ("while the slow rank slept, the other ranks had the cores to themselves and finished "
-                         "their own work sooner, so part of the sleep was not added to the step"
-                         if slowed_v.ratio < 1 else
-                         "after its sleep the slow rank still had its own step to compute, and on busy cores its "
-                         "compute took longer than the others'") + "; raise delay_ms or steps")
-    else:
-        slowed_why = ""
-    slowed = lesson.check(
-        "one slow rank slows every step by about its delay",
-        slowed_v if slowed_v is not None else None,
-        shown=f"median step {fmt_time(slow_med)} with rank {r.slow_rank} sleeping {fmt_time(delay)} vs "
-              f"{fmt_time(even_med)} even ({fmt_change(extra)}, {len(r.step_s['straggler'])} steps each)",
-        otherwise=slowed_why,
-        unclear=(f"the steps varied about as much as the delay ({where}): raise delay_ms or steps"
-                 if r.ranks > 1 else "a single rank has nobody to wait for: use ranks >= 2"))
+    v = within(step_extra, delay, tolerance=ABOUT, names=("extra step time", "delay"))
+    out = [SLOWED.check(v, **_within_cause(r, v, "while the slow rank slept, the others had the cores to themselves",
+                                           "after its sleep the slow rank still computed its own step"),
+                        detail=f"median step {fmt_time(r.median_step('straggler'))} vs {fmt_time(even_med)} even, "
+                               f"delay {fmt_time(delay)}")]
     waits = r.extra_wait_s()
     samples = [w for ws in waits.values() for w in ws]
-    per_rank = ", ".join(f"rank {k} {'/'.join(fmt_time(w) for w in ws)}" for k, ws in waits.items())
-    name = "the other ranks spend about that delay waiting in the all-reduce, after their own backward"
-    if r.ranks == 1 or not samples:
-        return [slowed, lesson.check(name, None, shown=f"{len(samples)} profiled steps read",
-                                     unclear="a single rank has nobody to wait for: use ranks >= 2" if r.ranks == 1
-                                     else "the traces hold no profiled step windows: rerun run_straggler()")]
-    v = within(samples, delay, tolerance=ABOUT, names=("extra waiting", "delay")) if delay > 0 else False
-    med = statistics.median(samples)
-    if v is not False and v.holds is False and v.ratio > 1:
-        why = (f"they waited {fmt_time(med)} more per step, beyond {tol}: after its sleep the straggler still computed "
-               f"its own forward and backward before its gradients arrived, and on {where} that took longer "
-               "than the others'")
-    elif v is not False and v.holds is False:
-        why = (f"they waited only {fmt_time(med)} more per step: part of the delay fell while they still had their own "
-               f"backward to compute, or the sleep let them run faster on shared cores ({where})")
+    if not samples:
+        return [*out, WAITS.check(None, cause=lesson.Cause.MISSING, shown="no profiled step", facts={
+            "missing": "the traces hold no profiled step windows: rerun run_straggler()"})]
+    w = within(samples, delay, tolerance=ABOUT, names=("extra waiting", "delay"))
+    per_rank = ", ".join(f"rank {k} {'/'.join(fmt_time(x) for x in ws)}" for k, ws in waits.items())
+    out.append(WAITS.check(w, **_within_cause(r, w, "part of the delay fell while they still had their own backward",
+                                              "after its sleep the straggler still computed its own step"),
+                           detail=f"extra exposed communication per profiled step: {per_rank}"))
+    return out
+
+
+def _within_cause(r: TrainingResult, v: Any, less: str, more: str) -> dict[str, Any]:
+    """The cause of a "within the delay" verdict that did not hold: the spread, or the CPUs the ranks shared
+    (their steps took more or less than the delay because they competed for the cores)."""
+    if v.holds is None:
+        return {"cause": lesson.Cause.SPREAD, "facts": {"runs": f"{v.n_a} steps"}}
+    if r.where.backend == "gloo" and r.where.threads_per_cpu(r.ranks) > 1:
+        return {"cause": lesson.Cause.NO_SPARE_CPU, "facts": {**_cpus(r), "threads": f"{2 * r.ranks} busy threads"}}
+    return {"cause": lesson.Cause.TRACE, "facts": {"seen": less if v.ratio < 1 else more}}
+
+
+# ---------------------------------------------------------------------------------------------
+# what makes each claim false: synthetic results
+# ---------------------------------------------------------------------------------------------
+def _example(*, bucketed_overlap: int = 2, after_overlap: int = 0, collectives: int = 3,
+             bucketed_steps: tuple[float, ...] = (0.08,) * 5,
+             after_steps: tuple[float, ...] = (0.1,) * 5, hidden: float = 0.03, cpus: float = 8.0, spare: float = 8.0,
+             ranks: int = 2, delay: float = 0.0, straggler_steps: tuple[float, ...] = ()) -> TrainingResult:
+    """A synthetic two-setting result (after_backward/bucketed, or even/straggler when ``delay``)."""
+    comm_b = tuple(RankComm(k, collectives, bucketed_overlap, 0.04, hidden, 0.05) for k in range(ranks))
+    comm_a = tuple(RankComm(k, 1, after_overlap, 0.04, 0.0, 0.05) for k in range(ranks))
+    at = Where("example", "gloo", cpus, spare, 0.0, ())
+    if delay:
+        steps = {"even": bucketed_steps, "straggler": straggler_steps}
+        comm = {"even": comm_b, "straggler": comm_b}
+        labels, modes = ("even", "straggler"), {"even": "bucketed", "straggler": "bucketed"}
     else:
-        why = "no delay: use run_straggler(delay_ms > 0)"
-    return [slowed, lesson.check(
-        name, v,
-        shown=(f"per profiled step, each even rank's exposed communication (waiting with no backward beside it) "
-               f"grew over its own even steps by {per_rank}, against a {fmt_time(delay)} delay"),
-        otherwise=why,
-        unclear=(f"the {len(samples)} step(s) scatter across {tol} ({where}): more profiled steps or a longer "
-                 "delay decide it"))]
+        steps = {"after_backward": after_steps, "bucketed": bucketed_steps}
+        comm = {"after_backward": comm_a, "bucketed": comm_b}
+        labels, modes = ("after_backward", "bucketed"), {"after_backward": "after_backward", "bucketed": "bucketed"}
+    return TrainingResult(ranks, labels, modes, steps, {}, comm, {k: True for k in labels}, 1.0,
+                          {labels[0]: 0.0, labels[1]: delay}, ranks - 1, "MLP 512x6", 6.0, at, 1.0)
+
+
+def _spread(x: float, n: int = 5) -> tuple[float, ...]:
+    return tuple(x * (1 + 0.01 * (k - n // 2)) for k in range(n))
+
+
+def _register() -> None:
+    claims.falsifier(BUCKETED, "bucketed all-reduces that never overlap backward",
+                     lambda: overlap_checks(_example(bucketed_overlap=0))[0])
+    claims.counterfactual(BUCKETED, "one bucket a step (buckets as large as the gradients)", lesson.Cause.TOO_SMALL,
+                          lambda: overlap_checks(_example(bucketed_overlap=0, collectives=1))[0])
+    claims.counterfactual(BUCKETED, "several buckets, none during backward, four busy threads on one CPU",
+                          lesson.Cause.NO_SPARE_CPU, lambda: overlap_checks(_example(bucketed_overlap=0, cpus=1,
+                                                                                     spare=0))[0])
+    claims.counterfactual(BUCKETED, "several buckets, none during backward, eight spare CPUs", lesson.Cause.TRACE,
+                          lambda: overlap_checks(_example(bucketed_overlap=0))[0])
+    claims.counterfactual(BUCKETED, "an after-backward all-reduce overlapping backward", lesson.Cause.BUG,
+                          lambda: overlap_checks(_example(after_overlap=1))[0])
+    claims.falsifier(MACHINE, "one usable CPU for four busy threads",
+                     lambda: machine_check(_example(cpus=1, spare=0)))
+    claims.counterfactual(MACHINE, "one usable CPU for four busy threads", lesson.Cause.NO_SPARE_CPU,
+                          lambda: machine_check(_example(cpus=1, spare=0)))
+    claims.falsifier(STEP, "the same step times", lambda: step_check(
+        _example(bucketed_steps=_spread(0.1), after_steps=_spread(0.1))))
+    claims.falsifier(STEP, "a saving larger than the hidden communication",
+                     lambda: step_check(_example(bucketed_steps=_spread(0.05), after_steps=_spread(0.1), hidden=0.01)))
+    claims.counterfactual(STEP, "a saving larger than the hidden communication", lesson.Cause.EXCEEDS_CAUSE,
+                          lambda: step_check(_example(bucketed_steps=_spread(0.05), after_steps=_spread(0.1),
+                                                      hidden=0.01)))
+    claims.counterfactual(STEP, "one CPU for four busy threads", lesson.Cause.NO_SPARE_CPU,
+                          lambda: step_check(_example(cpus=1, spare=0)))
+    claims.counterfactual(STEP, "one rank", lesson.Cause.ONE_RANK, lambda: step_check(_example(ranks=1)))
+    claims.falsifier(SLOWED, "straggler steps as long as the even ones", lambda: straggler_checks(
+        _example(delay=0.1, bucketed_steps=_spread(0.1), straggler_steps=_spread(0.1)))[0])
+    claims.counterfactual(SLOWED, "one rank", lesson.Cause.ONE_RANK, lambda: straggler_checks(
+        _example(delay=0.1, ranks=1, bucketed_steps=_spread(0.1), straggler_steps=_spread(0.2)))[0])
+    claims.counterfactual(SLOWED, "no extra step time, one CPU for four busy threads", lesson.Cause.NO_SPARE_CPU,
+                          lambda: straggler_checks(_example(delay=0.1, cpus=1, spare=0, bucketed_steps=_spread(0.1),
+                                                            straggler_steps=_spread(0.1)))[0])
+    claims.falsifier(WAITS, "no profiled steps to read", lambda: straggler_checks(
+        _example(delay=0.1, bucketed_steps=_spread(0.1), straggler_steps=_spread(0.2)))[1])
+    claims.counterfactual(WAITS, "no profiled steps to read", lesson.Cause.MISSING, lambda: straggler_checks(
+        _example(delay=0.1, bucketed_steps=_spread(0.1), straggler_steps=_spread(0.2)))[1])
+
+
+_register()

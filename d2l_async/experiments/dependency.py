@@ -25,6 +25,7 @@ from typing import Any, Callable
 from d2l_async import config
 
 from ._common import engine_label, positive_int, positive_ints, stable_matrix
+from ._show import DisplayedTuple
 from .parallelism import device_setup
 
 __all__ = ["EXPRESSIONS", "NAMES", "FUNCTIONS", "DependencyResult", "IndependenceResult", "check_expression",
@@ -290,10 +291,31 @@ class IndependenceResult:
         return self.dependent_seconds / self.independent_seconds if self.independent_seconds > 0 else float("nan")
 
 
+class IndependenceRows(DisplayedTuple):
+    """:func:`run_independent_vs_dependent`'s rows (one :class:`IndependenceResult` per worker count); displayed,
+    a table of their times and the checks of notebook 02's claims
+    (:func:`~d2l_async.experiments.parallel_lessons.independence_checks`)."""
+
+    def checks(self) -> list[Any]:
+        """The checks of the independent and the dependent chains' claims."""
+        from .parallel_lessons import independence_checks
+
+        return independence_checks(self)
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        from ._why import fmt_time
+
+        last = self[-1]
+        return (f"Ran on: {last.device}; {last.ops} products of {last.size}×{last.size}, medians of "
+                f"{len(last.independent_runs) or 1} runs",
+                [(f"{r.workers} worker(s)", f"independent {fmt_time(r.independent_seconds)}, dependent "
+                  f"{fmt_time(r.dependent_seconds)}") for r in self])
+
+
 def run_independent_vs_dependent(
     *, workers: tuple[int, ...] = (1, 2), ops: int | None = None, chains: int = 2, size: int | None = None,
     repeat: int | None = None, backend: str = "engine", model: Any = None,
-) -> tuple[IndependenceResult, ...]:
+) -> IndependenceRows:
     """Time independent and dependent chains of matrix products for each worker count.
 
     Args:
@@ -311,7 +333,8 @@ def run_independent_vs_dependent(
     Returns:
         One frozen :class:`IndependenceResult` per entry of ``workers``, in that order: the median independent and
         dependent seconds (and every run's), the last run's trace of each, the independent runs' CPU seconds, the
-        facts of this machine and, for ``backend="modelled"``, the model's record.
+        facts of this machine and, for ``backend="modelled"``, the model's record -- as :class:`IndependenceRows`,
+        a tuple that displays its table and checks.
 
     Raises:
         ValueError: bad counts (``ops`` must be at least ``chains``).
@@ -371,7 +394,7 @@ def run_independent_vs_dependent(
                                       t_dep.with_meta(device=label, virtual=True, experiment="dependent"),
                                       label, True, backend, facts, t_ind.meta.get("modelled"),
                                       statistics.median(ind_cpu[i]), tuple(ind_runs[i]), tuple(dep_runs[i])))
-    return tuple(out)
+    return IndependenceRows(out)
 
 
 def _chain_run(eng: Any, m: Any, starts: list[Any], length: int) -> float:
@@ -381,3 +404,63 @@ def _chain_run(eng: Any, m: Any, starts: list[Any], length: int) -> float:
         arrays = [a @ m for a in arrays]  # chain i depends only on chain i
     eng.waitall()
     return time.perf_counter() - t0
+
+
+# ---------------------------------------------------------------- what makes 02's claims false
+def _rows(one_ind: float, many_ind: float, one_dep: float, many_dep: float, *, chains: int = 2,
+          dep_overlap: bool = False, facts: Any = None) -> tuple[IndependenceResult, IndependenceResult]:
+    """Two synthetic rows (1 and 2 workers) with these median seconds, three runs each 1% apart."""
+    from .parallel_lessons import RunFacts, _lanes_trace
+
+    serial = _lanes_trace([("cpu:0", 0.00, 0.01), ("cpu:0", 0.01, 0.02)])
+    side = _lanes_trace([("cpu:0", 0.00, 0.01), ("cpu:1", 0.00, 0.01)])
+    facts = facts or RunFacts(4.0, 0.0, 0.0, "4 usable CPUs")
+
+    def row(w: int, ind: float, dep: float) -> IndependenceResult:
+        return IndependenceResult(w, 8, chains, 64, ind, dep, side if w > 1 and chains > 1 else serial,
+                                  side if dep_overlap and w > 1 else serial, "example", True, "engine", facts, None,
+                                  float("nan"), (ind, ind * 1.01, ind * 0.99), (dep, dep * 1.01, dep * 0.99))
+    return row(1, one_ind, one_dep), row(2, many_ind, many_dep)
+
+
+def _naive_rows() -> tuple[IndependenceResult, ...]:
+    """The experiment, small, on a naive engine (``D2L_ASYNC_ENGINE=naive``: no worker thread)."""
+    import os
+
+    old = os.environ.get("D2L_ASYNC_ENGINE")
+    os.environ["D2L_ASYNC_ENGINE"] = "naive"
+    try:
+        return run_independent_vs_dependent(workers=(1, 2), ops=4, size=64, repeat=2, backend="engine")
+    finally:
+        os.environ.pop("D2L_ASYNC_ENGINE") if old is None else os.environ.__setitem__("D2L_ASYNC_ENGINE", old)
+
+
+def _register() -> None:
+    from d2l_async import claims
+    from d2l_async.lesson import Cause
+
+    from .parallel_lessons import DEPENDENT, SIDE_BY_SIDE_02, RunFacts, independence_checks
+
+    busy = RunFacts(1.0, 1.0, 2.0, "1 usable CPU, 1.0 busy with other work")
+    claims.falsifier(SIDE_BY_SIDE_02, "two workers as slow as one",
+                     lambda: independence_checks(_rows(0.02, 0.02, 0.02, 0.02))[0])
+    claims.counterfactual(SIDE_BY_SIDE_02, "chains=1 (one chain: nothing independent)", Cause.ONE_CHAIN,
+                          lambda: independence_checks(_rows(0.02, 0.02, 0.02, 0.02, chains=1, facts=busy))[0])
+    claims.counterfactual(SIDE_BY_SIDE_02, "chains=1, run on modelled devices", Cause.ONE_CHAIN,
+                          lambda: independence_checks(run_independent_vs_dependent(
+                              chains=1, ops=4, size=64, repeat=2, backend="modelled"))[0])
+    claims.counterfactual(SIDE_BY_SIDE_02, "one usable CPU, busy", Cause.NO_SPARE_CPU,
+                          lambda: independence_checks(_rows(0.02, 0.011, 0.02, 0.02, facts=busy))[0])
+    claims.counterfactual(SIDE_BY_SIDE_02, "D2L_ASYNC_ENGINE=naive (no worker thread)", Cause.NO_WORKER_THREAD,
+                          lambda: independence_checks(_naive_rows())[0])
+    claims.falsifier(DEPENDENT, "two of the chain's ops at once", lambda: independence_checks(
+        _rows(0.02, 0.011, 0.02, 0.02, dep_overlap=True))[1])
+    claims.falsifier(DEPENDENT, "the chain 1.9× faster on two workers, one op at a time", lambda: independence_checks(
+        _rows(0.02, 0.011, 0.019, 0.010))[1])
+    claims.counterfactual(DEPENDENT, "the chain 1.9× faster on two workers, one op at a time", Cause.TRACE,
+                          lambda: independence_checks(_rows(0.02, 0.011, 0.019, 0.010))[1])
+    claims.counterfactual(DEPENDENT, "two of the chain's ops at once", Cause.BUG, lambda: independence_checks(
+        _rows(0.02, 0.011, 0.02, 0.02, dep_overlap=True))[1])
+
+
+_register()

@@ -19,6 +19,7 @@ import numpy as np
 from d2l_async import config
 
 from ._common import Setup, backend_work, positive_int
+from ._show import Displayed
 from .parallel_lessons import RunFacts, run_facts
 from .parallelism import device_setup
 from d2l_async._args import TRACE_HINT, instance
@@ -50,7 +51,7 @@ def compute_comm_overlap(trace: Any):
 
 
 @dataclass(frozen=True)
-class MLPResult:
+class MLPResult(Displayed):
     """A two-layer MLP trained data-parallel over a host and two devices.
 
     Attributes:
@@ -85,6 +86,22 @@ class MLPResult:
     @property
     def devices(self) -> tuple[str, ...]:
         return tuple(self.roles)
+
+    def checks(self) -> list[Any]:
+        """The check of notebook 07's communication claim."""
+        from .parallel_lessons import mlp_checks
+
+        return mlp_checks(self)
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        from ._why import fmt_time
+
+        o = self.overlap
+        return (f"Ran on: {self.device}; {self.batches} minibatches of {self.batch_size}, loss "
+                f"{self.losses[0]:.3f} → {self.losses[-1]:.3f}",
+                [*((d, role) for d, role in self.roles.items()),
+                 ("compute / copies / both at once", f"{fmt_time(o.both + o.only_a)} / {fmt_time(o.both + o.only_b)} / "
+                                                     f"{fmt_time(o.both)}")])
 
 
 def run_mlp_parallel(
@@ -307,3 +324,32 @@ def _mlp_cuda(batches: int, batch_size: int, hidden: int, features: int, lr: flo
     roles = {"cpu": "host: makes minibatches", devs[0]: "GPU 0", devs[1]: "GPU 1"}
     return MLPResult(losses, seconds, compute_comm_overlap(trace), trace, roles, batches, batch_size, hidden,
                      "cuda", setup.device, False)
+
+
+# ---------------------------------------------------------------- what makes 07's MLP claim false
+def _example(both: float, copies: float, *, cpu: float = float("nan"), seconds: float = 0.1) -> MLPResult:
+    """A synthetic run of thread-devices whose copies ran ``copies`` seconds, ``both`` of them beside compute."""
+    from d2l_async.analysis import Overlap
+
+    from .parallel_lessons import RunFacts, _lanes_trace
+
+    trace = _lanes_trace([("cpu:1", 0.0, 0.01), ("cpu:2", 0.0, 0.01)])
+    return MLPResult((1.0, 0.5), seconds, Overlap("compute", "communication", both, 0.05, copies - both, 0.0, seconds),
+                     trace, {"cpu:0": "host", "cpu:1": "device 1", "cpu:2": "device 2"}, 4, 8, 8, "engine", "example",
+                     True, RunFacts(4.0, 0.0, 0.0, "4 usable CPUs"), None, cpu)
+
+
+def _register() -> None:
+    from d2l_async import claims
+    from d2l_async.lesson import Cause
+
+    from .parallel_lessons import COMM, mlp_checks
+
+    claims.falsifier(COMM, "copies that never ran beside compute", lambda: mlp_checks(_example(0.0, 0.01))[0])
+    claims.counterfactual(COMM, "copies that never ran beside compute", Cause.TOO_SMALL,
+                          lambda: mlp_checks(_example(0.0, 0.01))[0])
+    claims.counterfactual(COMM, "overlapped copies, but 1.0 CPU used at once", Cause.NO_SPARE_CPU,
+                          lambda: mlp_checks(_example(0.008, 0.01, cpu=0.1, seconds=0.1))[0])
+
+
+_register()

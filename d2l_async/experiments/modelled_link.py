@@ -30,11 +30,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .. import config
+from .. import claims, config
+from .._words import fmt_time
 from ..trace import Lane, LaneRole, Trace
 from .._args import having, instance, number
+from ._show import Displayed
 
-__all__ = ["LinkModel", "ModelledOverlap", "run_modelled_overlap", "schedule", "checks", "LABEL"]
+__all__ = ["LinkModel", "ModelledOverlap", "run_modelled_overlap", "schedule", "checks", "LABEL", "MODELLED_STEP"]
 
 #: Said on every figure and check of this module.
 LABEL = "modelled link: measured backward pass, all-reduce time from a link model, not measured"
@@ -98,7 +100,7 @@ def schedule(ready_s: list[float], nbytes: list[int], *, bucket_bytes: float, en
 
 
 @dataclass(frozen=True)
-class ModelledOverlap:
+class ModelledOverlap(Displayed):
     """Step times of after-backward vs bucketed on a modelled link, one sample per measured backward.
 
     Attributes:
@@ -122,6 +124,17 @@ class ModelledOverlap:
     model: str
     label: str = LABEL
 
+    def checks(self) -> list[Any]:
+        """The checks of this run's claim (:func:`checks`)."""
+        return checks(self)
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        return (f"{self.model}: backward measured here, all-reduces on a modelled {self.link.words} link",
+                [("backward pass, measured (median)", fmt_time(statistics.median(self.backward_s))),
+                 ("all gradients on the modelled link", fmt_time(self.comm_s)),
+                 ("step after backward / bucketed (modelled)", f"{fmt_time(statistics.median(self.step_after_s))} / "
+                                                              f"{fmt_time(statistics.median(self.step_bucketed_s))}")])
+
 
 def _measure(width: int, depth: int, batch: int, repeats: int) -> tuple[list[tuple[list[float], float]], list[int]]:
     import torch
@@ -136,6 +149,9 @@ def _measure(width: int, depth: int, batch: int, repeats: int) -> tuple[list[tup
     hooks = [p.register_post_accumulate_grad_hook(lambda p, i=i: stamps.__setitem__(i, time.perf_counter()))
              for i, p in enumerate(params)]
     runs = []
+    # one intra-op thread, as each rank runs: beside busy ranks a second thread only waits for a core
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     try:
         for k in range(repeats + 1):  # the first is a warm-up
             net.zero_grad(set_to_none=False)
@@ -147,6 +163,7 @@ def _measure(width: int, depth: int, batch: int, repeats: int) -> tuple[list[tup
             if k:
                 runs.append(([stamps[i] - t0 for i in range(len(params))], end))
     finally:
+        torch.set_num_threads(threads)
         for h in hooks:
             h.remove()
     return runs, nbytes
@@ -216,34 +233,58 @@ def _trace(run: tuple[list[float], float], buckets: list[tuple[float, float, flo
                                             "modelled_label": LABEL, "experiment": "modelled link"})
 
 
-def checks(m: ModelledOverlap) -> list[Any]:
-    """The DDP lesson on the modelled link (not displayed): bucketing hides communication behind the
-    backward pass and shortens the step, decided against the spread of the measured backward passes.
+MODELLED_STEP = claims.claim(
+    "10b.modelled-link", notebooks=("10b_ddp_overlap",), role="modelled",
+    sentence="modelled link: overlapping communication with backward shortens the step",
+    book="§13.5 and DDP's buckets, on a link a model gives (not a measured network)",
+    quantity="bucketed / after-backward step on the modelled link, one pair per measured backward pass",
+    rule="compare_paired: the interval wholly below 1")
 
-    Both are ``role="modelled"``: shown with the modelled mark (◇), an illustration of the schedule a
-    real link would give, never a ✔ of this machine (the link's times come from :class:`LinkModel`)."""
+
+def checks(m: ModelledOverlap) -> list[Any]:
+    """The DDP lesson on the modelled link (not displayed): bucketing shortens the step, decided against the
+    spread of the measured backward passes.  ``role="modelled"``: shown with the modelled mark (◇), an
+    illustration of the schedule a real link would give, never a ✔ of this machine.
+
+    Returns:
+        The check of :data:`MODELLED_STEP`.
+    """
     having("m", m, ("hidden_s", "comm_s"), what="a ModelledOverlap")
     from d2l_async import lesson
     from d2l_async.verdict import compare_paired
 
+    v = compare_paired(m.step_bucketed_s, m.step_after_s, names=("bucketed", "after backward"))
     hid = statistics.median(m.hidden_s)
-    return [
-        lesson.check(
-            "modelled link: bucketed all-reduces run during the backward pass",
-            hid > 0,
-            shown=f"{hid * 1e3:.2f} ms of {m.comm_s * 1e3:.2f} ms of modelled communication overlapped the measured "
-                  f"{statistics.median(m.backward_s) * 1e3:.1f} ms backward pass ({m.link.words}; {m.model})",
-            otherwise=f"one bucket only: the {m.bucket_cap_mb:g} MB bucket holds every gradient; lower bucket_cap_mb",
-            role="modelled"),
-        lesson.check(
-            "modelled link: overlapping communication with backward shortens the step",
-            # both schedules of the same backward pass: paired
-            compare_paired(m.step_bucketed_s, m.step_after_s, names=("bucketed", "after backward")),
-            shown=(f"median step {statistics.median(m.step_bucketed_s) * 1e3:.2f} ms bucketed vs "
-                   f"{statistics.median(m.step_after_s) * 1e3:.2f} ms after backward (backward measured here, "
-                   "link modelled)"),
-            otherwise=(f"the link ({m.link.words}) is so fast beside the backward pass that the per-bucket latencies "
-                       "outweigh what overlap hides: a slower link, or smaller buckets, show the gain"),
-            unclear="the measured backward passes varied as much as the modelled gain: more repeats decide it",
-            role="modelled"),
-    ]
+    if v.holds is None:
+        cause, facts = lesson.Cause.SPREAD, {"runs": f"{v.n_a} measured backward passes"}
+    elif hid <= 0:
+        cause, facts = lesson.Cause.TOO_SMALL, {"small": "one bucket", "took": f"{m.bucket_cap_mb:g} MB",
+                                                "beside": "the gradients: nothing sent during backward"}
+    else:
+        cause, facts = lesson.Cause.TOO_SMALL, {"small": "the modelled link", "took": fmt_time(m.comm_s),
+                                                "beside": "the buckets' latencies"}
+    return [MODELLED_STEP.check(v, cause=cause, facts=facts, detail=(
+        f"{fmt_time(hid)} of {fmt_time(m.comm_s)} of modelled communication during the measured "
+        f"{fmt_time(statistics.median(m.backward_s))} backward pass ({m.link.words}; {m.model})"))]
+
+
+def _example(after: list[float], bucketed: list[float], hidden: float = 0.002) -> ModelledOverlap:
+    trace = _trace(([0.001], 0.01), [(0.001, 0.001, 0.002, 1 << 20)], 0.012, LinkModel())
+    n = len(after)
+    return ModelledOverlap(tuple(after), tuple(bucketed), (0.01,) * n, 0.002, (hidden,) * n, trace, LinkModel(), 1.0,
+                           "MLP example")
+
+
+def _register() -> None:
+    from d2l_async import claims, lesson
+
+    claims.falsifier(MODELLED_STEP, "bucketed steps as long as after-backward ones",
+                     lambda: checks(_example([0.012, 0.0121, 0.0119], [0.012, 0.0121, 0.0119]))[0])
+    claims.counterfactual(MODELLED_STEP, "bucketed longer: one bucket, nothing sent during backward",
+                          lesson.Cause.TOO_SMALL,
+                          lambda: checks(_example([0.012, 0.0121, 0.0119], [0.013, 0.0131, 0.0129], hidden=0.0))[0])
+    claims.counterfactual(MODELLED_STEP, "steps that scatter across 1", lesson.Cause.SPREAD,
+                          lambda: checks(_example([0.012, 0.010, 0.014], [0.011, 0.013, 0.012]))[0])
+
+
+_register()

@@ -25,7 +25,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from d2l_async import lesson
+from d2l_async import claims, lesson
+from d2l_async._words import fmt_time
 from d2l_async.analysis import intersection_seconds, intervals_union, union_seconds
 from d2l_async.verdict import compare, overruled
 from d2l_async.trace import Trace
@@ -33,7 +34,8 @@ from d2l_async._args import TRACE_HINT, having, instance, sequence
 
 __all__ = ["RunFacts", "run_facts", "DevicePlan", "plan_devices", "device_intervals", "busy_seconds", "overlap_seconds",
            "max_concurrency", "gap_after", "two_device_checks", "independence_checks", "mlp_checks",
-           "frontend_wait_check", "SIDE_BY_SIDE", "SERIAL", "HIDDEN", "CONCURRENCY"]
+           "frontend_wait_check", "SIDE_BY_SIDE", "SERIAL", "HIDDEN", "CONCURRENCY", "SIDE_BY_SIDE_02", "DEPENDENT",
+           "TWO_DEVICES", "BARRIER", "COMM", "WAITED"]
 
 #: "Side by side": at least this speedup (2 is the most two devices can give).
 SIDE_BY_SIDE = 1.5
@@ -94,7 +96,12 @@ class DevicePlan:
 
 
 def plan_devices(facts: RunFacts | None = None, *, needed: int = 2) -> DevicePlan:
-    """Thread-devices where the machine has ``needed`` spare cores, modelled devices always."""
+    """Thread-devices where the machine has ``needed`` spare cores, modelled devices always.
+
+    Returns:
+        The frozen :class:`DevicePlan`: whether to run the thread-devices too, the reason in one sentence from
+        the measured spare CPUs, and the spare CPUs.
+    """
     if facts is not None:
         having("facts", facts, ("spare_cpus",), what="the machine's facts (run_facts()) or None")
     facts = run_facts() if facts is None else facts
@@ -179,12 +186,6 @@ def _one_cpu(r: Any) -> bool:
                 and facts.usable_cpus < 2)
 
 
-_ONE_CPU = ("with {cpus:g} usable CPU two threads cannot run at the same moment: their ops' intervals overlap only "
-            "because the OS switched between them, and a shorter run comes from this process getting a larger "
-            "share of the CPU against the other work (two threads against one). The modelled devices show the "
-            "schedule here; for threads, use a machine with two spare cores")
-
-
 #: Thread-devices ran side by side: the process used at least this many CPUs at once (CPU time / wall).
 CONCURRENCY = 1.5
 
@@ -196,214 +197,264 @@ def _threads_concurrency(r: Any, cpu: float, wall: float) -> float | None:
     return cpu / wall
 
 
-def _cpu_clause(conc: float | None, cpu: float, wall: float) -> str:
-    return "" if conc is None else f"; the process used {cpu * 1e3:.1f} ms of CPU in {wall * 1e3:.1f} ms: {conc:.2f} CPUs at once"
-
-
-_SHARE = ("the process used only {conc:.2f} CPUs at once ({facts}): the threads took turns, and a shorter run came from "
-          "a larger share of the CPU against the other work (two threads against one), not from running side by side. "
-          "The modelled devices show the schedule here; for threads, use a machine with two spare cores")
-
-
-def _why_slow(facts: RunFacts | None, modelled: Any, threads_hint: str) -> str:
-    """The measured reason a parallel run did not overlap, and what to change."""
-    where = facts.sentence() if facts is not None else "machine not sampled"
-    if modelled:
-        ops = sum(int(m.get("ops", 0)) for m in modelled.values())
-        over = sum(int(m.get("overruns", 0)) for m in modelled.values())
-        worst = max(float(m.get("worst_overrun", 0.0)) for m in modelled.values())
-        if over:
-            return (f"{over} of {ops} modelled ops took longer to compute on this CPU than their modelled time "
-                    f"(worst {worst:.1f}×; {where}): the CPU, not the model, set the pace. Use a smaller size, or a "
-                    "slower DeviceModel")
-        return (f"no modelled op overran ({ops} ops; {where}); the frontend's pushes or the workers' wake-ups were "
-                "delayed by other work on the CPU. Rerun when the machine is quieter")
-    return f"{where}: {threads_hint}"
-
-
-_GPU_WHY = ("on GPUs the two devices' work did not overlap: look on the timeline for a synchronizing call between "
-            "them (a blocker, a copy to the host, torch.cuda.synchronize) and for kernels too small to outlast their "
-            "launches; raise the size")
-
-_THREADS_HINT = ("the virtual devices are threads, and with fewer spare cores than devices they take turns. "
-                 "The modelled devices show the schedule on any machine; for threads, rerun with 2 spare cores")
-
-
-# -- the checks ------------------------------------------------------------------------------------
 def _speed_up_role(r: Any) -> str:
     """A speed-up of thread-devices or GPUs is evidence (``"speed-up"``, gated by the machine); one of
     modelled devices is what their model gives (``"modelled"``: its own mark, never ✔ evidence)."""
     return "modelled" if getattr(r, "modelled", None) else "speed-up"
 
 
-#: what a speed-up check says when the runs' spread straddles the ideal
-_SCATTER = "the runs' times scatter across the ideal: more repeats decide it"
+def _what(r: Any) -> str:
+    return "modelled devices" if getattr(r, "modelled", None) else (
+        "GPUs" if not getattr(r, "virtual", True) else "thread-workers")
 
 
-def _speed_up(verdict: Any, gated: bool, overlapped: Any, never: str) -> Any:
+def _why_not_side_by_side(r: Any, trace: Any, conc: float | None, threads: str) -> tuple[Any, dict[str, Any]]:
+    """Why two workers or devices did not run side by side, from the run itself: the engine (a naive one
+    has no worker thread), the modelled ops that overran their modelled time (the CPU set the pace), the
+    CPU time the process got against the wall time, the machine's CPUs."""
+    from d2l_async.lesson import Cause
+
+    if trace is not None and trace.meta.get("engine") == "naive":
+        return Cause.NO_WORKER_THREAD, {}
+    if not getattr(r, "virtual", True):
+        return Cause.GPU, {"gpu": _GPU_WHY}
+    facts = getattr(r, "facts", None)
+    cpus = facts.sentence() if facts is not None else "the machine was not sampled"
+    modelled = getattr(r, "modelled", None)
+    if modelled:
+        ops = sum(int(m.get("ops", 0)) for m in modelled.values())
+        over = sum(int(m.get("overruns", 0)) for m in modelled.values())
+        if over:
+            return Cause.NO_SPARE_CPU, {"cpus": cpus, "threads": f"{over} of {ops} modelled ops' real computations"}
+        return Cause.SPREAD, {"runs": "the modelled runs (the frontend's pushes were delayed)"}
+    if _one_cpu(r) or (conc is not None and conc < CONCURRENCY) or (facts is not None and facts.spare_cpus < 1.75):
+        return Cause.NO_SPARE_CPU, {"cpus": cpus, "threads": threads}
+    return Cause.INTERPRETER_LOCK, {"cpus": cpus, "threads": threads}
+
+
+_GPU_WHY = ("on GPUs the two devices' work did not overlap: look on the timeline for a synchronizing call between "
+            "them, or kernels too short to outlast their launches")
+
+
+def _speed_up(verdict: Any, gated: bool, overlapped: Any) -> Any:
     """A speed-up verdict as the machine and the trace allow it: can't tell where the machine could not
-    run the two sides at once (the machine gates a speed-up); ✘ where the timings credit one
-    that the trace contradicts (``overlapped()`` false: ``never`` says what it saw)."""
+    run the two sides at once (the machine gates a speed-up); ✘ where the timings credit one that the
+    trace contradicts (``overlapped()`` false)."""
     if gated:
         return overruled(verdict, None, "machine gate")
     if verdict.holds is True and not overlapped():
-        return overruled(verdict, False, f"trace: {never}")
+        return overruled(verdict, False, "trace: never both busy")
     return verdict
 
 
+SIDE_BY_SIDE_02 = claims.claim(
+    "02.independent-side-by-side", notebooks=("02_dependency_graph",),
+    sentence="independent chains run side by side on {workers} workers ({what})",
+    book="§13.2.1: the backend runs whatever the dependency graph allows at the same time",
+    quantity="1 worker / N workers, wall time of the independent chains, every run",
+    rule=f"compare: the interval wholly above {SIDE_BY_SIDE}; credited only where the machine and the trace allow")
+DEPENDENT = claims.claim(
+    "02.dependent-no-gain", notebooks=("02_dependency_graph",),
+    sentence="a dependent chain cannot use a second worker ({what})",
+    book="§13.2.1: an op that reads another's result waits for it",
+    quantity="the most of its ops running at once (the trace), and 1 worker / N workers of its wall time",
+    rule=f"fact: at most one op at once, and compare: the interval wholly below {SERIAL}")
+TWO_DEVICES = claims.claim(
+    "07.side-by-side", notebooks=("07_automatic_parallelism",),
+    sentence="independent work on two devices runs side by side ({what})",
+    book="§13.3: the backend runs independent work on two devices at the same time",
+    quantity="barrier between / concurrent, wall time, every run",
+    rule=f"compare: the interval wholly above {SIDE_BY_SIDE}; credited only where the machine and the trace allow")
+BARRIER = claims.claim(
+    "07.barrier-serializes", notebooks=("07_automatic_parallelism",),
+    sentence="a barrier between them serializes the two devices ({what})",
+    book="§13.3: a barrier keeps the frontend from issuing the second device's work",
+    quantity="when the second device's first op began after the first device's last op ended (the trace)",
+    rule="fact: the gap is not negative", says="{second}'s first op began {gap} after {first}'s last ended")
+COMM = claims.claim(
+    "07.comm-overlaps", notebooks=("07_automatic_parallelism",),
+    sentence="communication overlaps computation ({what})",
+    book="§13.3: copying one layer's gradient while the other layer's backward runs",
+    quantity="the share of the copies' time during which compute ran too (the trace)",
+    rule=f"fact: at least {HIDDEN:.0%}", says="{share} of the copies' {copies} ran beside compute")
+WAITED = claims.claim(
+    "02.waited-at-print", notebooks=("02_dependency_graph",),
+    sentence="the frontend raced ahead and waited at {reason}(z)",
+    book="§13.2.1: only print(z) needs a value, so only there does the frontend wait",
+    quantity="the frontend's wait at the blocker (the trace)",
+    rule="fact: a wait longer than zero", says="waited {waited} at {reason}(z); the backend's ops took {work}")
+
+
 def two_device_checks(r: Any) -> list[lesson.Check]:
-    """Notebook 07's first claims, on a :class:`~d2l_async.experiments.TwoDeviceResult`."""
+    """Notebook 07's claims on a :class:`~d2l_async.experiments.TwoDeviceResult`.
+
+    Returns:
+        The checks of :data:`TWO_DEVICES` and :data:`BARRIER`.
+    """
     having("r", r, ("devices",), what="a TwoDeviceResult")
     a, b = r.devices
     ov = overlap_seconds(r.trace_concurrent, a, b)
     gap = gap_after(r.trace_serialized, a, b)
     cpu = getattr(r, "concurrent_cpu_seconds", float("nan"))
     conc = _threads_concurrency(r, cpu, r.concurrent_seconds)
-    # at least SIDE_BY_SIDE faster, beyond the spread of the runs; credited only where the machine could
-    # run both devices at once (the machine gates a speed-up) and the trace shows them both busy
-    # decided as printed: the speedup, barrier-between / concurrent, at least SIDE_BY_SIDE
     verdict = compare(getattr(r, "serialized_runs", ()) or r.serialized_seconds,
                       getattr(r, "concurrent_runs", ()) or r.concurrent_seconds, less=False, by=SIDE_BY_SIDE,
                       names=("barrier between", "concurrent"))
     gated = _one_cpu(r) or (conc is not None and conc < CONCURRENCY)
-    side = _speed_up(verdict, gated, lambda: ov > 0, "never both busy")
-    why = _why_slow(r.facts, r.modelled, _THREADS_HINT) if r.virtual else _GPU_WHY
-    if conc is not None and conc < CONCURRENCY and r.speedup >= SIDE_BY_SIDE:
-        why = _SHARE.format(conc=conc, facts=_facts(r))
-    if _one_cpu(r):
-        why = _ONE_CPU.format(cpus=r.facts.usable_cpus)
-    what = "modelled devices" if r.modelled else ("GPUs" if not r.virtual else "thread-devices")
-    iv = device_intervals(r.trace_concurrent)
-    if r.modelled and iv:  # where the time went, measured: the devices' busy time against the run's span
-        span = max(e for _, e in iv) - min(s for s, _ in iv)
-        busy = max(busy_seconds(device_intervals(r.trace_concurrent, d)) for d in r.devices)
-        why += f" (the busier device held its ops {busy * 1e3:.1f} ms of the {span * 1e3:.1f} ms its work spanned)"
-    bound = "at most 2×"
-    if round(r.speedup, 2) > 2.0:  # above the bound as printed: say, measured, why (ops took longer one by one)
-        ser, con = _mean_op(r.trace_serialized), _mean_op(r.trace_concurrent)
-        bound = (f"above the ideal 2× because an op took {ser * 1e3:.1f} ms on average with the barrier vs "
-                 f"{con * 1e3:.1f} ms without")
+    side = _speed_up(verdict, gated, lambda: ov > 0)
+    cause, facts = _why_not_side_by_side(r, r.trace_concurrent, conc, "the two device threads")
+    if side.holds is None and not gated and cause is not lesson.Cause.NO_WORKER_THREAD:
+        cause, facts = lesson.Cause.SPREAD, {"runs": f"{verdict.n_a} vs {verdict.n_b} runs"}
+    what = _what(r).replace("thread-workers", "thread-devices")
     return [
-        lesson.check(f"independent work on two devices runs side by side ({what})", side,
-                     shown=(f"concurrent {r.concurrent_seconds * 1e3:.1f} ms vs barrier between "
-                            f"{r.serialized_seconds * 1e3:.1f} ms: {r.speedup:.2f}× ({bound}); both busy at once "
-                            f"for {ov * 1e3:.1f} ms" + _cpu_clause(conc, cpu, r.concurrent_seconds)),
-                     otherwise=why, role=_speed_up_role(r),
-                     unclear=why if gated else _SCATTER),
-        lesson.check(f"a barrier between them serializes the two devices ({what})", gap >= -1e-6,
-                     shown=(f"{b}'s first product began {gap * 1e3:.2f} ms after {a}'s last ended"
-                            if gap == gap else "no ops recorded"),
-                     otherwise=("the serialized run's ops overlapped: the barrier did not wait for the first "
-                                "device (a bug: report it)")),
+        TWO_DEVICES.check(side, cause=cause, facts={**facts, "what": what}, role=_speed_up_role(r)),
+        BARRIER.check(gap >= -1e-6, cause=lesson.Cause.BUG,
+                      facts={"what": what, "first": a, "second": b, "gap": fmt_time(gap),
+                             "bug": "the serialized run's ops overlapped: the barrier did not wait"}),
     ]
 
 
 def independence_checks(rows: Sequence[Any]) -> list[lesson.Check]:
     """Notebook 02's claims on :func:`~d2l_async.experiments.run_independent_vs_dependent`'s rows
-    (one per worker count; the first must be 1 worker, the last 2 or more)."""
+    (one per worker count; the first must be 1 worker, the last 2 or more).
+
+    Returns:
+        The checks of :data:`SIDE_BY_SIDE_02` and :data:`DEPENDENT`.
+    """
     rows = sequence("rows", rows, what="run_independent_vs_dependent() rows", empty=False)
     for r in rows:
         having("rows", r, ("independent_seconds", "dependent_seconds"), what="a sequence of IndependenceResults")
     one, many = rows[0], rows[-1]
-    what = "modelled devices" if getattr(one, "modelled", None) else "thread-workers"
-    gain = one.independent_seconds / many.independent_seconds
-    dep_gain = one.dependent_seconds / many.dependent_seconds
+    what = _what(one)
     conc = max_concurrency(many.trace_dependent)
-    why = _why_slow(getattr(many, "facts", None), getattr(many, "modelled", None), _THREADS_HINT)
     cpu = getattr(many, "independent_cpu_seconds", float("nan"))
     at_once = _threads_concurrency(many, cpu, many.independent_seconds)
-    if at_once is not None and at_once < CONCURRENCY and gain >= SIDE_BY_SIDE:
-        why = _SHARE.format(conc=at_once, facts=_facts(many))
-    if _one_cpu(many):
-        why = _ONE_CPU.format(cpus=many.facts.usable_cpus)
     runs_one = getattr(one, "independent_runs", ()) or one.independent_seconds
     runs_many = getattr(many, "independent_runs", ()) or many.independent_seconds
     verdict = compare(runs_one, runs_many, less=False, by=SIDE_BY_SIDE,
                       names=("1 worker", f"{many.workers} workers"))  # the gain as printed: 1 worker / many
     gated = _one_cpu(many) or (at_once is not None and at_once < CONCURRENCY)
-    side = _speed_up(verdict, gated, lambda: max_concurrency(many.trace_independent) >= 2, "never two ops at once")
-    # a dependent chain: the trace says no two of its ops ran at once; its time is then the same on
-    # more workers (a speed-up beyond SERIAL, beyond the spread, would contradict it)
+    side = _speed_up(verdict, gated, lambda: max_concurrency(many.trace_independent) >= 2)
+    if getattr(many, "chains", 2) < 2:  # one chain: the "independent" run has no independent work
+        cause, facts = lesson.Cause.ONE_CHAIN, {"chains": many.chains}
+    else:
+        cause, facts = _why_not_side_by_side(many, many.trace_independent, at_once, "the worker threads")
+        if side.holds is None and not gated and cause is not lesson.Cause.NO_WORKER_THREAD:
+            cause, facts = lesson.Cause.SPREAD, {"runs": f"{verdict.n_a} vs {verdict.n_b} runs"}
+    # a dependent chain: the trace says no two of its ops ran at once; then its time on more workers must
+    # not fall beyond SERIAL (one worker / N workers wholly below it, against the spread of the runs)
     dep = compare(getattr(one, "dependent_runs", ()) or one.dependent_seconds,
-                  getattr(many, "dependent_runs", ()) or many.dependent_seconds, less=False, by=SERIAL,
+                  getattr(many, "dependent_runs", ()) or many.dependent_seconds, less=True, by=SERIAL,
                   names=("1 worker", f"{many.workers} workers"))
-    no_gain = replace(dep, holds=(conc == 1 and dep.holds is not True),
-                      method=f"trace: at most one op at once; no speed-up beyond {SERIAL}x by {dep.method}")
+    if conc > 1:
+        no_gain = overruled(dep, False, "trace: two of its ops ran at once")
+        dep_cause, dep_facts = lesson.Cause.BUG, {"bug": f"{conc} ops of one dependent chain ran at once"}
+    elif dep.holds is False:  # faster on more workers beyond the spread, though one op ran at a time
+        no_gain = overruled(dep, None, "trace: one op at a time, so the gain is the load's")
+        dep_cause, dep_facts = lesson.Cause.TRACE, {
+            "seen": f"one op at a time: the {dep.ratio:.2f} came from the machine's load, not a second worker"}
+    else:
+        no_gain = dep
+        dep_cause, dep_facts = lesson.Cause.SPREAD, {"runs": f"{dep.n_a} vs {dep.n_b} runs"}
     return [
-        lesson.check(f"independent chains run side by side on {many.workers} workers ({what})",
-                     side, role=_speed_up_role(many),
-                     unclear=why if gated else _SCATTER,
-                     shown=(f"{one.independent_seconds * 1e3:.1f} ms on 1 worker, {many.independent_seconds * 1e3:.1f} ms "
-                            f"on {many.workers}: {gain:.2f}× faster" + (
-                                f" (above the ideal {many.workers}×: an op took {_mean_op(one.trace_independent) * 1e3:.1f} "
-                                f"ms on average on 1 worker vs {_mean_op(many.trace_independent) * 1e3:.1f} ms on "
-                                f"{many.workers})" if round(gain, 2) > many.workers else "")
-                            + _cpu_clause(at_once, cpu, many.independent_seconds)),
-                     otherwise=why),
-        lesson.check(f"a dependent chain cannot use a second worker ({what})",
-                     no_gain, role="modelled" if getattr(many, "modelled", None) else "",
-                     shown=(f"{one.dependent_seconds * 1e3:.1f} ms on 1 worker, {many.dependent_seconds * 1e3:.1f} ms on "
-                            f"{many.workers} ({dep_gain:.2f}×); at most {conc} of its ops ran at once"),
-                     otherwise=(f"its ops never ran two at once (the trace), so the {dep_gain:.2f}× is timing noise: "
-                                f"the two runs were slowed differently by other work on the CPU "
-                                f"({_facts(many)}); rerun, or use the modelled devices")
-                     if conc == 1 else "two ops of one dependent chain ran at once: a bug, report it"),
+        SIDE_BY_SIDE_02.check(side, cause=cause, facts={**facts, "workers": many.workers, "what": what},
+                              role=_speed_up_role(many)),
+        DEPENDENT.check(no_gain, cause=dep_cause, facts={**dep_facts, "what": what},
+                        role="modelled" if getattr(many, "modelled", None) else "",
+                        detail=f"at most {conc} of its ops ran at once"),
     ]
 
 
 def mlp_checks(r: Any) -> list[lesson.Check]:
-    """Notebook 07's MLP claims on an :class:`~d2l_async.experiments.MLPResult`."""
+    """Notebook 07's MLP claim on an :class:`~d2l_async.experiments.MLPResult`.
+
+    Returns:
+        The check of :data:`COMM`.
+    """
     having("r", r, ("overlap",), what="an MLPResult")
     o = r.overlap
     copies = o.both + o.only_b
     hidden = o.both / copies if copies > 0 else 0.0
-    devs = [d for d in r.roles if not str(r.roles[d]).startswith("host")]
-    both = overlap_seconds(r.trace, devs[0], devs[1]) if len(devs) >= 2 else 0.0
-    busy = busy_seconds(device_intervals(r.trace, devs[0])) if devs else 0.0
-    what = "modelled devices" if r.modelled else ("GPUs" if not r.virtual else "thread-devices")
-    why = _why_slow(r.facts, r.modelled, _THREADS_HINT) if r.virtual else _GPU_WHY
     cpu = getattr(r, "cpu_seconds", float("nan"))
     at_once = _threads_concurrency(r, cpu, getattr(r, "seconds", 0.0))
-    side_why = why
-    if at_once is not None and at_once < CONCURRENCY:
-        why = side_why = (f"the process used only {at_once:.2f} CPUs at once ({_facts(r)}): the device threads took "
-                          "turns on the CPU, so their intervals overlap only because the OS switched between them. The "
-                          "modelled devices show the schedule here; for threads, use a machine with two spare cores")
-    if _one_cpu(r):
-        why = side_why = _ONE_CPU.format(cpus=r.facts.usable_cpus)
-    return [
-        lesson.check(f"the two devices computed their halves side by side ({what})",
-                     busy > 0 and both >= 0.5 * busy and not _one_cpu(r) and (at_once is None or at_once >= CONCURRENCY),
-                     role="modelled" if r.modelled else "",
-                     shown=(f"both busy at once {both * 1e3:.1f} ms of {devs[0]}'s {busy * 1e3:.1f} ms busy"
-                            + _cpu_clause(at_once, cpu, getattr(r, "seconds", 0.0))),
-                     otherwise=side_why),
-        lesson.check(f"communication overlaps computation ({what})",
-                     hidden >= HIDDEN and not _one_cpu(r) and (at_once is None or at_once >= CONCURRENCY),
-                     role="modelled" if r.modelled else "",
-                     shown=(f"copies ran {copies * 1e3:.1f} ms, {o.both * 1e3:.1f} ms of it ({hidden:.0%}) while "
-                            "compute ran"),
-                     otherwise=why),
-        lesson.check("the loss went down", len(r.losses) >= 2 and r.losses[-1] < r.losses[0],
-                     shown=f"{r.losses[0]:.3f} → {r.losses[-1]:.3f} over {len(r.losses)} minibatches",
-                     otherwise="too few minibatches or too large a learning rate: raise batches or lower lr"),
-    ]
+    ok = hidden >= HIDDEN and not _one_cpu(r) and (at_once is None or at_once >= CONCURRENCY)
+    if hidden >= HIDDEN:
+        cause, facts = _why_not_side_by_side(r, r.trace, at_once, "the device threads")
+    else:
+        per_batch = copies / max(getattr(r, "batches", 1), 1)
+        cause, facts = lesson.Cause.TOO_SMALL, {"small": "each copy", "took": fmt_time(per_batch),
+                                                "beside": "the compute it could hide behind"}
+    return [COMM.check(ok, cause=cause, facts={**facts, "what": _what(r).replace("thread-workers", "thread-devices"),
+                                               "share": f"{hidden:.0%}", "copies": fmt_time(copies)},
+                       role="modelled" if getattr(r, "modelled", None) else "")]
 
 
-def frontend_wait_check(trace: Any, reason: str = "print") -> lesson.Check:
-    """Notebook 02's first claim: the frontend pushed everything and then waited at ``reason``."""
+def frontend_wait_check(trace: Any, reason: str = "print", machine: Any = None) -> lesson.Check:
+    """Notebook 02's first claim: the frontend pushed everything and then waited at ``reason``.
+
+    Returns:
+        The check of :data:`WAITED`.
+    """
     instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
+    if machine is not None:
+        having("machine", machine, ("usable_cpus", "spare_cpus"), what="a d2l_async.devices.machine() snapshot or None")
     blocks = trace.where(kind="block")
     waited = [float(blocks["end"][i] - blocks["start"][i]) for i in range(len(blocks))
               if str(blocks["reason"][i]) == reason]
     ops = trace.where(kind="op")
-    last_push = trace.where(kind="launch")
-    pushed = float(last_push["end"].max() - last_push["start"].min()) if len(last_push) else 0.0
     work = float(ops["end"].max() - ops["start"].min()) if len(ops) else 0.0
-    return lesson.check(
-        f"the frontend raced ahead and waited at {reason}(z)", bool(waited) and waited[0] > 0,
-        shown=(f"pushed {len(last_push)} ops in {pushed * 1e3:.3f} ms, then waited {waited[0] * 1e3:.3f} ms at "
-               f"{reason}(z) while the backend ran them ({work * 1e3:.2f} ms)" if waited else
-               f"no wait at {reason}(z): the backend finished its {len(ops)} ops ({work * 1e3:.2f} ms) first"),
-        otherwise=("the backend finished before the frontend reached the print: the ops were shorter than the "
-                   "frontend's own statements in between. Raise n, or rerun"))
+    if trace.meta.get("engine") == "naive":
+        cause, facts = lesson.Cause.NO_WORKER_THREAD, {}
+    elif machine is not None and float(machine.spare_cpus) < 1:
+        from ._why import cpu_cause
+
+        cause, facts = cpu_cause(machine, "the frontend and the worker")
+    else:
+        cause, facts = lesson.Cause.TOO_SMALL, {"small": f"the backend's {len(ops)} ops", "took": fmt_time(work),
+                                                "beside": "the frontend's statements before the print"}
+    return WAITED.check(bool(waited) and waited[0] > 0, cause=cause,
+                        facts={**facts, "reason": reason, "waited": fmt_time(waited[0] if waited else 0.0),
+                               "work": fmt_time(work)})
+
+
+# ---------------------------------------------------------------- what makes each claim false
+def _lanes_trace(intervals: Sequence[tuple[str, float, float]], *, engine: str = "threaded") -> Trace:
+    """A trace of ops ``(device, start, end)`` on one worker lane per device, and the frontend."""
+    from d2l_async.trace import Event, Lane, LaneRole
+
+    devices = sorted({d for d, _, _ in intervals})
+    lanes = [Lane("frontend", LaneRole.FRONTEND)] + [Lane(f"{d} worker {i}", LaneRole.BACKEND, d, True, 0)
+                                                     for i, d in enumerate(devices)]
+    events = [Event("frontend", "launch", "push", s - 2e-6, s - 1e-6) for _, s, _ in intervals]
+    events += [Event(f"{d} worker {devices.index(d)}", "op", "matmul", s, e, issue=0.0, device=d)
+               for d, s, e in intervals]
+    return Trace.from_events(events, lanes).with_meta(engine=engine)
+
+
+def _waited_trace(wait: float, *, engine: str = "threaded") -> Trace:
+    """The z = x * y + 2 run: two ops of 10 ms each, and a ``print`` wait of ``wait`` seconds."""
+    from d2l_async.trace import Event
+
+    t = _lanes_trace([("cpu:0", 0.0, 0.01), ("cpu:0", 0.01, 0.02)], engine=engine)
+    if wait <= 0:
+        return t
+    return Trace.from_events([*t.events(), Event("frontend", "block", "print", 0.001, 0.001 + wait, reason="print")],
+                             t.lanes).with_meta(**t.meta)
+
+
+def _register() -> None:
+    from d2l_async.lesson import Cause
+
+    from ._why import example_machine
+
+    claims.falsifier(WAITED, "the backend done before the print: no wait",
+                     lambda: frontend_wait_check(_waited_trace(0.0), machine=example_machine(4, 4)))
+    claims.counterfactual(WAITED, "a naive engine (no worker thread)", Cause.NO_WORKER_THREAD,
+                          lambda: frontend_wait_check(_waited_trace(0.0, engine="naive")))
+    claims.counterfactual(WAITED, "one usable CPU, busy", Cause.NO_SPARE_CPU,
+                          lambda: frontend_wait_check(_waited_trace(0.0), machine=example_machine(1, 0)))
+    claims.counterfactual(WAITED, "four spare CPUs", Cause.TOO_SMALL,
+                          lambda: frontend_wait_check(_waited_trace(0.0), machine=example_machine(4, 4)))
+
+
+_register()

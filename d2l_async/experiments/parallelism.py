@@ -33,6 +33,8 @@ from typing import Any, Callable, Mapping
 from d2l_async import config
 
 from ._common import Setup, positive_int, resolve_backend, stable_matrix
+from ._show import Displayed
+from ._why import fmt_time
 from .parallel_lessons import RunFacts, run_facts
 
 __all__ = ["TwoDeviceResult", "run_two_devices", "DEVICE_BACKENDS", "device_setup"]
@@ -62,7 +64,7 @@ def device_setup(backend: str, model: Any, *, n_devices: int, min_gpus: int = 2)
 
 
 @dataclass(frozen=True)
-class TwoDeviceResult:
+class TwoDeviceResult(Displayed):
     """Two devices, the same work, with and without a barrier between them.
 
     Attributes:
@@ -100,6 +102,18 @@ class TwoDeviceResult:
     def speedup(self) -> float:
         """serialized / concurrent: up to 2 when the two devices really run at once."""
         return self.serialized_seconds / self.concurrent_seconds
+
+    def checks(self) -> list[Any]:
+        """The checks of notebook 07's two-device claims."""
+        from .parallel_lessons import two_device_checks
+
+        return two_device_checks(self)
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        return (f"Ran on: {self.device}; {self.ops} products of {self.size}×{self.size} on each of "
+                f"{self.devices[0]} and {self.devices[1]}, medians of {len(self.concurrent_runs) or 1} runs",
+                [("concurrent", fmt_time(self.concurrent_seconds)),
+                 ("with a barrier between", fmt_time(self.serialized_seconds))])
 
 
 def run_two_devices(
@@ -209,3 +223,37 @@ def _timed(fn: Any) -> float:
     t0 = time.perf_counter()
     fn()
     return time.perf_counter() - t0
+
+
+# ---------------------------------------------------------------- what makes 07's claims false
+def _two(concurrent: float, serialized: float, *, facts: Any = None, gap: float = 0.001) -> TwoDeviceResult:
+    """A synthetic result with these median seconds (three equal runs each) and a serialized gap."""
+    from .parallel_lessons import _lanes_trace
+
+    conc = _lanes_trace([("cpu:1", 0.0, 0.01), ("cpu:2", 0.0, 0.01)])
+    ser = _lanes_trace([("cpu:1", 0.0, 0.01), ("cpu:2", 0.01 + gap, 0.02 + gap)])
+    return TwoDeviceResult(concurrent, serialized, conc, ser, ("cpu:1", "cpu:2"), 4, 64, "engine", "example", True,
+                           facts or RunFacts(4.0, 0.0, 0.0, "4 usable CPUs"), None, float("nan"),
+                           (concurrent,) * 3, (serialized,) * 3)
+
+
+def _register() -> None:
+    from d2l_async import claims
+    from d2l_async.lesson import Cause
+
+    from .parallel_lessons import BARRIER, TWO_DEVICES, two_device_checks
+
+    busy = RunFacts(1.0, 1.0, 2.0, "1 usable CPU, 1.0 busy with other work")
+    claims.falsifier(TWO_DEVICES, "concurrent as slow as with the barrier",
+                     lambda: two_device_checks(_two(0.02, 0.02))[0])
+    claims.counterfactual(TWO_DEVICES, "one usable CPU, busy", Cause.NO_SPARE_CPU,
+                          lambda: two_device_checks(_two(0.011, 0.02, facts=busy))[0])
+    claims.counterfactual(TWO_DEVICES, "four spare CPUs, no gain", Cause.INTERPRETER_LOCK,
+                          lambda: two_device_checks(_two(0.02, 0.0201))[0])
+    claims.falsifier(BARRIER, "the second device starts before the first ends",
+                     lambda: two_device_checks(_two(0.011, 0.02, gap=-0.005))[1])
+    claims.counterfactual(BARRIER, "the second device starts before the first ends", Cause.BUG,
+                          lambda: two_device_checks(_two(0.011, 0.02, gap=-0.005))[1])
+
+
+_register()

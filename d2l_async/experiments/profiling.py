@@ -16,23 +16,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from d2l_async import config, lesson
+from d2l_async import claims, config, lesson
+from d2l_async._words import fmt_time
 from d2l_async.trace import write_chrome_trace
 
 from ._common import choice, positive_int, resolve_backend
+from ._show import Displayed
 from .queue_memory import SampleQueueSummary, sample_queue_summary
 from d2l_async.trace import Trace
 from d2l_async._args import TRACE_HINT, having, instance, sequence
 
 __all__ = ["ProfilingResult", "run_profiling", "sample_summaries", "export_perfetto", "PROFILE_SAMPLES", "checks",
-           "sample_checks"]
+           "sample_checks", "hta_check", "Samples", "NO_CPU_QUEUE", "GPU_QUEUE", "DEEP_QUEUES", "HTA_AGREES"]
 
 #: The shipped GPU traces :func:`sample_summaries` covers.
 PROFILE_SAMPLES = ("v100_training_step", "a100_training_step")
 
 
 @dataclass(frozen=True)
-class ProfilingResult:
+class ProfilingResult(Displayed):
     """A torch.profiler capture of a small model's training steps.
 
     Attributes:
@@ -58,6 +60,16 @@ class ProfilingResult:
     backend: str
     device: str
     virtual: bool
+
+    def checks(self) -> list[lesson.Check]:
+        """The checks of this run's claims (:func:`checks`)."""
+        return checks(self)
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        return (f"Ran on: {self.device}; {self.model}, {self.steps} steps of {self.batch_size}",
+                [("events", f"{self.events:,}, {self.backend_events:,} of them on backend lanes"),
+                 ("longest launch queue", str(self.max_queue)),
+                 ("the frontend waited in synchronizations", fmt_time(self.blocked_seconds))])
 
 
 def run_profiling(
@@ -121,15 +133,16 @@ def run_profiling(
                            float(blocked_time(trace)["total"].sum()), "cuda" if on_cuda else "cpu", device, False)
 
 
-def sample_summaries(names: tuple[str, ...] = PROFILE_SAMPLES) -> tuple[SampleQueueSummary, ...]:
+def sample_summaries(names: tuple[str, ...] = PROFILE_SAMPLES) -> "Samples":
     """:func:`~d2l_async.experiments.queue_memory.sample_queue_summary` for each shipped GPU trace.
 
     Returns:
-        One :class:`SampleQueueSummary` per name, in order (a single name may be given as a string).
+        One :class:`SampleQueueSummary` per name, in order (a single name may be given as a string), as
+        :class:`Samples`: a tuple that displays its table and checks.
     """
     if isinstance(names, str):
         names = (names,)
-    return tuple(sample_queue_summary(n) for n in names)
+    return Samples(sample_queue_summary(n) for n in names)
 
 
 def export_perfetto(trace: Any, path: str | Path) -> Path:
@@ -151,40 +164,147 @@ def export_perfetto(trace: Any, path: str | Path) -> Path:
 
 
 # ---------------------------------------------------------------- did the lesson hold on this run?
+NO_CPU_QUEUE = claims.claim(
+    "09.cpu-no-queue", notebooks=("09_profiling",),
+    sentence="a CPU profile has no backend queue: PyTorch runs CPU ops before the line returns",
+    book="§13.2: PyTorch's CPU ops are synchronous; a GPU's kernels queue behind the frontend",
+    quantity="events on backend lanes of the profile", rule="fact: none on a CPU, some with a queue on a GPU",
+    says="{back} of {events} events on backend lanes")
+GPU_QUEUE = claims.claim(
+    "09.gpu-queue", notebooks=("09_profiling",),
+    sentence="on the GPU, kernels queue on CUDA streams behind the frontend",
+    book="§13.2: the frontend issues, the GPU's streams run the queue", headline=False,
+    quantity="events on CUDA streams and the longest launch queue", rule="fact: some events, a queue of 1 or more",
+    says="{back} of {events} events on CUDA streams, longest queue {queue}")
+DEEP_QUEUES = claims.claim(
+    "09.recorded-queues", notebooks=("09_profiling",),
+    sentence="real training steps keep hundreds of kernels queued",
+    book="§13.2: the frontend races ahead of the GPU", quantity="the longest launch queue of each recorded trace",
+    rule="fact: at least 100 in every trace", says="{queues}")
+HTA_AGREES = claims.claim(
+    "09.hta-agrees", notebooks=("09_profiling",),
+    sentence="HTA and d2l_async.analysis agree on the V100 trace's longest queue",
+    book="HolisticTraceAnalysis's queue length: +1 at a launch, -1 when the kernel starts",
+    quantity="the longest queue by both", rule="fact: equal", says="HTA {theirs}, d2l_async {ours}")
+
+
 def checks(r: ProfilingResult) -> list[lesson.Check]:
-    """What the profile of this run shows, from its numbers only."""
+    """What the profile of this run shows, from its numbers only.
+
+    Returns:
+        The check of :data:`NO_CPU_QUEUE` (a CPU profile) or :data:`GPU_QUEUE` (a GPU one).
+    """
     having("r", r, ("backend", "trace"), what="a ProfilingResult")
+    facts = {"back": f"{r.backend_events:,}", "events": f"{r.events:,}", "queue": r.max_queue}
     if r.backend == "cuda":
-        return [lesson.check(
-            "on the GPU, kernels run on CUDA streams behind the frontend (a launch queue)",
-            r.backend_events > 0 and r.max_queue >= 1,
-            shown=f"{r.backend_events:,} of {r.events:,} events on CUDA streams; longest launch queue {r.max_queue}",
-            otherwise=(f"the profile holds {r.backend_events:,} kernel events and a queue of at most {r.max_queue}: "
-                       "each launch waited for the previous kernel (tiny kernels, or a synchronization in the "
-                       "step). Raise batch_size or steps."))]
-    return [lesson.check(
-        "a CPU profile has no backend queue: PyTorch runs CPU ops before the Python line returns",
-        r.backend_events == 0,
-        shown=f"{r.events:,} events, {r.backend_events:,} of them on backend lanes",
-        otherwise=(f"{r.backend_events:,} events landed on backend lanes: something in the step ran on another "
-                   "device or stream. Check the trace's lanes (r.trace.lanes)."))]
+        return [GPU_QUEUE.check(r.backend_events > 0 and r.max_queue >= 1, cause=lesson.Cause.TRACE, facts={
+            **facts, "seen": "each launch waited for the previous kernel"})]
+    return [NO_CPU_QUEUE.check(r.backend_events == 0, cause=lesson.Cause.TRACE, facts={
+        **facts, "seen": "work on another device or stream: check r.trace.lanes"})]
 
 
-def sample_checks(samples: tuple[SampleQueueSummary, ...], *, cap: int = 1024) -> list[lesson.Check]:
-    """What the shipped GPU traces show, computed from the files."""
-    out = []
-    for s in sequence("samples", samples, what="SampleQueueSummary"):
+def sample_checks(samples: tuple[SampleQueueSummary, ...]) -> list[lesson.Check]:
+    """What the shipped GPU traces show, computed from the files.
+
+    Returns:
+        The check of :data:`DEEP_QUEUES` over every sample.
+    """
+    for s in sequence("samples", samples, what="SampleQueueSummary", empty=False):
         having("samples", s, ("name", "max_queue"), what="a sequence of SampleQueueSummary")
-        out.append(lesson.check(
-            f"{s.name}: the GPU keeps hundreds of kernels queued",
-            s.max_queue >= 100,
-            shown=f"longest launch queue on {s.lane}: {s.max_queue} (time-weighted mean {s.time_weighted_mean:.0f})",
-            otherwise=f"this trace's queue peaks at {s.max_queue}: its kernels are long enough that the CPU "
-                      "never got far ahead (see exercise 5)."))
-        if s.name.startswith("v100"):
-            out.append(lesson.check(
-                f"{s.name}: the queue runs into the CUDA launch-queue cap (about {cap})",
-                s.max_queue >= 0.97 * cap,
-                shown=f"longest queue {s.max_queue}, at its maximum {s.fraction_at_max:.0%} of the time",
-                otherwise=f"the longest queue is {s.max_queue}, below the cap of about {cap}."))
-    return out
+    shallow = [s for s in samples if s.max_queue < 100]
+    return [DEEP_QUEUES.check(not shallow, cause=lesson.Cause.TRACE, facts={
+        "queues": ", ".join(f"{s.name} {s.max_queue}" for s in samples),
+        "seen": ", ".join(f"{s.name} peaks at {s.max_queue}" for s in shallow)})]
+
+
+def hta_check(summary: SampleQueueSummary) -> lesson.Check:
+    """HolisticTraceAnalysis's longest queue of ``summary``'s trace against :mod:`d2l_async.analysis`'s.
+
+    Returns:
+        The check of :data:`HTA_AGREES`: can't tell (cause ``MISSING``) where HTA is not installed.
+    """
+    having("summary", summary, ("name", "max_queue"), what="a SampleQueueSummary")
+    import importlib.util
+
+    if importlib.util.find_spec("hta") is None:
+        return HTA_AGREES.check(None, cause=lesson.Cause.MISSING, shown="HTA not installed", facts={
+            "missing": "HolisticTraceAnalysis is not installed: pip install HolisticTraceAnalysis"})
+    import logging
+    import shutil
+    import tempfile
+    import warnings
+
+    from hta.trace_analysis import TraceAnalysis
+
+    from d2l_async import data
+
+    logging.getLogger("hta").setLevel(logging.ERROR)
+    with tempfile.TemporaryDirectory(prefix="hta_") as rank_dir, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # HTA's own deprecation warnings (pandas), not the reader's to act on
+        shutil.copy(data.sample_path(summary.name), rank_dir)  # HTA reads a folder of per-rank traces
+        theirs = TraceAnalysis(trace_dir=rank_dir).get_queue_length_summary(ranks=[0])
+    hta_max = int(theirs.droplevel(0, axis=1)["max"].max())
+    return HTA_AGREES.check(hta_max == summary.max_queue, cause=lesson.Cause.BUG, facts={
+        "theirs": hta_max, "ours": summary.max_queue, "bug": "the two queue lengths differ on a shipped trace"})
+
+
+class Samples(tuple):
+    """:func:`sample_summaries`'s summaries; displayed, a table of their queues and :func:`sample_checks`."""
+
+    def checks(self) -> list[lesson.Check]:
+        """The checks of the recorded traces' claim (:func:`sample_checks`)."""
+        return sample_checks(self)
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        return ("Recorded on real GPUs (HolisticTraceAnalysis's test data); every number computed now from the file",
+                [(f"{s.name} ({s.gpu})", f"longest queue {s.max_queue}, time-weighted mean "
+                  f"{s.time_weighted_mean:.0f}, {s.launches:,} launches in {fmt_time(s.duration)}") for s in self])
+
+    _ipython_display_ = Displayed._ipython_display_
+
+
+def _register() -> None:
+    from .queue_memory import sample_queue_summary as load
+
+    claims.falsifier(NO_CPU_QUEUE, "a CUDA profile read as a CPU one", lambda: checks(_as_cpu("v100_training_step"))[0])
+    claims.counterfactual(NO_CPU_QUEUE, "a CUDA profile read as a CPU one", lesson.Cause.TRACE,
+                          lambda: checks(_as_cpu("v100_training_step"))[0])
+    claims.falsifier(GPU_QUEUE, "the recorded CPU-only trace read as a GPU profile",
+                     lambda: checks(_as_cuda("cpu_only"))[0])
+    claims.counterfactual(GPU_QUEUE, "the recorded CPU-only trace read as a GPU profile", lesson.Cause.TRACE,
+                          lambda: checks(_as_cuda("cpu_only"))[0])
+    claims.falsifier(DEEP_QUEUES, "the recorded AlexNet step (a shallow queue)",
+                     lambda: sample_checks((load("a100_alexnet"),))[0])
+    claims.counterfactual(DEEP_QUEUES, "the recorded AlexNet step", lesson.Cause.TRACE,
+                          lambda: sample_checks((load("a100_alexnet"),))[0])
+    claims.falsifier(HTA_AGREES, "a summary whose longest queue is off by one", lambda: hta_check(_off_by_one()))
+    claims.counterfactual(HTA_AGREES, "a summary whose longest queue is off by one", lesson.Cause.BUG,
+                          lambda: hta_check(_off_by_one()))
+
+
+def _profile_of(name: str, backend: str) -> ProfilingResult:
+    from d2l_async import data
+
+    trace = data.load_sample(name)
+    back = sum(int((trace["lane"] == lane.name).sum()) for lane in trace.backend_lanes)
+    return ProfilingResult(trace, name, 1, 1, len(trace), back, 0, 0.0, backend, name, False)
+
+
+def _as_cpu(name: str) -> ProfilingResult:
+    return _profile_of(name, "cpu")
+
+
+def _as_cuda(name: str) -> ProfilingResult:
+    return _profile_of(name, "cuda")
+
+
+def _off_by_one() -> SampleQueueSummary:
+    import dataclasses
+
+    from .queue_memory import sample_queue_summary
+
+    s = sample_queue_summary("v100_training_step")
+    return dataclasses.replace(s, max_queue=s.max_queue + 1)
+
+
+_register()

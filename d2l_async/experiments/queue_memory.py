@@ -34,6 +34,8 @@ import numpy as np
 from d2l_async import config
 
 from ._common import engine_label, positive_int
+from ._show import Displayed, DisplayedTuple, ran_on
+from ._why import fmt_time
 from .deadline import checkpoint
 from ._queue_lessons import backpressure_check, launch_cap_check, queue_checks, time_check
 
@@ -46,7 +48,7 @@ OPS_PER_BATCH = 4
 
 
 @dataclass(frozen=True)
-class QueueMemoryResult:
+class QueueMemoryResult(Displayed):
     """One training-like loop on the engine.
 
     Attributes:
@@ -95,6 +97,44 @@ class QueueMemoryResult:
         bounds = [b for b in (self.sync_every and self.sync_every * self.ops_per_batch, self.max_pending) if b]
         return min(bounds) if bounds else None
 
+    def checks(self) -> list[Any]:
+        """The back-pressure check of a ``max_pending`` run (none for another run)."""
+        return [backpressure_check(self)] if self.max_pending is not None else []
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        how = ("never synchronized" if self.sync_every is None else f"synchronized every {self.sync_every}") + (
+            f", max_pending={self.max_pending}" if self.max_pending is not None else "")
+        return (f"{ran_on(self.device, self.virtual)}; {self.batches} minibatches × {self.ops_per_batch} ops, {how}",
+                [("longest queue", f"{self.max_queue} ops"),
+                 ("pending work at its peak", f"{self.peak_pending_bytes / 2**20:.2f} MiB"),
+                 ("the frontend waited", fmt_time(self.blocked_seconds)), ("the whole loop", fmt_time(self.seconds))])
+
+
+class SyncEvery(DisplayedTuple):
+    """:func:`compare_sync_every`'s runs (one :class:`QueueMemoryResult` per ``k``); displayed, a table and the
+    checks of notebook 06's claims: the bound and the memory, and with frontend work the time it costs."""
+
+    def checks(self) -> list[Any]:
+        """:func:`queue_checks`, and :func:`time_check` where the runs had frontend work."""
+        work = any(getattr(r, "frontend_work_s", 0.0) for r in self)
+        return [time_check(self)] if work else queue_checks(self)
+
+    @property
+    def backend_per_batch(self) -> float:
+        """The backend's seconds per minibatch in the run synchronized every minibatch (its ops ran one
+        minibatch at a time, none piling up): the frontend work that would match it."""
+        one = next((r for r in self if r.sync_every == 1), None)
+        if one is None:
+            raise ValueError("backend_per_batch needs a run synchronized every minibatch: compare_sync_every(ks=(None, 1))")
+        return one.backend_busy_seconds / one.batches
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        first = self[0]
+        work = f", {fmt_time(first.frontend_work_s)} of frontend work per minibatch" if first.frontend_work_s else ""
+        return (f"{ran_on(first.device, first.virtual)}; {first.batches} minibatches × {first.ops_per_batch} ops{work}; "
+                f"medians of {len(first.runs)} interleaved runs",
+                [(f"sync every {r.sync_every or 'never'}", f"queue {r.max_queue} ops (bound {r.queue_bound or 'none'}), "
+                  f"pending {r.peak_pending_bytes / 2**10:.0f} KiB, loop {fmt_time(r.seconds)}") for r in self])
 
 def run_queue_memory(
     *, batches: int | None = None, sync_every: int | None = None, max_pending: int | None = None,
@@ -172,6 +212,7 @@ def run_queue_memory(
         seconds = time.perf_counter() - t0
         label = engine_label(1)
         trace = eng.trace().with_meta(device=label, virtual=True, experiment="queue_memory")
+    give_back_memory()  # the freed pending tensors: glibc keeps them for reuse unless asked
     summary = queue_length_summary(trace)
     max_queue = int(summary["max"].max()) if len(summary) else 0
     mem = pending_memory_series(trace)
@@ -185,10 +226,36 @@ def run_queue_memory(
                              trace, label, True, busy, here, float(frontend_work_s), (seconds,))
 
 
+def give_back_memory() -> bool:
+    """Free the last run's minibatch tensors and hand the memory back to the operating system.
+
+    Two things keep a finished run's pending tensors: the engine's reference cycles (its threads and
+    callbacks) hold them until the garbage collector's next pass, and glibc keeps freed memory in its
+    arenas for reuse.  Either way the kernel's resident memory stays at the run's peak and the next run's
+    peak adds to it: 06's four loops of five runs each reached 1.1 GiB in default mode, beyond what a 2 GB
+    Binder pod leaves a kernel beside a second one.  So a young-generation collection (milliseconds), then
+    glibc's ``malloc_trim(0)``; where ``malloc_trim`` does not exist (macOS, musl) only the collection.
+
+    Returns:
+        True when memory was handed back (glibc), False where the call does not exist.
+    """
+    import ctypes
+    import gc
+
+    gc.collect(1)  # the engine's cycles: the tensors they hold are freed here, not at some later pass
+
+    try:
+        libc = ctypes.CDLL("libc.so.6")  # by name: ctypes.util.find_library would start a process
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):  # not glibc: nothing to trim
+        return False
+    return bool(trim(0))
+
+
 def compare_sync_every(
     *, ks: tuple[int | None, ...] = (None, 1, 4, 16), batches: int | None = None, repeats: int | None = None,
     **kwargs: Any
-) -> tuple[QueueMemoryResult, ...]:
+) -> SyncEvery:
     """:func:`run_queue_memory` for each ``sync_every`` in ``ks`` (``None``: never sync), ``repeats`` times.
 
     The repeats are interleaved (every ``k`` once, then every ``k`` again, ...), so a change of the
@@ -201,7 +268,8 @@ def compare_sync_every(
 
     Returns:
         One :class:`QueueMemoryResult` per entry of ``ks``, in that order: the median-time repeat's run (trace,
-        queue, memory), with ``seconds`` the median wall time and ``runs_s`` every repeat's wall time.
+        queue, memory), with ``seconds`` the median wall time and ``runs_s`` every repeat's wall time -- as
+        :class:`SyncEvery`, a tuple that displays its table and checks.
     """
     if isinstance(ks, (str, bytes)) or not hasattr(ks, "__iter__") or not len(tuple(ks)):
         raise ValueError(f"ks must be a non-empty sequence of ints or None, got {ks!r}")
@@ -214,11 +282,11 @@ def compare_sync_every(
         mid = statistics.median(runs)
         middle = min((rnd[j] for rnd in rounds), key=lambda r: abs(r.seconds - mid))  # its trace, its queue
         out.append(dataclasses.replace(middle, seconds=mid, runs_s=runs))
-    return tuple(out)
+    return SyncEvery(out)
 
 
 @dataclass(frozen=True)
-class SampleQueueSummary:
+class SampleQueueSummary(Displayed):
     """The launch queue of a real GPU trace shipped with the package.
 
     Attributes:
@@ -255,6 +323,17 @@ class SampleQueueSummary:
     def virtual(self) -> bool:
         return False
 
+    def checks(self) -> list[Any]:
+        """The launch-queue cap's check of this recorded trace."""
+        return [launch_cap_check(self)]
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        return (f"Recorded on {self.gpu} (a real GPU; only its trace is read here): {self.name}",
+                [(f"longest launch queue on {self.lane}", f"{self.max_queue} kernels, at it "
+                  f"{self.fraction_at_max:.0%} of the time"),
+                 ("launch calls", f"{self.launches:,} taking {fmt_time(self.launch_seconds)}, "
+                                  f"{fmt_time(self.launch_seconds_at_cap)} of it at the cap"),
+                 ("the step", fmt_time(self.duration))])
 
 def sample_queue_summary(name: str = "v100_training_step") -> SampleQueueSummary:
     """Summarize the launch queue of a shipped GPU trace (default: the V100 training step).
@@ -290,3 +369,47 @@ def sample_queue_summary(name: str = "v100_training_step") -> SampleQueueSummary
         float(row["time_weighted_mean"]), float(row["fraction_at_max"]), int(len(launches)),
         float(durs.sum()), float(durs[at_cap].sum()), float(blocked_time(trace)["total"].sum()),
         float(trace.duration), trace)
+
+
+# ---------------------------------------------------------------- what makes each claim false
+def _example(sync_every: int | None, seconds: float, *, queue: int = 4, pending: int = 1 << 20,
+             work: float = 0.0, busy: float = 0.01, machine: Any = None, runs: tuple[float, ...] = ()
+             ) -> QueueMemoryResult:
+    """A synthetic loop of 40 minibatches: its median seconds, three runs 2% apart unless ``runs``."""
+    runs = runs or (seconds, seconds * 1.02, seconds * 0.98)
+    return QueueMemoryResult(sync_every, None, 40, 4, queue, pending, 0.001, seconds, None, "example", True, busy,
+                             machine, work, runs)
+
+
+def _register() -> None:
+    from d2l_async import claims, lesson
+
+    from ._queue_lessons import BACKPRESSURE, BOUND, FRONTEND_WORK, LAUNCH_CAP, MEMORY
+
+    over = [_example(None, 0.02, queue=160), _example(1, 0.03, queue=9)]
+    claims.falsifier(BOUND, "a run synchronized every minibatch with 9 ops queued (bound 4)",
+                     lambda: queue_checks(over)[0])
+    claims.counterfactual(BOUND, "a run over its bound", lesson.Cause.BUG, lambda: queue_checks(over)[0])
+    claims.counterfactual(BOUND, "no never-synchronized run", lesson.Cause.MISSING,
+                          lambda: queue_checks([_example(1, 0.03)])[0])
+    same = [_example(None, 0.02, queue=4, pending=1 << 20), _example(1, 0.03, queue=4, pending=1 << 20)]
+    claims.falsifier(MEMORY, "the backend kept up: the same pending memory", lambda: queue_checks(same)[1])
+    claims.counterfactual(MEMORY, "the backend kept up", lesson.Cause.TOO_SMALL, lambda: queue_checks(same)[1])
+    flat = [_example(None, 0.02, work=0.001), _example(1, 0.02, work=0.001)]
+    claims.falsifier(FRONTEND_WORK, "synchronized as fast as never", lambda: time_check(flat))
+    claims.counterfactual(FRONTEND_WORK, "the runs scatter across 1", lesson.Cause.SPREAD, lambda: time_check([
+        _example(None, 0.02, work=0.001, runs=(0.02, 0.03, 0.02)), _example(1, 0.02, work=0.001, runs=(0.03, 0.02, 0.021))]))
+    claims.counterfactual(FRONTEND_WORK, "synchronized faster, beyond the spread", lesson.Cause.TOO_SMALL,
+                          lambda: time_check([_example(None, 0.03, work=0.001), _example(1, 0.02, work=0.001)]))
+    bp = _example(None, 0.02, queue=20)
+    bp = dataclasses.replace(bp, max_pending=8)
+    claims.falsifier(BACKPRESSURE, "a queue of 20 under max_pending=8", lambda: backpressure_check(bp))
+    claims.counterfactual(BACKPRESSURE, "a queue of 20 under max_pending=8", lesson.Cause.BUG,
+                          lambda: backpressure_check(bp))
+    claims.falsifier(LAUNCH_CAP, "the recorded A100 AlexNet trace (a shallow queue)",
+                     lambda: launch_cap_check(sample_queue_summary("a100_alexnet")))
+    claims.counterfactual(LAUNCH_CAP, "the recorded A100 AlexNet trace", lesson.Cause.TRACE,
+                          lambda: launch_cap_check(sample_queue_summary("a100_alexnet")))
+
+
+_register()

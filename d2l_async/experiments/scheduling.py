@@ -21,14 +21,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from d2l_async import config, lesson
+from d2l_async import claims, config, lesson
 from d2l_async.verdict import compare, trend
 
 from ._common import positive_int, positive_ints
-from ._why import cpus_clause, fmt_time
+from ._show import Displayed, ran_on
+from ._why import cpu_cause, fmt_time
 from d2l_async._args import having
 
-__all__ = ["GROWTH", "SchedulingResult", "run_scheduling", "checks", "growth_check"]
+__all__ = ["GROWTH", "SchedulingResult", "run_scheduling", "checks", "growth_check", "COSTS_MORE", "GROWS"]
 
 #: Kept for compatibility: growth is now decided by the trend over every run (``verdict.trend``), not
 #: by this factor.
@@ -36,7 +37,7 @@ GROWTH = 1.1
 
 
 @dataclass(frozen=True)
-class SchedulingResult:
+class SchedulingResult(Displayed):
     """Per-op cost of a tiny op as worker threads grow.
 
     Attributes:
@@ -99,6 +100,19 @@ class SchedulingResult:
         """Lesson checks (not displayed): :func:`checks` of this result."""
         return checks(self)
 
+    def checks(self) -> list[Any]:
+        """The checks of this run's claims (:func:`checks`)."""
+        return checks(self)
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        cpu = bool(self.cpu_per_op_seconds)
+        rows = [(f"{w} worker thread(s)", f"{fmt_time(s)} per op" + (f" ({fmt_time(c)} of CPU)" if cpu else ""))
+                for w, s, c in zip(self.workers, self.per_op_seconds, self.cpu_per_op_seconds or self.per_op_seconds)]
+        rows.append(("eager PyTorch, no scheduler", f"{fmt_time(self.eager_per_op_seconds)} per op"
+                     + (f" ({fmt_time(self.eager_cpu_per_op_seconds)} of CPU)" if self.eager_cpu_runs else "")))
+        return (f"{ran_on(self.device, self.virtual)}; {self.ops:,} ops per run, medians of {len(self.raw[0].runs)} "
+                "runs (wall time, and CPU time of every thread)", rows)
+
 
 def run_scheduling(*, workers: tuple[int, ...] = (1, 2, 4, 8, 16), ops: int | None = None,
                    repeats: int | None = None) -> SchedulingResult:
@@ -155,36 +169,42 @@ def _eager_runs(fn: Any, *, number: int, repeats: int) -> tuple[list[float], lis
     return wall, cpu
 
 
+COSTS_MORE = claims.claim(
+    "08.costs-more", notebooks=("08_scheduling_overhead",),
+    sentence="scheduling an op costs more than running it ({clock})",
+    book="§13.2.3: the overhead of scheduling operations can become significant",
+    quantity="the engine's CPU time per op (frontend and worker) / eager PyTorch's, every run",
+    rule="compare: the interval wholly above 1")
+GROWS = claims.claim(
+    "08.grows", notebooks=("08_scheduling_overhead",),
+    sentence="the per-op cost grows from {lo} to {hi} workers",
+    book="§13.2.3: on a heavily multithreaded system the overhead of scheduling can become significant",
+    quantity="CPU time per op of every run at every worker count",
+    rule="trend: Spearman's rank correlation with the worker count, one-sided p < 0.05")
+
+
 def checks(r: SchedulingResult) -> list[Any]:
-    """Lesson checks (not displayed): scheduling costs more than the op; whether the cost grew."""
+    """Lesson checks (not displayed): scheduling costs more than the op; whether the cost grew.
+
+    Returns:
+        The checks of :data:`COSTS_MORE` and :data:`GROWS`.
+    """
     having("r", r, ("raw", "workers"), what="a SchedulingResult")
     first = r.raw[0]
     # A claim about work: decided in CPU time on both sides, the engine's process CPU per op (frontend
     # and worker) against the eager op's thread CPU, every run a sample; the ratio as printed (engine / eager).
-    if first.cpu_runs and r.eager_cpu_runs:
-        engine_cpu = [u * 1e-6 for u in first.cpu_runs]
-        costly = lesson.check(
-            "scheduling an op costs more than running it (CPU time)",
-            compare(engine_cpu, r.eager_cpu_runs, less=False, names=("engine", "eager")),
-            shown=(f"CPU per op: engine with {first.workers} worker {fmt_time(statistics.median(engine_cpu))} (frontend "
-                   f"and worker) vs eager PyTorch {fmt_time(r.eager_cpu_per_op_seconds)} "
-                   f"(engine / eager = {statistics.median(engine_cpu) / r.eager_cpu_per_op_seconds:.2f}); wall time per op "
-                   f"{fmt_time(r.per_op_seconds[0])} vs {fmt_time(r.eager_per_op_seconds)}"),
-            otherwise=f"the eager op used more CPU than the whole engine round trip; {cpus_clause(r.machine)}: rerun",
-            unclear=f"the runs of the two overlap in CPU time per op; {cpus_clause(r.machine)}: more repeats decide it",
-        )
-    else:
-        costly = lesson.check(
-            "scheduling an op costs more than running it (wall time)",
-            compare(r.per_op_seconds[0], r.eager_per_op_seconds, less=False, names=("engine", "eager")),
-            shown=(f"engine with {first.workers} worker: {fmt_time(r.per_op_seconds[0])} per op vs eager PyTorch "
-                   f"{fmt_time(r.eager_per_op_seconds)} (wall time; the CPU clock was not read)"),
-            otherwise=f"the eager op measured slower than the whole engine round trip; {cpus_clause(r.machine)}: rerun",
-        )
+    cpu = bool(first.cpu_runs and r.eager_cpu_runs)
+    v = (compare([u * 1e-6 for u in first.cpu_runs], r.eager_cpu_runs, less=False, names=("engine", "eager")) if cpu
+         else compare(r.per_op_seconds[0], r.eager_per_op_seconds, less=False, names=("engine", "eager")))
+    runs = {"runs": f"{v.n_a} vs {v.n_b} runs"}
+    cause, facts = (lesson.Cause.SPREAD, runs) if v.holds is None else (lesson.Cause.OTHER_WAY, runs)
+    costly = COSTS_MORE.check(v, cause=cause, facts={**facts, "clock": "CPU time" if cpu else "wall time"},
+                              detail=f"wall time per op {fmt_time(r.per_op_seconds[0])} vs "
+                                     f"{fmt_time(r.eager_per_op_seconds)}")
     if len(r.raw) < 2:
-        return [costly, lesson.check("the per-op cost grows with more worker threads", None,
-                                     shown=f"only {first.workers} worker(s) measured",
-                                     unclear="measure at least two worker counts, e.g. workers=(1, 16)")]
+        return [costly, GROWS.check(None, cause=lesson.Cause.MISSING, shown=f"only {first.workers} worker(s) measured",
+                                    facts={"lo": first.workers, "hi": first.workers,
+                                           "missing": "measure at least two worker counts, e.g. workers=(1, 16)"})]
     return [costly, growth_check(r)]
 
 
@@ -192,47 +212,63 @@ def growth_check(r: SchedulingResult) -> Any:
     """Whether the per-op cost grows with the worker threads, decided by the one rule for "grows" of the
     book's notebooks: Spearman's rank correlation over *every run* at every worker count
     (:func:`d2l_async.verdict.trend`; ✔ grew, ✘ fell, can't tell when the runs do not move one way beyond
-    their scatter), not from the two end points."""
+    their scatter), not from the two end points.
+
+    Returns:
+        The check of :data:`GROWS`.
+    """
     having("r", r, ("raw", "workers"), what="a SchedulingResult")
     lo, hi = r.raw[0], r.raw[-1]
     cpu = all(x.cpu_runs for x in r.raw)
-    what = "CPU time" if cpu else "wall time"
-    g = r.cpu_growth if cpu else r.growth
-    lo_band, hi_band = lo.quantiles(cpu=cpu), hi.quantiles(cpu=cpu)
-    med_lo = lo.cpu_per_op_us if cpu else lo.per_op_us
-    med_hi = hi.cpu_per_op_us if cpu else hi.per_op_us
     xs = [x.workers for x in r.raw for _ in (x.cpu_runs if cpu else x.runs)]
     ys = [u for x in r.raw for u in (x.cpu_runs if cpu else x.runs)]
     verdict = trend(xs, ys, falling=False)  # the per-op cost rises with the workers, over every run
-    shown = (f"{what} per op {med_lo:.3g} µs with {lo.workers} worker (quartiles {lo_band[0]:.3g}–{lo_band[1]:.3g}) → "
-             f"{med_hi:.3g} µs with {hi.workers} ({hi_band[0]:.3g}–{hi_band[1]:.3g}): ×{g:.2f}, "
-             f"{len(lo.runs)} runs of {r.ops:,} ops each; wall time ×{r.growth:.2f} (the wall clock also counts "
-             "waits for a CPU and for a wake-up)")
     m = r.machine
-    switches = ""
-    if lo.switch_runs and hi.switch_runs:
-        switches = (f"; the process made {lo.switches_per_op:.2f} context switches per op with {lo.workers} worker "
-                    f"and {hi.switches_per_op:.2f} with {hi.workers} (each a thread put to sleep or preempted, "
-                    "paid for in CPU time)")
-    if verdict.holds is False:
-        movement = f"it fell over the {len(r.raw)} worker counts (×{g:.2f} end to end, beyond the scatter of the runs)"
+    if verdict.holds is None and m is not None and float(m.usable_cpus) >= 2 and float(m.spare_cpus) >= 1:
+        cause, facts = lesson.Cause.SPREAD, {"runs": f"{len(ys)} runs"}
+    elif verdict.holds is None or verdict.holds is False:
+        # one thread at a time, whatever the count: the extra workers sleep instead of contending
+        cause, facts = cpu_cause(m, f"{hi.workers} worker threads")
+        if cause is lesson.Cause.INTERPRETER_LOCK and verdict.holds is None:
+            cause, facts = lesson.Cause.SPREAD, {"runs": f"{len(ys)} runs"}
     else:
-        movement = (f"over the {len(r.raw)} worker counts the runs do not move one way: the change is inside the "
-                    "spread of the runs")
-    if m is not None and float(m.usable_cpus) < 2:
-        reason = (f"with {cpus_clause(m)}, one thread runs at a time: the extra workers sleep on the queue "
-                  "instead of contending for its lock, so there is little contention to pay for")
-    elif m is not None and float(m.spare_cpus) < 1:
-        reason = (f"the CPUs were busy with other work ({cpus_clause(m)}): the threads ran in whatever slices "
-                  "the other programs left them, so how often they slept and woke varied from run to run")
-    else:
-        reason = (f"on {cpus_clause(m)}, one device queue and Python's interpreter lock let about one "
-                  "worker run at a time however many there are")
+        cause, facts = lesson.Cause.SPREAD, {"runs": f"{len(ys)} runs"}
     meds = r.cpu_per_op_seconds if cpu else r.per_op_seconds
-    shown += "; medians by count: " + ", ".join(f"{w}: {s * 1e6:.3g}" for w, s in zip(r.workers, meds)) + " µs"
-    why = (f"{movement}{switches}; {reason}. More ops per run and more repeats (the sliders) narrow the spread; "
-           "a machine with more free cores lets the threads contend.")
-    return lesson.check(
-        f"the per-op cost grows from {lo.workers} to {hi.workers} worker threads", verdict, shown=shown,
-        otherwise=why, unclear=why,
-    )
+    return GROWS.check(verdict, cause=cause, facts={**facts, "lo": lo.workers, "hi": hi.workers,
+                                                    "trend_of": "the cost"},
+                       detail=f"{'CPU' if cpu else 'wall'} time per op, medians by count: "
+                              + ", ".join(f"{w}: {fmt_time(s)}" for w, s in zip(r.workers, meds)))
+
+
+# ---------------------------------------------------------------- what makes each claim false
+def _example(cpu_us: dict[int, list[float]], eager_cpu_us: list[float], machine: Any = None) -> SchedulingResult:
+    """A synthetic sweep: CPU µs per op of each run at each worker count (wall the same)."""
+    from d2l_async.engine import SchedulingOverhead
+
+    raw = tuple(SchedulingOverhead(w, statistics.median(us), 1000, tuple(us), tuple(us)) for w, us in cpu_us.items())
+    return SchedulingResult(tuple(cpu_us), tuple(statistics.median(us) * 1e-6 for us in cpu_us.values()), 1000, raw, 2,
+                            "example", True, tuple(statistics.median(us) * 1e-6 for us in cpu_us.values()),
+                            statistics.median(eager_cpu_us) * 1e-6, machine, tuple(u * 1e-6 for u in eager_cpu_us))
+
+
+def _register() -> None:
+    from ._why import example_machine
+
+    busy, spare = example_machine(1, 0), example_machine(4, 4)
+    flat = {1: [10.0, 10.5, 9.5], 2: [10.2, 9.8, 10.1], 4: [9.9, 10.3, 10.0], 8: [10.1, 9.7, 10.2]}
+    falling = {1: [14.0, 14.5, 13.5], 2: [12.2, 12.8, 12.1], 4: [11.0, 11.3, 10.8], 8: [9.1, 9.7, 9.2]}
+    claims.falsifier(COSTS_MORE, "the engine's op as cheap as eager's",
+                     lambda: checks(_example(flat, [10.0, 10.2, 9.9], spare))[0])
+    claims.counterfactual(COSTS_MORE, "engine and eager runs that overlap", lesson.Cause.SPREAD,
+                          lambda: checks(_example(flat, [7.0, 10.2, 12.9], spare))[0])
+    claims.counterfactual(COSTS_MORE, "eager dearer beyond the spread", lesson.Cause.OTHER_WAY,
+                          lambda: checks(_example(flat, [20.0, 20.2, 19.9], busy))[0])
+    claims.falsifier(GROWS, "a flat cost", lambda: checks(_example(flat, [1.0, 1.1, 0.9], spare))[1])
+    claims.falsifier(GROWS, "a falling cost", lambda: checks(_example(falling, [1.0, 1.1, 0.9], spare))[1])
+    claims.counterfactual(GROWS, "a flat cost on one busy CPU", lesson.Cause.NO_SPARE_CPU,
+                          lambda: checks(_example(flat, [1.0, 1.1, 0.9], busy))[1])
+    claims.counterfactual(GROWS, "a flat cost on four spare CPUs", lesson.Cause.SPREAD,
+                          lambda: checks(_example(flat, [1.0, 1.1, 0.9], spare))[1])
+
+
+_register()

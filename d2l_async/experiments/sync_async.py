@@ -70,12 +70,14 @@ from d2l_async import config
 from ._common import Setup, make_measurement, positive_int, positive_ints, resolve_backend, time_runs
 from ._cost_model import MIN_BACKLOGGED_PAIRS, CostModel, SideCosts, backend_pace, side_costs, t2_share
 from ._cpu import CpuClock, CpuTimes, total
-from ._sync_async_lessons import book_loop_check, queue_check, run_checks, sweep_checks
+from ._show import Displayed, ran_on
+from ._sync_async_lessons import FASTER, QUEUE, SHRINKS, book_loop_check, queue_check, run_checks, sweep_checks
+from ._why import fmt_time
 from .sizing import device_sizes
 
 __all__ = ["MIN_BACKLOGGED_PAIRS", "SWEEP_NUMELS", "SWEEP_NUMELS_QUICK", "CostModel", "CpuTimes", "SweepPoint",
            "SyncAsyncResult", "SyncAsyncSweep", "backend_pace", "book_loop_check", "run_sync_async",
-           "sweep_sync_async"]
+           "sweep_sync_async", "FASTER", "QUEUE", "SHRINKS"]
 
 #: Tensor sizes :func:`sweep_sync_async` sweeps by default: the book's one element, then six sizes where
 #: ``t2`` grows with the tensor, so the trend over every point (Spearman's rho, 7 points) survives a few
@@ -86,7 +88,7 @@ SWEEP_NUMELS_QUICK = (1, 100_000, 200_000, 500_000, 1_000_000)
 
 
 @dataclass(frozen=True)
-class SyncAsyncResult:
+class SyncAsyncResult(Displayed):
     """One synchronous and one asynchronous run of ``n`` × ``y = x + 1``.
 
     Attributes:
@@ -135,9 +137,27 @@ class SyncAsyncResult:
         return self.async_.median - self.model.async_pipeline
 
     def lessons(self) -> list[Any]:
-        """The run's lesson checks (not displayed): asynchrony wins, and no run beats the pipeline model's
-        best case (full overlap), with where between overlap and taking turns the run landed, from the CPU clock."""
+        """The run's lesson check (not displayed): asynchrony wins (:data:`FASTER`); the queue's is
+        :meth:`queue_lesson`."""
         return run_checks(self)
+
+    def checks(self) -> list[Any]:
+        """What the result shows under its table: none (the cost model is numbers, not a claim: its terms
+        come from these very runs); :meth:`lessons` and :meth:`queue_lesson` hold the claims."""
+        return []
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        m = self.model
+        return (f"{ran_on(self.device, self.virtual)}; {self.ops:,} × y = x + 1 on {self.numel:,} element(s), "
+                f"medians of {len(self.sync.raw)} runs",
+                [("t1, the frontend issues an op", fmt_time(m.t1)),
+                 (f"t2, the backend's time per op ({m.t2_source})", fmt_time(m.t2)),
+                 ("t3, the wake-up after a wait", fmt_time(m.t3)),
+                 ("synchronous, measured", fmt_time(self.sync.median)),
+                 ("asynchronous, measured", fmt_time(self.async_.median)),
+                 ("asynchronous, the book's t1 + n·t2 + t3", fmt_time(m.async_book)),
+                 ("asynchronous, pipeline n·max(t1, t2) + min(t1, t2) + t3", fmt_time(m.async_pipeline)),
+                 ("asynchronous, taking turns n·(t1 + t2) + t3", fmt_time(m.async_serial))])
 
     @property
     def costs(self) -> SideCosts:
@@ -325,7 +345,7 @@ class SweepPoint:
 
 
 @dataclass(frozen=True)
-class SyncAsyncSweep:
+class SyncAsyncSweep(Displayed):
     """Sync vs async over op counts and tensor sizes.
 
     Attributes:
@@ -346,9 +366,20 @@ class SyncAsyncSweep:
     runs: tuple[SweepPoint, ...] = ()
 
     def lessons(self) -> list[Any]:
-        """The sweep's lesson checks (not displayed): does the advantage shrink as ops grow, and does
-        ``t2`` take over an op's cost?  Computed at the largest op count swept."""
+        """The sweep's lesson check (not displayed): does the advantage shrink as ops grow (:data:`SHRINKS`),
+        at the largest op count swept."""
         return sweep_checks(self)
+
+    def checks(self) -> list[Any]:
+        """The checks of this sweep's claims (:meth:`lessons`)."""
+        return self.lessons()
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        most = max(p.ops for p in self.points)
+        rows = [(f"{p.numel:,} element(s)", f"synchronous / asynchronous = {p.ratio:.2f}")
+                for p in sorted(self.points, key=lambda p: p.numel) if p.ops == most]
+        rounds = len(self.runs) // max(len(self.points), 1) if self.runs else 1
+        return f"{ran_on(self.device, self.virtual)}; {most:,} ops per point, medians of {rounds} rounds", rows
 
     def t2_shares(self) -> tuple[tuple[float, str], ...]:
         """``(t2's share of an op's synchronous cost, how it was read)`` at every point, in order, on this
@@ -421,3 +452,78 @@ def _median_point(rounds: list[SweepPoint]) -> SweepPoint:
                       statistics.median(p.async_seconds for p in rounds), model,
                       total(cpus[0]) if len(cpus[0]) == len(rounds) else None,
                       total(cpus[1]) if len(cpus[1]) == len(rounds) else None)
+
+
+# ---------------------------------------------------------------- what makes each claim false
+def _queue_trace(n: int, *, issue_every: float, start_every: float, duration: float, engine: str = "threaded") -> Any:
+    """``n`` ops issued every ``issue_every`` s on the frontend, run back to back on one worker lane."""
+    from d2l_async.trace import Event, Lane, LaneRole, Trace
+
+    lanes = [Lane("frontend", LaneRole.FRONTEND), Lane("cpu:0 worker 0", LaneRole.BACKEND, "cpu:0", True, 0)]
+    events, t = [], 0.0
+    for i in range(n):
+        issue = i * issue_every
+        t = max(t, issue)  # an op cannot start before it was issued
+        events.append(Event("frontend", "launch", "push", issue, issue + issue_every / 2))
+        events.append(Event("cpu:0 worker 0", "op", "add", t, t + duration, issue=issue, device="cpu:0"))
+        t += start_every
+    return Trace.from_events(events, lanes, {"virtual": True, "engine": engine})
+
+
+def _example(sync: float, asynchronous: float, *, front_us: float = 5.0, back_us: float = 20.0,
+             queue_fills: bool = True, machine: Any = None, engine: str = "threaded", n: int = 100) -> SyncAsyncResult:
+    """A synthetic run: three runs of each loop 1% apart, the CPU clock's per-op costs, and a traced run
+    whose queue fills (ops issued every µs, run every 10 µs) or stays empty."""
+    trace = (_queue_trace(n, issue_every=1e-6, start_every=10e-6, duration=9e-6, engine=engine) if queue_fills else
+             _queue_trace(n, issue_every=20e-6, start_every=5e-6, duration=4e-6, engine=engine))
+    m = lambda label, x: make_measurement(label, [x, x * 1.01, x * 0.99])  # noqa: E731
+    cpu = CpuTimes(wall=asynchronous * 3, frontend=3 * n * front_us * 1e-6, process=3 * n * (front_us + back_us) * 1e-6)
+    return SyncAsyncResult(m("synchronous", sync), m("asynchronous", asynchronous), CostModel(n, 5e-6, 10e-6, 15e-6),
+                           trace, trace, n, 1, "engine", "example", True, None, cpu, cpu, machine)
+
+
+def _example_sweep(ratios: list[float]) -> SyncAsyncSweep:
+    model = CostModel(300, 5e-6, 10e-6, 15e-6)
+    sizes = (1, 100_000, 200_000, 400_000, 700_000, 1_000_000, 2_000_000)[:len(ratios)]
+    pts = tuple(SweepPoint(300, k, r * 0.01, 0.01, model) for k, r in zip(sizes, ratios))
+    return SyncAsyncSweep(pts, "engine", "example", True)
+
+
+def _register() -> None:
+    from d2l_async import claims, lesson
+
+    from ._why import example_machine
+
+    busy, spare = example_machine(1, 0), example_machine(4, 4)
+    claims.falsifier(FASTER, "asynchronous as slow as synchronous",
+                     lambda: book_loop_check([1.0, 1.01, 0.99], [1.0, 0.99, 1.01], ops=1000, machine=spare))
+    claims.falsifier(FASTER, "synchronous faster", lambda: run_checks(_example(0.5, 1.0, machine=spare))[0])
+    claims.counterfactual(FASTER, "a naive engine (no worker thread)", lesson.Cause.NO_WORKER_THREAD,
+                          lambda: book_loop_check([1.0, 1.0, 1.0], [1.0, 1.0, 1.0], ops=1000, engine="naive"))
+    claims.counterfactual(FASTER, "one usable CPU, busy", lesson.Cause.NO_SPARE_CPU,
+                          lambda: run_checks(_example(0.5, 1.0, machine=busy))[0])
+    claims.counterfactual(FASTER, "runs that scatter across 1", lesson.Cause.SPREAD,
+                          lambda: book_loop_check([1.0, 1.3, 0.8], [1.1, 0.9, 1.2], ops=1000, machine=busy))
+    claims.falsifier(QUEUE, "the backend slower but the queue empty",
+                     lambda: queue_check(_example(2.0, 1.0, queue_fills=False, machine=spare)))
+    claims.falsifier(QUEUE, "the frontend slower but the queue full",
+                     lambda: queue_check(_example(2.0, 1.0, front_us=40, back_us=5, machine=busy)))
+    claims.counterfactual(QUEUE, "the two sides within a factor 2", lesson.Cause.SIDES_CLOSE,
+                          lambda: queue_check(_example(2.0, 1.0, front_us=10, back_us=12, machine=spare)))
+    claims.counterfactual(QUEUE, "the frontend slower, the queue full, one busy CPU", lesson.Cause.NO_SPARE_CPU,
+                          lambda: queue_check(_example(2.0, 1.0, front_us=40, back_us=5, machine=busy)))
+    claims.counterfactual(QUEUE, "the same, four spare CPUs", lesson.Cause.INTERPRETER_LOCK,
+                          lambda: queue_check(_example(2.0, 1.0, front_us=40, back_us=5, machine=spare)))
+    claims.falsifier(SHRINKS, "a ratio that rises with the size",
+                     lambda: sweep_checks(_example_sweep([1.2, 1.5, 1.9, 2.4, 3.0, 3.6]))[0])
+    claims.falsifier(SHRINKS, "a ratio that goes up and down as much as it falls",
+                     lambda: sweep_checks(_example_sweep([5.8, 2.6, 5.3, 1.0, 5.6, 1.7, 4.9]))[0])
+    claims.counterfactual(SHRINKS, "a ratio that goes up and down", lesson.Cause.SPREAD,
+                          lambda: sweep_checks(_example_sweep([5.8, 2.6, 5.3, 1.0, 5.6, 1.7, 4.9]))[0])
+    claims.counterfactual(SHRINKS, "three sizes swept", lesson.Cause.MISSING,
+                          lambda: sweep_checks(_example_sweep([5.8, 2.6, 1.0]))[0])
+    claims.counterfactual(SHRINKS, "a ratio that rises with the size", lesson.Cause.OTHER_WAY,
+                          lambda: sweep_checks(_example_sweep([1.2, 1.5, 1.9, 2.4, 3.0, 3.6]))[0])
+
+
+_register()

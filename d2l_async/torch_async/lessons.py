@@ -14,8 +14,8 @@ import re
 from collections import Counter
 from typing import Any, Iterable
 
-from .. import lesson
-from ..verdict import compare, similar
+from .. import claims, lesson
+from ..verdict import compare
 from .._words import fmt_time
 from ..trace import Trace
 from .._args import TRACE_HINT, having, instance, integer
@@ -29,59 +29,81 @@ def _at(source: str) -> str:
     return f" (line {m.group(1)})" if m else (f" ({source})" if source else "")
 
 
-def _load(machine: Any) -> str:
-    return (f"{machine.usable_cpus:g} usable CPU(s), load average {machine.load_avg:.1f}"
-            if machine is not None else "an unknown load")
+PT_RETURNS = claims.claim(
+    "01.pt-returns", notebooks=("01_asynchrony",),
+    sentence="plain torch: the loop returns before the products are computed",
+    book="§13.2.1, PyTorch: the frontend returns before the GPU's kernels are done",
+    quantity="when the loop returned, as a share of when the barrier returned (one run)",
+    rule="fact: under a quarter", says="{n} queued in {returned}, done after {finished}")
+PT_NARROW = claims.claim(
+    "03.pt-narrow", notebooks=("03_barriers",),
+    sentence="with two workers, z.item() waits for z only",
+    book="§13.2.2: a wait for one value need not wait for unrelated work",
+    quantity="when z.item() returned, as a share of when synchronize() returned (one run, two workers)",
+    rule="fact: under a half", says="z.item() after {item}, synchronize() after {done}")
+PT_IN_ORDER = claims.claim(
+    "03.pt-one-worker", notebooks=("03_barriers",), headline=False,
+    sentence="with one worker, like one CUDA stream, z.item() waits for everything before z",
+    book="a CUDA stream runs its kernels in program order",
+    quantity="when z.item() returned, as a share of when synchronize() returned (one run, one worker)",
+    rule="fact: at least 0.8", says="z.item() after {item}, synchronize() after {done}")
+PT_WAITED = claims.claim(
+    "04.pt-each-waited", notebooks=("04_blockers",), headline=False,
+    sentence="in plain torch each blocker waited for its product",
+    book="§13.2.2: print, item, numpy, float, bool and nonzero all need the value",
+    quantity="the frontend's recorded waits, by reason, against the blockers of the cell",
+    rule="fact: every blocker's wait recorded", says="{waits} waits, each with its line")
+PT_FASTER = claims.claim(
+    "05.pt-faster", notebooks=("05_sync_vs_async",),
+    sentence="asynchronous beats synchronous in plain torch too",
+    book="§13.2.3: 10,000 × y = x + 1, synchronous against asynchronous",
+    quantity="synchronous / asynchronous wall time, every run", rule="compare: the interval wholly above 1")
+
+
+def _cpu(machine: Any, threads: str) -> tuple[Any, dict[str, Any]]:
+    """Why ``threads`` did not run side by side, from the machine snapshot."""
+    if machine is None:
+        return lesson.Cause.MISSING, {"missing": "the machine was not recorded"}
+    cpus = (f"{machine.usable_cpus:g} usable CPU{'s' if machine.usable_cpus != 1 else ''}, "
+            f"{machine.spare_cpus:.1f} spare")
+    few = float(machine.usable_cpus) < 2 or float(machine.spare_cpus) < 1.5
+    return (lesson.Cause.NO_SPARE_CPU if few else lesson.Cause.INTERPRETER_LOCK), {"cpus": cpus, "threads": threads}
 
 
 def returned_before_done(returned_s: float, finished_s: float, eager_s: float, n: int,
                          machine: Any = None) -> list[lesson.Check]:
-    """``n`` queued products: the loop returned after ``returned_s``, the barrier after
-    ``finished_s`` (both from the loop's start); eager torch took ``eager_s`` for the same work."""
+    """``n`` queued products: the loop returned after ``returned_s``, the barrier after ``finished_s``
+    (both from the loop's start); ``eager_s`` (eager torch, the same work) is kept in the detail.
+
+    Returns:
+        The check of :data:`PT_RETURNS`, in a list.
+    """
     if machine is not None:
         having("machine", machine, ("usable_cpus",), what="a d2l_async.devices.machine() snapshot or None")
-    return [
-        lesson.check(
-            "plain torch in asynchronous(): the loop returns before the products are computed",
-            # two instants of the same run (not two runs' times): a fact of this run
-            returned_s < 0.25 * finished_s,
-            shown=f"{n} products queued in {returned_s * 1e3:.1f} ms; computed after {finished_s * 1e3:.0f} ms",
-            otherwise=(f"queueing took {returned_s / max(finished_s, 1e-12):.0%} of the time, "
-                       f"{returned_s / max(n, 1) * 1e3:.2f} ms per product where the frontend alone needs some "
-                       f"0.05 ms: it shared the CPU with the worker ({_load(machine)}), or the products were too "
-                       "small to hide it. Raise the size, or run where a core is spare.")),
-        lesson.check(
-            "queueing does not make the work faster: it takes about eager torch's time",
-            similar(finished_s, eager_s, tolerance=0.5, names=("queued", "eager"))
-            if finished_s > 0 and eager_s > 0 else False,
-            shown=f"{finished_s * 1e3:.0f} ms queued vs {eager_s * 1e3:.0f} ms eager",
-            otherwise=(f"the worker thread got less CPU than eager torch did ({_load(machine)}): other processes "
-                       "or the frontend's own Python competed with it. Rerun when the machine is quiet."),
-            unclear=(f"one run each, {finished_s / max(eager_s, 1e-12):.2f}x apart: more than the 1.5x band, less "
-                     f"than twice beyond it ({_load(machine)}). Rerun when the machine is quiet")),
-    ]
+    cause, facts = _cpu(machine, "the frontend and the worker")
+    return lesson.CheckList([PT_RETURNS.check(returned_s < 0.25 * finished_s, cause=cause, facts={
+        **facts, "n": n, "returned": fmt_time(returned_s), "finished": fmt_time(finished_s)},
+        detail=f"eager torch, no queue: {fmt_time(eager_s)}")])
 
 
 def narrow_waits(item_two_s: float, done_two_s: float, item_one_s: float, done_one_s: float,
                  machine: Any = None) -> list[lesson.Check]:
     """A long chain of unrelated products, then a tiny ``z``: ``item_*`` is when ``z.item()``
     returned, ``done_*`` when the barrier returned (from the chain's start), on two workers and
-    on one."""
+    on one.
+
+    Returns:
+        The checks of :data:`PT_NARROW` and :data:`PT_IN_ORDER`.
+    """
     if machine is not None:
         having("machine", machine, ("usable_cpus",), what="a d2l_async.devices.machine() snapshot or None")
-    return [
-        lesson.check(
-            "with two workers, z.item() waits for z only, not for the unrelated products",
-            item_two_s < 0.5 * done_two_s,  # two instants of the same run: a fact of this run
-            shown=f"z.item() returned after {item_two_s * 1e3:.1f} ms; synchronize() after {done_two_s * 1e3:.0f} ms",
-            otherwise=(f"the second worker did not get a CPU while the first multiplied ({_load(machine)}): "
-                       "with one busy CPU a thread waits its turn. Run on a machine with a spare core.")),
-        lesson.check(
-            "with one worker (like one CUDA stream), z.item() waits for everything queued before z",
-            item_one_s >= 0.8 * done_one_s,
-            shown=f"z.item() returned after {item_one_s * 1e3:.0f} ms; synchronize() after {done_one_s * 1e3:.0f} ms",
-            otherwise="ops ran out of program order on one worker: a bug to report on the project's issue tracker."),
-    ]
+    cause, facts = _cpu(machine, "the two workers")
+    return lesson.CheckList([
+        PT_NARROW.check(item_two_s < 0.5 * done_two_s, cause=cause,  # two instants of the same run: a fact
+                        facts={**facts, "item": fmt_time(item_two_s), "done": fmt_time(done_two_s)}),
+        PT_IN_ORDER.check(item_one_s >= 0.8 * done_one_s, cause=lesson.Cause.BUG, facts={
+            "item": fmt_time(item_one_s), "done": fmt_time(done_one_s), "bug": "ops ran out of order on one worker"}),
+    ])
 
 
 def blockers_recorded(blocks: Iterable[tuple[str, str, float]], expected: Iterable[str],
@@ -89,7 +111,11 @@ def blockers_recorded(blocks: Iterable[tuple[str, str, float]], expected: Iterab
     """``blocks``: ``(reason, source, seconds)`` of the frontend's waits in the trace; ``expected``
     the reasons the cell's blockers should have caused, once per blocker (``float(t)`` and
     ``bool(t)`` are ``"item"`` too: all three read one number); ``product_s`` one product's
-    eager time, shown for scale.  A wait is recorded only when the value was not ready yet."""
+    eager time, shown for scale.  A wait is recorded only when the value was not ready yet.
+
+    Returns:
+        The check of :data:`PT_WAITED`, in a list.
+    """
     if machine is not None:
         having("machine", machine, ("usable_cpus",), what="a d2l_async.devices.machine() snapshot or None")
     blocks = [b for b in blocks if b[0] != "waitall"]
@@ -97,25 +123,14 @@ def blockers_recorded(blocks: Iterable[tuple[str, str, float]], expected: Iterab
     need, have = Counter(expected), Counter(r for r, _, _ in blocks)
     missing = [f"{r} ({have[r]} of {k})" for r, k in need.items() if have[r] < k]
     unnamed = [r for r, src, _ in blocks if not src]
-    # every wait with its own line: float() and bool() are waits of reason "item" too, and one number per
-    # reason would show float()'s wait under .item()'s name
-    waits = ", ".join(f"{r} {fmt_time(s)}{_at(src)}" for r, src, s in blocks)
-    return [
-        lesson.check(  # a wait is recorded only when the value was not ready: recorded = waited
-            "each blocker made the frontend wait for its product",
-            not missing,
-            shown=(waits or "no waits") + f" (one product: {fmt_time(product_s)} eagerly)",
-            otherwise=(f"not recorded: {', '.join(missing)}: the product was done before the blocker ran "
-                       f"({_load(machine)})"
-                       + ("; with one usable CPU the worker computes while the frontend waits for the CPU, "
-                          "not for the value" if machine is not None and machine.usable_cpus < 2 else "")
-                       + ". Make the product larger, or run where a core is spare.")),
-        lesson.check(
-            "the trace names the line of each blocker",
-            not unnamed and bool(blocks),
-            shown=f"{len(blocks)} waits, each with its source line",
-            otherwise=f"waits without a source line: {', '.join(unnamed) or 'none recorded'}"),
-    ]
+    if unnamed:
+        cause, facts = lesson.Cause.BUG, {"bug": f"waits without a source line: {', '.join(unnamed)}"}
+    else:
+        cause, facts = _cpu(machine, "the frontend and the worker")
+    return lesson.CheckList([PT_WAITED.check(
+        not missing and not unnamed and bool(blocks), cause=cause, facts={**facts, "waits": len(blocks)},
+        detail=", ".join(f"{r} {fmt_time(s)}{_at(src)}" for r, src, s in blocks)
+        + f"; one product: {fmt_time(product_s)} eagerly" + (f"; not recorded: {', '.join(missing)}" if missing else ""))])
 
 
 def largest_stall(trace: Any, loops: tuple[int, ...] = ()) -> tuple[float, float]:
@@ -153,7 +168,11 @@ def increments(sync_s: Any, async_s: Any, eager_s: Any, n: int, machine: Any = N
     """The book's ``n`` x ``y = x + 1``: total seconds synchronous (a barrier after each op),
     asynchronous (one barrier at the end), and eager torch, each one run or a sequence of repeated
     runs (decided against their spread); ``trace``: the runtime's trace, read for the largest single
-    stall when one stall decides the result."""
+    stall when one stall decides the result.
+
+    Returns:
+        The check of :data:`PT_FASTER`, in a list (eager torch's time in its detail).
+    """
     if machine is not None:
         having("machine", machine, ("usable_cpus",), what="a d2l_async.devices.machine() snapshot or None")
     integer("n", n, minimum=1)
@@ -161,35 +180,52 @@ def increments(sync_s: Any, async_s: Any, eager_s: Any, n: int, machine: Any = N
 
     runs = [tuple(v) if isinstance(v, (tuple, list)) else (v,) for v in (sync_s, async_s, eager_s)]
     sync_runs, async_runs, eager_runs = runs
-    sync_s, async_s, eager_s = (statistics.median(r) for r in runs)
-    us = lambda s: s / n * 1e6  # noqa: E731
+    sync_m, async_m, eager_m = (statistics.median(r) for r in runs)
     loops = (n,) * (len(sync_runs) + len(async_runs))  # the trace ends with the timed loops, in order
     stall, share = largest_stall(trace, loops)
-    stall_words = (f"one stall of {stall * 1e3:.0f} ms between two pushes was {share:.0%} of its loop: a pause of "
-                   "the whole process (e.g. Python's garbage collector), not the worker's share of the CPU; rerun"
-                   if share >= 0.3 else "")
-    speedup = sync_s / max(async_s, 1e-12)
-    return [
-        lesson.check(
-            "asynchronous beats synchronous in plain torch too",
-            # the ratio as the book prints it (synchronous / asynchronous, above 1 when asynchrony wins)
-            compare(sync_runs, async_runs, less=False, names=("synchronous", "asynchronous"))
-            if async_s > 0 and sync_s > 0 else False,
-            shown=f"{us(sync_s):.1f} µs/op synchronous vs {us(async_s):.1f} µs/op asynchronous "
-                  f"(synchronous / asynchronous = {speedup:.2f})",
-            otherwise=stall_words or (f"the worker's share of the CPU was what limited both ({_load(machine)}): with "
-                                      "one usable CPU the barrier after each op costs little more than the op. Rerun on "
-                                      "a quiet machine."),
-            unclear=stall_words or (f"{len(sync_runs)} and {len(async_runs)} run(s) ({_load(machine)}); one run each "
-                                    "decides only beyond 2x, and on a shared CPU the barrier's wake-up and the worker's "
-                                    "turns vary by that much. Rerun on a quiet machine")),
-        lesson.check(
-            "for a one-element op the frontend is the bottleneck: queueing costs more than eager torch's op",
-            compare(async_runs, eager_runs, less=False, names=("queued", "eager"))
-            if async_s > 0 and eager_s > 0 else False,
-            shown=f"{us(async_s):.1f} µs/op queued vs {us(eager_s):.1f} µs/op eager "
-                  f"(queued / eager = {async_s / max(eager_s, 1e-12):.2f})",
-            otherwise="eager torch was slower than queueing here, unlike on every machine measured so far: "
-                      f"{_load(machine)}; rerun when the machine is quiet.",
-            unclear=f"{_load(machine)}: rerun when the machine is quiet, or with more runs"),
-    ]
+    v = compare(sync_runs, async_runs, less=False, names=("synchronous", "asynchronous"))
+    if share >= 0.3:  # one pause of the whole process decided it, not the worker's share of the CPU
+        cause, facts = lesson.Cause.TRACE, {"seen": f"one stall of {fmt_time(stall)}, {share:.0%} of its loop"}
+    elif v.holds is None:
+        cause, facts = lesson.Cause.SPREAD, {"runs": f"{len(sync_runs)} vs {len(async_runs)} runs"}
+    else:
+        cause, facts = _cpu(machine, "the frontend and the worker")
+    return lesson.CheckList([PT_FASTER.check(v, cause=cause, facts=facts, detail=(
+        f"per op: synchronous {fmt_time(sync_m / n)}, asynchronous {fmt_time(async_m / n)}, eager torch "
+        f"{fmt_time(eager_m / n)}"))])
+
+
+def _register() -> None:
+    from .._machine import Machine
+
+    busy = Machine(1.0, 1, None, 1, 1.0, 8 << 30, None, (), 1.0)
+    spare = Machine(4.0, 4, None, 4, 0.0, 8 << 30, None, (), 0.0)
+    claims.falsifier(PT_RETURNS, "the loop returned as the products were done",
+                     lambda: returned_before_done(0.9, 1.0, 1.0, 10, spare)[0])
+    claims.counterfactual(PT_RETURNS, "one usable CPU, busy", lesson.Cause.NO_SPARE_CPU,
+                          lambda: returned_before_done(0.9, 1.0, 1.0, 10, busy)[0])
+    claims.counterfactual(PT_RETURNS, "four spare CPUs", lesson.Cause.INTERPRETER_LOCK,
+                          lambda: returned_before_done(0.9, 1.0, 1.0, 10, spare)[0])
+    claims.falsifier(PT_NARROW, "z.item() as late as the barrier", lambda: narrow_waits(1.0, 1.0, 1.0, 1.0, busy)[0])
+    claims.counterfactual(PT_NARROW, "one usable CPU, busy", lesson.Cause.NO_SPARE_CPU,
+                          lambda: narrow_waits(1.0, 1.0, 1.0, 1.0, busy)[0])
+    claims.falsifier(PT_IN_ORDER, "z.item() long before the barrier on one worker",
+                     lambda: narrow_waits(0.1, 1.0, 0.1, 1.0, busy)[1])
+    claims.counterfactual(PT_IN_ORDER, "z.item() long before the barrier on one worker", lesson.Cause.BUG,
+                          lambda: narrow_waits(0.1, 1.0, 0.1, 1.0, busy)[1])
+    three = [("print", "<cell>:1", 0.01), ("item", "<cell>:2", 0.01), ("numpy", "<cell>:3", 0.01)]
+    claims.falsifier(PT_WAITED, "two of five blockers found their value ready",
+                     lambda: blockers_recorded(three, ["print", "item", "numpy", "item", "item"], 0.01, spare)[0])
+    claims.counterfactual(PT_WAITED, "the same on one busy CPU", lesson.Cause.NO_SPARE_CPU,
+                          lambda: blockers_recorded(three, ["print", "item", "numpy", "item", "item"], 0.01, busy)[0])
+    claims.counterfactual(PT_WAITED, "a wait without its source line", lesson.Cause.BUG, lambda: blockers_recorded(
+        [("print", "", 0.01)], ["print"], 0.01, spare)[0])
+    claims.falsifier(PT_FASTER, "asynchronous as slow as synchronous",
+                     lambda: increments([1.0, 1.01, 0.99], [1.0, 0.99, 1.01], [0.1] * 3, 1000, spare)[0])
+    claims.counterfactual(PT_FASTER, "synchronous faster, one busy CPU", lesson.Cause.NO_SPARE_CPU,
+                          lambda: increments([1.0, 1.01, 0.99], [2.0, 1.99, 2.01], [0.1] * 3, 1000, busy)[0])
+    claims.counterfactual(PT_FASTER, "runs that scatter across 1", lesson.Cause.SPREAD,
+                          lambda: increments([1.0, 1.3, 0.8], [1.1, 0.9, 1.2], [0.1] * 3, 1000, busy)[0])
+
+
+_register()

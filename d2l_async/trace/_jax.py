@@ -347,7 +347,7 @@ def _parse(doc: Any, path: Path) -> Trace:
         elif "run_id" not in sl.args:
             by_thread[sl.thread].append(sl)
     for th in by_thread:
-        by_thread[th].sort(key=lambda x: (x.start, -x.end))
+        by_thread[th] = sorted(by_thread[th], key=lambda x: (x.start, -x.end))
     dispatching = any(DISPATCH_CALLS.match(sl.name) for th in fronts for sl in by_thread[th])
     if not execs and not dispatching:
         raise TraceError(f"{path}: a jax.profiler trace without JAX work: no dispatch and no execution among its "
@@ -548,7 +548,7 @@ def _wait_rows(waits: list[tuple[_Slice, str, str]], execs: list[_Execution],
                lane_of: dict[Any, str]) -> tuple[int, list[_Row]]:
     """The outermost waits of each thread: a ``block`` where an execution ended during it, else the
     ``runtime`` of converting a ready value.  Returns (waits dropped as nested, rows)."""
-    ends = np.sort(np.array([e.end for e in execs], dtype=np.float64))
+    ends = np.sort(np.array([e.end for e in execs], dtype=np.float64), kind="stable")
     rows, nested = [], 0
     waits = sorted(waits, key=lambda w: (w[0].thread, w[0].start, -w[0].end))
     outer: _Slice | None = None
@@ -566,7 +566,7 @@ def _wait_rows(waits: list[tuple[_Slice, str, str]], execs: list[_Execution],
 
 
 def _build(rows: list[_Row], lanes: list[Lane], path: Path, facts: dict[str, Any]) -> Trace:
-    rows.sort(key=lambda r: (r.start, r.end))
+    rows = sorted(rows, key=lambda r: (r.start, r.end))  # stable, as every order of events here
     origin = min((r.start for r in rows), default=0.0)
     cols = {
         "lane": [r.lane for r in rows], "kind": [r.kind for r in rows], "name": [r.name for r in rows],

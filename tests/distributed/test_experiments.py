@@ -48,7 +48,7 @@ def test_bucketed_all_reduce_overlaps_backward_on_every_rank(overlap):
         seen.append(comm)
         if all(c.overlapping >= 1 for c in comm):
             break
-        assert first.holds is False and "none while its" in first.otherwise and "one bucket" not in first.otherwise
+        assert first.holds is False and first.cause in ("no-spare-cpu", "trace")  # not "one bucket": too-small
         r = run_overlap(ranks=overlap.ranks, backend="gloo")
     assert all(c.overlapping >= 1 for c in comm), seen
     assert overlap_checks(r)[0].holds is True
@@ -65,9 +65,8 @@ def test_ranks_agree_and_steps_were_timed(overlap):
     assert set(overlap.step_s) == {"after_backward", "bucketed"} and all(len(v) >= 1 for v in overlap.step_s.values())
     assert overlap.where.backend == "gloo" and "gloo ranks" in overlap.device and not overlap.virtual
     checks = overlap_checks(overlap)
-    assert len(checks) == 4 and all(c.explained for c in checks)
-    # facts, not timings (the first, every rank's overlap, is required above in one of up to three runs)
-    assert checks[1].holds and checks[2].holds
+    assert len(checks) == 2 and all(c.explained for c in checks)
+    assert [c.claim for c in checks] == ["10b.bucketed-overlaps", "10b.step-shorter"]
 
 
 def test_async_collective_returns_before_it_is_done():
@@ -87,7 +86,7 @@ def test_async_collective_returns_before_it_is_done():
     assert any(f["overlapped"] for f in facts.values()), seen
     assert r.correct and len(r.return_s) == 2
     checks = collective_checks(r)
-    assert all(c.explained for c in checks) and checks[0].holds and checks[1].holds and checks[2].holds
+    assert all(c.explained for c in checks) and checks[0].holds and checks[1].holds
 
 
 def test_a_slower_peer_makes_the_blocking_call_wait_and_every_repeat_is_kept():
@@ -96,9 +95,9 @@ def test_a_slower_peer_makes_the_blocking_call_wait_and_every_repeat_is_kept():
     assert [len(x) for x in r.blocking_runs] == [3, 3] and [len(x) for x in r.done_runs] == [3, 3]
     # rank 0's blocking call waited for the peer's sleep every time (a fact of the run, not a speed claim)
     assert min(r.blocking_runs[0]) >= 0.9 * 0.03, r.blocking_runs
-    peer = collective_checks(r)[3]
-    assert peer.explained and peer.decided_by.startswith("compare:") and peer.role == ""
-    assert peer.number("n_a") == 3 and "slower peer" in peer.name
+    peer = collective_checks(r)[2]
+    assert peer.explained and peer.decided_by and "compare:" in peer.decided_by and peer.role == ""
+    assert peer.number("n_a") == 3 and peer.claim == "10.late-peer"
 
 
 def _peer(done, block, comp, where=None):
@@ -112,6 +111,7 @@ def _peer(done, block, comp, where=None):
 def test_overlap_with_waiting_for_a_slower_peer_is_decided_on_the_waiting_ranks_repeats():
     from d2l_async.experiments.collective import slow_peer_check
 
+    # a 24 ms saving of a 30 ms wait: within what the wait can explain
     saved = slow_peer_check(_peer(done=(0.035, 0.036, 0.034), block=(0.034, 0.035, 0.033), comp=(0.025,) * 3))
     assert saved.holds is True and saved.number("ratio") == pytest.approx(statistics.median([0.035 / 0.059, 0.036 / 0.060, 0.034 / 0.058]), rel=1e-6)
     # on one core the machine verdict forbids a speed-up: this one needs no spare core, so no contradiction
@@ -155,10 +155,9 @@ def test_overlap_step_on_one_core_is_never_credited(overlap):
     """on time-shared cores the machine verdict gates the speed-up: can't tell, either way."""
     for t_bucket, t_after in ((0.030, 0.025), (0.1316, 0.1670), ((0.17, 0.18, 0.178), (0.186, 0.19, 0.188))):
         r = _synthetic(overlap, bucketed_overlaps=2, t_bucket=t_bucket, t_after=t_after, where=ONE_CORE)
-        faster = overlap_checks(r)[3]
+        faster = overlap_checks(r)[1]
         assert faster.holds is None and faster.explained and faster.role == "speed-up"
-        assert faster.decided_by.startswith("machine gate")
-        assert "4 busy threads on 1 usable CPU" in faster.otherwise and "cannot show a speed-up" in faster.otherwise
+        assert faster.decided_by.startswith("machine gate") and faster.cause == "no-spare-cpu"
         machine = machine_check(r)
         assert machine.holds is False and machine.role == "machine"
         assert lesson.contradictions([machine, faster]) == []
@@ -167,25 +166,26 @@ def test_overlap_step_on_one_core_is_never_credited(overlap):
 def test_overlap_step_with_cores_is_decided_against_the_spread(overlap):
     slower = _synthetic(overlap, bucketed_overlaps=2, t_bucket=(0.030, 0.031, 0.029), t_after=(0.020, 0.021, 0.019),
                         where=MANY)
-    c = overlap_checks(slower)[3]
-    assert c.holds is False and "cores enough" in c.otherwise and c.decided_by.startswith("compare:")
+    c = overlap_checks(slower)[1]
+    assert c.holds is False and c.cause == "too-small" and c.decided_by.startswith("compare:")
     noisy = _synthetic(overlap, bucketed_overlaps=2, t_bucket=(0.020, 0.030, 0.025), t_after=(0.024, 0.029, 0.021),
                        where=MANY)
-    assert overlap_checks(noisy)[3].holds is None
+    assert overlap_checks(noisy)[1].holds is None
     faster = _synthetic(overlap, bucketed_overlaps=2, t_bucket=(0.0220, 0.0221, 0.0219),
                         t_after=(0.0250, 0.0251, 0.0249), where=MANY)
-    assert overlap_checks(faster)[3].holds is True and machine_check(faster).holds is True
+    assert overlap_checks(faster)[1].holds is True and machine_check(faster).holds is True
     # saving more than the communication hidden is not overlap's doing
     too_much = _synthetic(overlap, bucketed_overlaps=2, t_bucket=(0.010, 0.0101, 0.0099),
                           t_after=(0.0250, 0.0251, 0.0249), where=MANY)
-    c = overlap_checks(too_much)[3]
-    assert c.holds is None and "more than the 4.0 ms of communication hidden" in c.otherwise
+    c = overlap_checks(too_much)[1]
+    assert c.holds is None and c.cause == "exceeds-cause" and "4 ms" in c.otherwise
 
 
 def test_overlap_checks_explain_a_single_bucket(overlap):
     r = _synthetic(overlap, bucketed_overlaps=0, t_bucket=0.02, t_after=0.02, where=MANY)
-    first = overlap_checks(r)[0]
-    assert not first.holds and "lower bucket_cap_mb" in first.otherwise
+    r = dataclasses.replace(r, comm={**r.comm, "bucketed": tuple(RankComm(k, 4, 0, 0.01, 0.0, 0.02) for k in range(2))})
+    first = overlap_checks(r)[0]  # as many all-reduces as after backward: one bucket a step
+    assert not first.holds and first.cause == "too-small"
 
 
 def test_overlap_checks_explain_buckets_whose_work_ran_after_backward(overlap):
@@ -194,16 +194,14 @@ def test_overlap_checks_explain_buckets_whose_work_ran_after_backward(overlap):
     r = dataclasses.replace(r, comm={**r.comm, "bucketed": tuple(RankComm(k, 8, 0, 0.01, 0.0, 0.0035)
                                                                  for k in range(2))})
     first = overlap_checks(r)[0]
-    assert first.holds is False and first.explained and "one bucket" not in first.otherwise
-    assert "rank 0: 8 all-reduces for 4 steps, none while its 3.5 ms of backward ops ran" in first.otherwise
-    assert "4 busy threads on 1 usable CPU" in first.otherwise
+    assert first.holds is False and first.explained and first.cause == "no-spare-cpu"  # not "one bucket"
 
 
 def test_overlap_checks_one_rank_has_nothing_to_hide(overlap):
     r = dataclasses.replace(_synthetic(overlap, bucketed_overlaps=0, t_bucket=0.02, t_after=0.03, where=MANY),
                             ranks=1)
-    faster = overlap_checks(r)[3]
-    assert faster.holds is None and "nobody to talk to" in faster.otherwise  # 0% hidden: a faster step is noise
+    faster = overlap_checks(r)[1]
+    assert faster.holds is None and faster.cause == "one-rank"  # 0% hidden: a faster step is noise
 
 
 def _straggler(overlap, *, even_exposed, straggler_exposed, even_steps, straggler_steps, delay, where=ONE_CORE):
@@ -233,7 +231,7 @@ def test_a_wait_twice_the_delay_is_not_called_that_delay(overlap):
     r = _straggler(overlap, even_exposed=(0.010, 0.011, 0.009), straggler_exposed=(0.215, 0.220, 0.210),
                    even_steps=(0.140, 0.141, 0.139), straggler_steps=(0.241, 0.242, 0.238), delay=0.1)
     _, waited = straggler_checks(r)
-    assert waited.holds is False and "more per step" in waited.otherwise
+    assert waited.holds is False and waited.cause == "no-spare-cpu"
     assert rules.check_problems(waited) == []
 
 
@@ -244,7 +242,7 @@ def test_a_straggler_step_shorter_than_even_is_said_without_a_double_sign(overla
     r = _straggler(overlap, even_exposed=(0.010,) * 3, straggler_exposed=(0.05,) * 3,
                    even_steps=(0.2479, 0.25, 0.245), straggler_steps=(0.2382, 0.24, 0.236), delay=0.1)
     slowed, _ = straggler_checks(r)
-    assert slowed.holds is False and "-9.7 ms" in slowed.shown and "less than" in slowed.otherwise
+    assert slowed.holds is False and slowed.number("ratio") < 0 and slowed.cause == "no-spare-cpu"
     assert rules.check_problems(slowed) == []
 
 

@@ -106,25 +106,11 @@ def _sweep(tmp_path, kernels_us, *, t1=5e-6, t3=15e-6):
     return SyncAsyncSweep(tuple(pts), "cuda", "NVIDIA H200", False)
 
 
-def test_t2_takes_over_on_a_gpu_read_from_its_kernels_not_the_cpu_clock(tmp_path):
+def test_t2s_share_on_a_gpu_is_read_from_its_kernels_not_the_cpu_clock(tmp_path):
     sweep = _sweep(tmp_path, (2, 20, 100, 300))
     assert sweep.points[-1].model.t2 == pytest.approx(300e-6)
-    takes_over = sweep.lessons()[1]
-    assert takes_over.holds is True, takes_over.shown
     shares = [t2_share(p, "cuda")[0] for p in sweep.points]
     assert shares == sorted(shares) and shares[-1] > 0.9  # 300 µs of GPU against 20 µs of launch and round trip
-
-
-def test_the_gpu_sweeps_reason_is_built_from_its_own_numbers(tmp_path):
-    from d2l_async.experiments._why import fmt_time
-
-    small = _sweep(tmp_path, (2, 2.5, 3, 3.5), t1=20e-6, t3=40e-6).lessons()[1]
-    assert small.holds is False
-    assert "10**7" in small.otherwise and fmt_time(3.5e-6) in small.otherwise
-    # t2 already most of the cost at every size, but not a trend: no claim that the launch outweighs the kernel
-    flat = _sweep(tmp_path, (300, 290, 310, 295)).lessons()[1]
-    assert flat.holds is not True
-    assert "outweigh" not in flat.otherwise and "larger sizes" not in flat.otherwise.split(";")[0]
 
 
 def test_the_engines_sweep_still_reads_t2s_share_from_the_cpu_clock():
@@ -189,48 +175,26 @@ def _blockers(tmp_path, *, product, item=1.05, conv_step=30e-6):
                             C.blocker_demo(tmp_path), 1000, 500, "cuda", "NVIDIA H200", False, m)
 
 
-def test_the_product_dominates_check_on_cuda_is_explained_by_the_round_trip_not_cpus(tmp_path):
-    from d2l_async.experiments import blockers as B
-
-    dominates = B.checks(_blockers(tmp_path, product=40e-6))[0]
-    assert dominates.holds is False
-    why = dominates.otherwise
-    assert "usable CPU" not in why and "spare" not in why  # the machine's CPU counts say nothing about a GPU
-    assert "round trip" in why and "cudaStreamSynchronize" in why
-
-
 def test_item_is_described_as_a_copy_into_pinned_memory(tmp_path):
     from d2l_async.experiments import blockers as B
 
-    item_vs = B.checks(_blockers(tmp_path, product=1.3e-3, item=0.12))[1]  # asnumpy copies the whole matrix
-    assert item_vs.holds is False
+    item_vs = B.checks(_blockers(tmp_path, product=1.3e-3, item=0.12))[0]  # asnumpy copies the whole matrix
+    assert item_vs.holds is False and item_vs.cause == "gpu"
     assert "pinned" in item_vs.otherwise and "pageable" in item_vs.otherwise
 
 
-# -- G2: notebook 05's printed lines for a CUDA run ---------------------------------------------------------
-def _notebook_cell(marker: str) -> str:
-    import json
-    from pathlib import Path
-
-    nb = json.loads((Path(__file__).resolve().parents[2] / "notebooks" / "05_sync_vs_async.ipynb").read_text())
-    (cell,) = [c for c in nb["cells"] if c["cell_type"] == "code" and marker in "".join(c["source"])]
-    return "".join(cell["source"])
-
-
-def test_notebook_05_prints_the_gpus_launches_and_kernels_not_cpu_workers(tmp_path, capsys):
-    from d2l_async import analysis, config, lesson
-
+# -- G2: notebook 05b's queue checks for a CUDA run --------------------------------------------------------
+def test_notebook_05b_queue_checks_name_the_gpus_launches_and_kernels_not_cpu_workers(tmp_path):
     small = _result(C.increments(tmp_path, ops=300, launch_us=8, kernel_us=2), 300, t1=8e-6)
     big = _result(C.increments(tmp_path, ops=1300, launch_us=5, kernel_us=50, queue_cap=1024), 1300, t1=5e-6,
                   numel=100_000)
-    machine = lambda: SimpleNamespace(describe=lambda: "one H200")  # noqa: E731
-    ns = {"r": small, "lesson": lesson, "analysis": analysis, "config": config, "machine": machine,
-          "ex": SimpleNamespace(run_sync_async=lambda **kw: big)}
-    exec(_notebook_cell("backend_ops(r.trace_async)"), ns)  # cell 9: the cost model and the slower side
-    exec(_notebook_cell("big = ex.run_sync_async("), ns)  # cell 12: the queue of both runs
-    out = capsys.readouterr().out
-    assert "workers" not in out and "CPU clock" not in out, out  # no worker thread computes on a GPU
-    assert "the GPU's kernels" in out and "backend slower" in out and "frontend slower" in out, out
+    for r, side in ((small, "frontend"), (big, "backend")):
+        assert r.slower_side()[0] == side
+        c = r.queue_lesson()
+        assert c.claim == "05b.queue" and c.holds is not None
+        words = f"{c.name} {c.shown} {c.otherwise} {c.detail}"
+        assert "workers" not in words and "CPU clock" not in words, words  # no worker thread computes on a GPU
+        assert "the GPU's kernels" in c.detail, c.detail
 
 
 def test_a_cuda_trace_with_one_launch_falls_back_to_the_issue_loops_time_per_op(tmp_path):

@@ -11,7 +11,11 @@ def test_runners_take_keyword_only_options():
     positional_ok = {"run_expression": {"expression"}, "sample_queue_summary": {"name"},
                      "export_perfetto": {"trace", "path"}, "sample_summaries": {"names"},
                      "compute_comm_overlap": {"trace"}, "resolve_backend": {"backend"}, "book_number": {"key"},
-                     "check_expression": {"expression"}, "size_for_device": {"times"}, "workload": {"key"}}
+                     "check_expression": {"expression"}, "size_for_device": {"times"}, "workload": {"key"},
+                     # the check functions a notebook cell calls on its own data: the data comes first
+                     "ran_ahead_check": {"trace", "machine"}, "frontend_wait_check": {"trace", "reason", "machine"},
+                     "report_check": {"trace"}, "book_loop_check": {"sync_s", "async_s"}, "hta_check": {"summary"},
+                     "plan_devices": {"facts"}}
     for name in E.__all__:
         fn = getattr(E, name)
         if not inspect.isfunction(fn):

@@ -19,6 +19,12 @@ from d2l_async.experiments.sync_async import SWEEP_NUMELS, SWEEP_NUMELS_QUICK
 
 from .. import _gpu_models as G
 
+
+def _claim(checks, key: str):
+    """The check of the claim ``key`` (see d2l_async.claims) among ``checks``."""
+    (found,) = [c for c in checks if c.claim == key]
+    return found
+
 #: the engine's defaults, which the CUDA branches used before they were sized (default mode, quick mode)
 CPU_SIZES = {"asynchrony": (1000, 400), "notebook_01": (1000, 600), "barriers": (800, 600), "blockers": (1000, 500),
              "sync_async_queue": (100_000, 100_000), "sync_async_sweep": (SWEEP_NUMELS, SWEEP_NUMELS_QUICK)}
@@ -52,9 +58,16 @@ def test_03_the_narrow_wait_is_sooner_and_the_follow_up_runs_beside_the_chain(tm
     assert (sooner.holds, beside.holds) == (True, True), (sooner.shown, beside.shown)
 
 
+def _conversion_s(gpu) -> float:
+    return (gpu.launch_us + gpu.round_trip_us) * 1e-6  # the sizing's conversion: a launch and a round trip
+
+
 def test_04_the_product_dominates_its_conversion(tmp_path, gpu, sizes):
-    dominates = Blk.checks(G.blockers_run(tmp_path, gpu, sizes.blockers))[0]
-    assert dominates.holds is True, dominates.shown
+    # the sizing's rule for 04 (the claim that stated it is gone from the registry: the product's size is
+    # what makes each blocker's wait visible in the demo): the product takes 20 conversions or more
+    assert gpu.matmul_us(sizes.blockers) * 1e-6 >= 20 * _conversion_s(gpu)
+    every_step = _claim(Blk.checks(G.blockers_run(tmp_path, gpu, sizes.blockers)), "04.every-step")
+    assert every_step.holds is True, every_step.shown
 
 
 @pytest.mark.parametrize("ops", [2000, 300], ids=["default", "quick"])
@@ -63,15 +76,15 @@ def test_05_the_long_queue_fills_and_the_short_one_does_not(tmp_path, gpu, sizes
     short_q = G.sync_async_run(tmp_path, gpu, 1, ops=ops)
     assert long_q.slower_side()[0] == "backend" and short_q.slower_side()[0] == "frontend"
     assert long_q.queue_lesson().holds is True and short_q.queue_lesson().holds is True
-    faster, bound = short_q.lessons()  # the book's one element: asynchrony wins, the bound holds
-    assert (faster.holds, bound.holds) == (True, True)
+    faster = _claim(short_q.lessons(), "05.async-faster")  # the book's one element: asynchrony wins
+    assert faster.holds is True, faster.shown
 
 
 @pytest.mark.parametrize("quick", [False, True], ids=["default", "quick"])
 def test_05_the_sweep_falls_and_t2_takes_over(tmp_path, gpu, sizes, quick):
     numels = sizes.sweep_numels_quick if quick else sizes.sweep_numels
-    shrinks, takes_over = G.sweep_run(tmp_path, gpu, numels).lessons()
-    assert (shrinks.holds, takes_over.holds) == (True, True), (shrinks.shown, takes_over.shown)
+    shrinks = _claim(G.sweep_run(tmp_path, gpu, numels).lessons(), "05b.shrinks")
+    assert shrinks.holds is True, shrinks.shown
 
 
 # -- the CPU's sizes on the fast GPU: the lessons fail for their size ----------------------------------------
@@ -82,11 +95,11 @@ def test_the_cpus_sizes_on_the_fast_gpu_miss_the_lessons(tmp_path, mode):
     assert A.timer_check(hand.naive.median, hand.synced.median, backend="cuda").holds is not True
     sooner, beside = Bar.checks(G.barriers_run(tmp_path, gpu, CPU_SIZES["barriers"][mode]))
     assert sooner.holds is False and beside.holds is False
-    assert Blk.checks(G.blockers_run(tmp_path, gpu, CPU_SIZES["blockers"][mode]))[0].holds is False
+    assert gpu.matmul_us(CPU_SIZES["blockers"][mode]) * 1e-6 < 20 * _conversion_s(gpu)
     long_q = G.sync_async_run(tmp_path, gpu, CPU_SIZES["sync_async_queue"][mode], ops=300)
     assert long_q.slower_side()[0] != "backend"  # no contrast: both queues stay short
-    shrinks, takes_over = G.sweep_run(tmp_path, gpu, CPU_SIZES["sync_async_sweep"][mode]).lessons()
-    assert shrinks.holds is not True and takes_over.holds is not True
+    shrinks = _claim(G.sweep_run(tmp_path, gpu, CPU_SIZES["sync_async_sweep"][mode]).lessons(), "05b.shrinks")
+    assert shrinks.holds is not True
     if mode:  # quick mode's 5 products of 400x400: a few µs each, shorter than their launches
         timer, ahead = A.checks(G.asynchrony_run(tmp_path, gpu, CPU_SIZES["asynchrony"][mode], matmuls=5))
         assert timer.holds is not True and ahead.holds is not True

@@ -74,69 +74,16 @@ def sync_async(*, async_s: float, concurrency: float, m: Machine | None, t1=2e-6
                            ratio=model.sync / async_s, cpu_async=cpu, machine=m)
 
 
-def test_model_that_fits_holds():
-    r = sync_async(async_s=1000 * 6e-6 * 1.1, concurrency=1.6, m=machine())
-    faster, predicted = run_checks(r)
-    assert faster.holds and predicted.holds is True and predicted.decided_by.startswith("at_least:")
-    assert predicted.number("ratio") == pytest.approx(6.6e-3 / r.model.async_pipeline)
-    assert (predicted.number("a"), predicted.number("b")) == ("measured", "pipeline model")
-    assert "side by side" in predicted.shown and "took turns" not in predicted.shown
-
-
-def test_a_run_above_the_bound_that_took_turns_names_the_interpreter_lock():
-    # two free CPUs, but CPU times add up to the wall time: the lock serialized them; the bound holds and
-    # its numbers say why the book's overlap did not happen
-    r = sync_async(async_s=1000 * 9e-6, concurrency=1.0, m=machine(2.0, busy=0.0))
-    _, predicted = run_checks(r)
-    assert predicted.holds is True and predicted.number("ratio") == pytest.approx(9e-3 / r.model.async_pipeline)
-    assert "interpreter lock" in predicted.shown and "concurrency 1.00" in predicted.shown
-    # the serial model: 1000 × 8 µs + 15 µs = 8.02 ms, below the 9 ms measured
-    assert "n·(t1 + t2) + t3 = 8.0" in predicted.shown and "9 ms, above what taking turns gives" in predicted.shown
-
-
-def test_a_run_above_the_bound_on_one_cpu_names_the_cpus():
-    r = sync_async(async_s=1000 * 16e-6, concurrency=0.5, m=machine(1.0, busy=1.0))
-    _, predicted = run_checks(r)
-    assert predicted.holds is True and "1 usable CPU" in predicted.shown
-    assert "ran only 50% of the wall time" in predicted.shown
-
-
-def test_a_run_above_the_bound_although_they_overlapped_says_so():
-    r = sync_async(async_s=1000 * 12e-6, concurrency=1.8, m=machine())
-    _, predicted = run_checks(r)
-    assert predicted.holds is True and "side by side" in predicted.shown and "interpreter lock" not in predicted.shown
-
-
-def test_model_over_predicting_blames_the_traced_t2_not_the_lock():
-    # measured faster than the model's best case: the workers' CPU per op (4 µs) is below t2 (6 µs)
-    r = sync_async(async_s=1000 * 4.5e-6, concurrency=1.0, m=machine())
-    r.cpu_async = CpuTimes(wall=4.5e-3, frontend=0.5e-3, process=4.5e-3)
-    _, predicted = run_checks(r)
-    assert predicted.holds is False and "over-predicts" in predicted.otherwise
-    assert "4 µs of CPU per op" in predicted.otherwise and "took turns" not in predicted.otherwise
-
-
-def test_the_bound_allows_its_estimates_error_and_decides_against_the_runs_spread():
-    r = sync_async(async_s=1000 * 5e-6, concurrency=1.0, m=machine())  # 0.83 of the model: inside its slack
-    _, predicted = run_checks(r)
-    assert predicted.holds is True
-    bound = r.model.async_pipeline
-    r.async_ = SimpleNamespace(median=bound, raw=(0.6 * bound, bound, 1.4 * bound))  # straddles 0.75
-    _, predicted = run_checks(r)
-    assert predicted.holds is None and predicted.number("n_a") == 3 and not rules.check_problems(predicted)
-
-
 def test_the_faster_check_prints_its_ratio_in_the_direction_it_was_decided():
     """05 printed "(5.01×)" beside a verdict of asynchronous / synchronous = 0.20: one comparison both ways."""
     r = sync_async(async_s=1000 * 9e-6, concurrency=1.0, m=machine())
     r.sync = SimpleNamespace(median=30e-3, raw=(29e-3, 30e-3, 32e-3))
     r.async_ = SimpleNamespace(median=9e-3, raw=(8.5e-3, 9e-3, 9.6e-3))
-    faster, _ = run_checks(r)
+    (faster,) = run_checks(r)
     assert faster.holds is True and (faster.number("a"), faster.number("b")) == ("synchronous", "asynchronous")
     assert faster.number("ratio") == pytest.approx(30 / 9)
     assert "synchronous / asynchronous = 3.33" in faster.shown
     assert [p.rule for p in rules.check_problems(faster)] == []
-
 
 def test_the_books_hand_timed_loop_is_decided_against_its_runs():
     """05's hand-timed cell printed "synchronous / asynchronous = 0.73x; the book's 3.4 ×" with no check."""
@@ -147,8 +94,10 @@ def test_the_books_hand_timed_loop_is_decided_against_its_runs():
     assert f"synchronous / asynchronous = {1.25 / 0.14:.2f}" in ok.shown
     assert rules.problems([rules.Cell((ok,), ("synchronous: 1.2000 sec", "asynchronous: 0.1400 sec"))]) == []
     slower = book_loop_check([0.50, 0.52, 0.51], [0.70, 0.72, 0.69], ops=10_000, machine=machine(1.0, busy=1.0))
-    assert slower.holds is False and slower.explained and "1 usable CPU" in slower.otherwise
-    assert "70 µs per op against 51 µs" in slower.otherwise and not rules.check_problems(slower)
+    assert slower.holds is False and slower.explained and slower.cause == "no-spare-cpu"
+    assert not rules.check_problems(slower)
+    naive = book_loop_check([0.50, 0.52, 0.51], [0.70, 0.72, 0.69], ops=10_000, engine="naive")
+    assert naive.holds is False and naive.cause == "no-worker-thread"  # the engine, before the machine
     unsure = book_loop_check([0.5, 0.9, 0.6], [0.4, 0.7, 0.8], ops=10_000, machine=machine())
     assert unsure.holds is None and not rules.check_problems(unsure)
     one = book_loop_check(0.6, 0.4, ops=1000)
@@ -170,7 +119,7 @@ def test_the_slower_side_is_printed_with_the_numbers_that_decided_it():
     costs = side_costs(r)
     assert costs.slower == "backend" and r.model.bottleneck == "frontend"  # the two clocks disagree
     line = f"1 element         {costs.words()}; longest queue 1000 of 1000 ops"
-    assert line.startswith("1 element         backend slower (CPU per op: frontend 2.1 µs vs workers 6.76 µs)")
+    assert line.startswith("1 element         backend slower (CPU per op: frontend 2.1 µs, workers 6.76 µs)")
     assert rules.problems([rules.Cell((), (line,))]) == []
     even = side_costs(SimpleNamespace(backend="engine", ops=1000, model=r.model, async_=r.async_,
                                       cpu_async=CpuTimes(wall=20e-3, frontend=3e-3, process=7e-3)))
@@ -179,9 +128,8 @@ def test_the_slower_side_is_printed_with_the_numbers_that_decided_it():
 
 def test_async_slower_is_explained():
     r = sync_async(async_s=1.0, concurrency=1.0, m=machine())
-    faster, _ = run_checks(r)
-    assert not faster.holds and faster.explained and "t3" in faster.otherwise
-
+    (faster,) = run_checks(r)
+    assert not faster.holds and faster.explained and faster.cause == "interpreter-lock"  # two spare CPUs
 
 def point(numel: int, ratio: float, *, t1: float, t2: float, t3: float, ops: int = 100) -> SweepPoint:
     model = CostModel(n=ops, t1=t1, t2=t2, t3=t3)
@@ -190,16 +138,13 @@ def point(numel: int, ratio: float, *, t1: float, t2: float, t3: float, ops: int
     return SweepPoint(ops, numel, sync_s, sync_s / ratio, model, cpu, CpuTimes(sync_s / ratio, ops * t1, sync_s / ratio))
 
 
-def test_sweep_shrinking_advantage_and_t2_taking_over():
+def test_sweep_shrinking_advantage():
     sw = SyncAsyncSweep((point(1, 2.5, t1=2e-6, t2=6e-6, t3=15e-6), point(100, 2.0, t1=2e-6, t2=10e-6, t3=15e-6),
                          point(10**4, 1.6, t1=2e-6, t2=60e-6, t3=20e-6),
                          point(10**6, 1.2, t1=3e-6, t2=300e-6, t3=40e-6)), "engine", "cpu", True, machine())
-    shrinks, takes_over = sw.lessons()
-    assert shrinks.holds is True and "2.50×" in shrinks.shown and "1.20×" in shrinks.shown
-    assert shrinks.decided_by.startswith("trend:") and "Spearman" in shrinks.shown
-    assert takes_over.holds is True and takes_over.decided_by.startswith("trend:")
-    assert "CPU time of the synchronous runs" in takes_over.shown
-
+    (shrinks,) = sw.lessons()
+    assert shrinks.holds is True and "1 el. 2.50" in shrinks.detail and "1,000,000 el. 1.20" in shrinks.detail
+    assert shrinks.decided_by.startswith("trend:") and "Spearman" in shrinks.detail
 
 def test_a_series_that_goes_up_and_down_does_not_shrink():
     """2.98x, 6.46x, 2.82x, 3.20x, 1.27x was called 'shrinks' from its first and last points."""
@@ -207,44 +152,23 @@ def test_a_series_that_goes_up_and_down_does_not_shrink():
     numels = (1, 100, 10_000, 100_000, 1_000_000)
     sw = SyncAsyncSweep(tuple(point(n, q, t1=2e-6, t2=6e-6 * (1 + i), t3=15e-6) for i, (n, q) in
                               enumerate(zip(numels, ratios))), "engine", "cpu", True, machine())
-    shrinks, _ = sw.lessons()
-    assert shrinks.holds is None and "went up and down" in shrinks.otherwise and "-0.50" in shrinks.otherwise
-
-
-def test_t2_share_is_read_from_the_cpu_clock_not_the_wall_clock():
-    """on a busy core the wall-time t3 (waiting for the CPU) hides t2's growing share of
-    the work; the CPU clock of the synchronous runs shows it."""
-    def pt(numel, frontend, workers):
-        p = point(numel, 1.5, t1=2e-6, t2=10e-6, t3=900e-6)  # wall time: t3 dominates every point
-        return SweepPoint(p.ops, p.numel, p.sync_seconds, p.async_seconds, p.model,
-                          CpuTimes(p.sync_seconds, frontend, frontend + workers), p.cpu_async)
-    sw = SyncAsyncSweep((pt(1, 4e-3, 1e-3), pt(10**4, 4e-3, 3e-3), pt(10**6, 4e-3, 9e-3), pt(10**7, 4e-3, 40e-3)),
-                        "engine", "cpu", True, machine(1.0, busy=1.0))
-    _, takes_over = sw.lessons()
-    assert takes_over.holds is True and "91%" in takes_over.shown
-
+    (shrinks,) = sw.lessons()
+    assert shrinks.holds is None and shrinks.cause == "spread" and shrinks.number("rho") == pytest.approx(-0.5)
 
 def test_sweep_that_did_not_show_it_says_why():
-    def pt(numel, ratio, share):
-        p = point(numel, ratio, t1=3e-6, t2=100e-6, t3=200e-6)
-        return SweepPoint(p.ops, p.numel, p.sync_seconds, p.async_seconds, p.model,
-                          CpuTimes(p.sync_seconds, (1 - share) * 0.4 * p.sync_seconds, 0.4 * p.sync_seconds), p.cpu_async)
-    sw = SyncAsyncSweep((pt(1, 1.2, 0.6), pt(100, 1.5, 0.5), pt(10**4, 1.9, 0.4), pt(10**6, 2.2, 0.3)),
-                        "engine", "cpu", True, machine(1.0, 1.0))
-    shrinks, takes_over = sweep_checks(sw)
-    assert shrinks.holds is False and takes_over.holds is False
-    assert_explained([shrinks, takes_over])
-    assert "t3" in takes_over.otherwise and "1 usable CPU" in takes_over.otherwise
-    assert "for 60% of it no thread of ours ran" in takes_over.otherwise
-
+    sw = SyncAsyncSweep(tuple(point(n, q, t1=3e-6, t2=100e-6, t3=200e-6) for n, q in
+                              ((1, 1.2), (100, 1.5), (10**4, 1.9), (10**6, 2.2))), "engine", "cpu", True,
+                        machine(1.0, 1.0))
+    (shrinks,) = sweep_checks(sw)
+    assert shrinks.holds is False and shrinks.cause == "other-way"
+    assert_explained([shrinks])
 
 def test_sweep_below_one_is_said():
     sw = SyncAsyncSweep((point(1, 2.0, t1=2e-6, t2=6e-6, t3=15e-6), point(100, 1.5, t1=2e-6, t2=20e-6, t3=15e-6),
                          point(10**4, 1.1, t1=2e-6, t2=90e-6, t3=15e-6),
                          point(10**6, 0.6, t1=3e-6, t2=600e-6, t3=10e-6)), "engine", "cpu", True, machine())
-    shrinks, _ = sweep_checks(sw)
-    assert shrinks.holds and "below 1" in shrinks.shown
-
+    (shrinks,) = sweep_checks(sw)
+    assert shrinks.holds and "1,000,000 el. 0.60" in shrinks.detail  # the ratio below 1, in the medians shown
 
 def test_the_default_sizes_decide_a_fall_that_noise_swapped_in_places():
     """Five sizes (1 to 10**6, mostly where the ratio is flat) decided 'shrinks' in 1 of 10 sweeps: one swapped
@@ -255,7 +179,7 @@ def test_the_default_sizes_decide_a_fall_that_noise_swapped_in_places():
     ratios = (ratios[1], ratios[0], ratios[2], ratios[3], ratios[5], ratios[4], ratios[6])  # two pairs swapped
     sw = SyncAsyncSweep(tuple(point(n, q, t1=3e-6, t2=10e-6 * (1 + i), t3=30e-6) for i, (n, q) in
                               enumerate(zip(SWEEP_NUMELS, ratios))), "engine", "cpu", True, machine())
-    shrinks, _ = sw.lessons()
+    (shrinks,) = sw.lessons()
     assert shrinks.holds is True and shrinks.number("p") < 0.05 and shrinks.number("n") == len(SWEEP_NUMELS)
     five = SyncAsyncSweep(tuple(point(n, q, t1=3e-6, t2=10e-6 * (1 + i), t3=30e-6) for i, (n, q) in
                                 enumerate(zip((1, 100, 10_000, 100_000, 10**6), (7.8, 8.6, 8.2, 5.9, 2.4)))),
@@ -275,10 +199,9 @@ def test_the_trend_counts_every_rounds_point_so_one_slow_round_of_one_size_canno
                                enumerate(zip(SWEEP_NUMELS, rounds[0]))), "engine", "cpu", True, machine())
     assert one.lessons()[0].holds is None  # that sweep's seven points alone
     sw = SyncAsyncSweep(medians, "engine", "cpu", True, machine(), runs)
-    shrinks, takes_over = sw.lessons()
+    (shrinks,) = sw.lessons()
     assert shrinks.holds is True and shrinks.number("n") == 3 * len(SWEEP_NUMELS) and shrinks.number("p") < 0.01
-    assert takes_over.number("n") == 3 * len(SWEEP_NUMELS)
-    assert f"100,000 el. {sorted(r[2] for r in rounds)[1]:.2f}×" in shrinks.shown  # the medians are shown
+    assert f"100,000 el. {sorted(r[2] for r in rounds)[1]:.2f}" in shrinks.detail  # the medians are its detail
 
 
 def test_the_sweep_interleaves_its_rounds_and_reports_their_medians():
@@ -291,16 +214,13 @@ def test_the_sweep_interleaves_its_rounds_and_reports_their_medians():
         assert p.cpu_sync.wall == pytest.approx(sum(q.cpu_sync.wall for q in mine))
 
 
-def test_a_sweep_that_cannot_tell_names_the_steps_that_went_the_other_way():
+def test_a_sweep_that_cannot_tell_says_so_by_its_cause():
     sw = SyncAsyncSweep(tuple(point(n, q, t1=2e-6, t2=6e-6 * (1 + i), t3=15e-6) for i, (n, q) in
                               enumerate(zip((1, 100, 10_000, 100_000), (2.0, 2.6, 1.9, 2.1)))),
                         "engine", "cpu", True, machine())
-    shrinks, _ = sw.lessons()
-    assert shrinks.holds is None
-    assert "it rose from 1 el. (2.00×) to 100 el. (2.60×), and from 10,000 el. (1.90×) to 100,000 el. (2.10×)" \
-        in shrinks.otherwise
-    assert shrinks.otherwise.count("Spearman") == 1 and not rules.check_problems(shrinks)
-
+    (shrinks,) = sw.lessons()
+    assert shrinks.holds is None and shrinks.cause == "spread"
+    assert shrinks.detail.count("Spearman's rho") == 1 and not rules.check_problems(shrinks)
 
 def test_sweep_of_one_size_cannot_show_a_trend():
     sw = SyncAsyncSweep((point(1, 2.0, t1=2e-6, t2=6e-6, t3=15e-6),), "engine", "cpu", True, machine())
@@ -319,43 +239,31 @@ def queue_run(k, *, max_queue, peak, seconds, busy, blocked=0.01, max_pending=No
 def test_queue_checks_bound_memory_and_with_frontend_work_the_time_it_costs():
     runs = (queue_run(None, max_queue=90, peak=100 << 20, seconds=0.28, busy=0.26, runs=(0.29, 0.28, 0.27), work=1e-3),
             queue_run(1, max_queue=4, peak=1 << 19, seconds=0.59, busy=0.27, runs=(0.59, 0.50, 0.60), work=1e-3))
-    bound, memory, cost = queue_checks(runs)
+    bound, memory = queue_checks(runs)
+    cost = time_check(runs)
     assert bound.holds and "k=1: 4 ≤ 4" in bound.shown
-    assert memory.holds and "200×" in memory.shown
+    assert memory.holds and "100.00 MiB" in memory.shown
     assert cost.holds is True and cost.decided_by.startswith("compare:") and cost.number("n_a") == 3
-    assert cost.number("a") == "every 1 minibatch" and "1 ms of frontend work" in cost.name
-
+    assert cost.number("a") == "every 1 minibatch" and cost.claim == "06.sync-costs-time"
 
 def test_with_frontend_work_a_synced_loop_that_was_not_slower_says_so_from_its_numbers():
     from tests.one_core import rules
 
     runs = (queue_run(None, max_queue=800, peak=95 << 20, seconds=0.40, busy=0.38, runs=(0.40, 0.41, 0.39), work=1e-3),
             queue_run(1, max_queue=4, peak=1 << 19, seconds=0.33, busy=0.16, runs=(0.33, 0.34, 0.32), work=1e-3))
-    (cost,) = queue_checks(runs)[2:]
-    assert cost.holds is False and "380 ms never synchronized and 160 ms" in cost.otherwise
+    cost = time_check(runs)
+    assert cost.holds is False and cost.cause == "too-small" and "380 ms" in cost.otherwise
     assert rules.check_problems(cost) == []
-
-
-def test_backend_bound_syncing_costs_next_to_nothing():
-    runs = (queue_run(None, max_queue=800, peak=100 << 20, seconds=0.25, busy=0.23, runs=(0.25, 0.24, 0.25)),
-            queue_run(1, max_queue=4, peak=1 << 19, seconds=0.27, busy=0.24, runs=(0.27, 0.26, 0.27)))
-    cost = time_check(runs)
-    assert cost.holds is True and "costs little" in cost.name and cost.number("ratio") == pytest.approx(1.08)
-
-
-def test_backend_bound_waits_that_cost_much_are_counted():
-    runs = (queue_run(None, max_queue=800, peak=100 << 20, seconds=0.25, busy=0.23, runs=(0.25, 0.24, 0.25)),
-            queue_run(1, max_queue=4, peak=1 << 19, seconds=0.50, busy=0.24, runs=(0.50, 0.49, 0.52)))
-    cost = time_check(runs)
-    assert cost.holds is False and "each of the 200 waits cost 1.25 ms on average" in cost.otherwise
-
+    no_work = time_check((queue_run(None, max_queue=8, peak=1, seconds=0.3, busy=0.3),
+                          queue_run(1, max_queue=4, peak=1, seconds=0.3, busy=0.3)))
+    assert no_work.holds is False and no_work.cause == "missing"  # the claim needs frontend work
 
 def test_a_cant_tell_about_the_time_states_no_outcome():
     """A notebook once read "? synchronizing every 1 minibatch costs time: never 1.63 s vs every 1 minibatch
     2.78 s ... Here syncing bought memory at no cost in time" -- 1.71x on the same line."""
     from tests.one_core import rules
 
-    for work in (0.0, 1e-3):
+    for work in (1e-3,):
         runs = (queue_run(None, max_queue=800, peak=100 << 20, seconds=1.63, busy=1.60, work=work),
                 queue_run(1, max_queue=4, peak=1 << 19, seconds=2.78, busy=1.20, work=work))
         cost = time_check(runs)
@@ -363,20 +271,13 @@ def test_a_cant_tell_about_the_time_states_no_outcome():
         assert rules.check_problems(cost) == [], rules.check_problems(cost)
 
 
-def test_a_backend_that_was_not_the_bottleneck_is_named():
-    runs = (queue_run(None, max_queue=800, peak=100 << 20, seconds=0.30, busy=0.1, runs=(0.30, 0.31, 0.29)),
-            queue_run(1, max_queue=4, peak=1 << 19, seconds=0.60, busy=0.1, runs=(0.60, 0.61, 0.59)))
-    cost = time_check(runs)
-    assert cost.holds is False and "busy only 33%" in cost.otherwise and "not the bottleneck" in cost.otherwise
-
-
 def test_exceeded_bound_and_missing_runs():
     runs = (queue_run(None, max_queue=800, peak=100, seconds=0.3, busy=0.3),
             queue_run(4, max_queue=20, peak=10, seconds=0.3, busy=0.3))
-    bound, _, _ = queue_checks(runs)
-    assert not bound.holds and "k=4 reached 20 > 16" in bound.otherwise
+    bound, _ = queue_checks(runs)
+    assert not bound.holds and bound.cause == "bug" and "k=4 reached 20 > 16" in bound.otherwise
     (only,) = queue_checks(runs[1:])
-    assert not only.holds and "never synchronizes" in only.otherwise
+    assert not only.holds and only.cause == "missing"
     with pytest.raises(ValueError):
         queue_checks([])
     with pytest.raises(TypeError):
@@ -389,7 +290,7 @@ def test_backpressure_and_launch_cap():
     no = queue_run(None, max_queue=8, peak=1, seconds=0.3, busy=0.3)
     assert not backpressure_check(no).holds and backpressure_check(no).explained
     cap = SimpleNamespace(gpu="V100", name="v100", max_queue=1022, launch_seconds=0.266, launch_seconds_at_cap=0.25)
-    assert launch_cap_check(cap).holds and "94%" in launch_cap_check(cap).shown
+    assert launch_cap_check(cap).holds and "94%" in launch_cap_check(cap).shown and launch_cap_check(cap).words <= 40
     low = SimpleNamespace(gpu="A100", name="a100", max_queue=40, launch_seconds=0.1, launch_seconds_at_cap=0.0)
     assert not launch_cap_check(low).holds and launch_cap_check(low).explained
 
@@ -416,22 +317,13 @@ def test_quantiles_interpolate_like_numpy():
 def test_growth_holds_only_beyond_the_spread():
     costly, grew = sched([6, 6.1, 6.2, 6.3, 6.4], [9, 9.2, 9.4, 9.6, 9.8]).lessons()
     assert costly.holds and "(CPU time)" in costly.name and costly.decided_by.startswith("compare:")
-    assert grew.holds and "×1.52" in grew.shown and grew.decided_by.startswith("trend:")
+    assert grew.holds and grew.number("rho") > 0.8 and grew.decided_by.startswith("trend:")
 
 
 def test_flat_growth_on_one_cpu_cannot_tell_and_says_why():
     _, grew = sched([6, 7, 8, 9, 10], [7, 8, 9, 10, 11], m=machine(1.0, busy=1.0)).lessons()
     assert grew.holds is None and grew.explained
-    assert "inside the spread" in grew.otherwise and "1 usable CPU" in grew.otherwise
-
-
-def test_context_switches_are_part_of_the_reason():
-    r = sched([6, 7, 8, 9, 10], [7, 8, 9, 10, 11], m=machine(1.0, busy=1.0))
-    raw = (SchedulingOverhead(1, 10.0, 1000, (10.0,) * 5, (6, 7, 8, 9, 10), (1.5,) * 5),
-           SchedulingOverhead(16, 12.0, 1000, (12.0,) * 5, (7, 8, 9, 10, 11), (0.25,) * 5))
-    from dataclasses import replace
-    _, grew = replace(r, raw=raw).lessons()
-    assert "1.50 context switches per op with 1 worker and 0.25 with 16" in grew.otherwise
+    assert grew.cause == "no-spare-cpu"  # one usable CPU: the extra workers sleep, they do not contend
 
 
 def test_growth_is_decided_over_every_worker_count_not_from_the_end_points():
@@ -454,7 +346,7 @@ def test_growth_is_decided_over_every_worker_count_not_from_the_end_points():
 def test_fall_is_said_as_a_fall():
     # five runs at each of the two counts: three each cannot decide a trend (a perfect split has p = 1/20)
     _, grew = sched([10, 10.1, 10.2, 10.3, 10.4], [5, 5.1, 5.2, 5.3, 5.4], m=machine(2.0, busy=0.0)).lessons()
-    assert grew.holds is False and "it fell" in grew.otherwise and "interpreter lock" in grew.otherwise
+    assert grew.holds is False and grew.cause == "interpreter-lock"
 
 
 def test_scheduling_cost_is_decided_in_cpu_time_on_both_sides():
@@ -465,7 +357,7 @@ def test_scheduling_cost_is_decided_in_cpu_time_on_both_sides():
                 eager_cpu_runs=(4.4e-6, 4.49e-6, 4.6e-6))
     costly, _ = r.lessons()
     assert costly.holds is True and "(CPU time)" in costly.name
-    assert "8.08 µs" in costly.shown and "4.49 µs" in costly.shown and costly.decided_by.startswith("compare:")
+    assert costly.number("ratio") == pytest.approx(8.08 / 4.49) and costly.decided_by.startswith("compare:")
 
 
 def test_figure_rows_keep_every_run_for_quantile_bars():
@@ -488,15 +380,15 @@ def _queue_run(*, issue_every, start_every, t1, t2, m):
 
 def test_backend_bound_run_whose_queue_fills_holds():
     c = _queue_run(issue_every=1e-6, start_every=10e-6, t1=1e-6, t2=10e-6, m=machine())
-    assert c.holds and "longest queue" in c.shown and "of 100 traced ops" in c.shown
+    assert c.holds and c.shown == "longest queue 90 of 100 ops" and c.claim == "05b.queue"
 
 
 def test_frontend_bound_run_whose_queue_fills_is_explained():
     # the model says frontend-bound (t1 > t2), yet the trace's queue filled: the worker did not get to run
     c = _queue_run(issue_every=1e-6, start_every=10e-6, t1=20e-6, t2=5e-6, m=machine(1.0, busy=1.0))
-    assert not c.holds and c.explained and "did not have a CPU each" in c.otherwise
+    assert not c.holds and c.explained and c.cause == "no-spare-cpu"
     c = _queue_run(issue_every=1e-6, start_every=10e-6, t1=20e-6, t2=5e-6, m=machine(2.0, busy=0.0))
-    assert "interpreter lock" in c.otherwise
+    assert c.cause == "interpreter-lock"
 
 
 def test_frontend_bound_run_with_a_short_queue_holds():
@@ -517,5 +409,5 @@ def test_the_slower_side_is_read_from_cpu_time():
     side, verdict, front, back = slower_side(r)
     assert side == "backend" and r.model.bottleneck == "frontend"
     c = queue_check(r)
-    assert "backend is the slower side here (CPU per op)" in c.name and "compare:" in c.decided_by
-    assert "frontend 4.2 µs vs workers 13 µs" in c.shown
+    assert "the backend: it fills" in c.name and "compare:" in c.decided_by
+    assert "CPU per op: frontend 4.2 µs, workers 13 µs" in c.detail

@@ -68,14 +68,13 @@ def test_two_device_checks_hold_and_fail_with_reasons():
     ok = pl.two_device_checks(_two(20, 41, SIDE, APART, modelled={"cpu:0": {"ops": 4, "overruns": 0}}))
     assert [c.holds for c in ok] == [True, True] and "modelled devices" in ok[0].name
     bad = pl.two_device_checks(_two(40, 41, TURNS, APART, facts=BUSY))
-    assert not bad[0].holds and "1 usable CPU" in bad[0].otherwise and "cannot run at the same moment" in bad[0].otherwise
-    assert bad[0].explained
+    assert not bad[0].holds and bad[0].cause == "no-spare-cpu" and bad[0].explained
     over = pl.two_device_checks(_two(40, 41, TURNS, APART, modelled={
         "cpu:0": {"ops": 4, "overruns": 2, "worst_overrun": 3.0}}))
-    assert not over[0].holds and "2 of 4 modelled ops" in over[0].otherwise
+    assert not over[0].holds and over[0].cause == "no-spare-cpu" and "2 of 4 modelled ops" in over[0].otherwise
     slow_apart = _trace([("cpu:0", 0, 12), ("cpu:0", 12, 24), ("cpu:1", 24, 36), ("cpu:1", 36, 48)])
     above = pl.two_device_checks(_two(20, 48, SIDE, slow_apart))[0]
-    assert above.holds and "above the ideal 2×" in above.shown and "12.0 ms" in above.shown
+    assert above.holds and above.number("ratio") == pytest.approx(2.4)
     overlapping = pl.two_device_checks(_two(20, 20, SIDE, SIDE))
     assert not overlapping[1].holds  # a "serialized" run whose devices overlapped
 
@@ -91,8 +90,9 @@ def test_independence_checks():
     good = pl.independence_checks([_row(1, 40, 40, chain, chain), _row(2, 20, 40, SIDE, chain)])
     assert [c.holds for c in good] == [True, True]
     noisy = pl.independence_checks([_row(1, 40, 50, chain, chain, facts=BUSY), _row(2, 38, 40, TURNS, chain, facts=BUSY)])
-    assert [c.holds for c in noisy] == [None, False]  # one busy CPU: the speed-up cannot be credited
-    assert all(c.explained for c in noisy) and "timing noise" in noisy[1].otherwise
+    # one busy CPU: the speed-up cannot be credited; the chain's 1.25x on one op at a time is the load's
+    assert [c.holds for c in noisy] == [None, None]
+    assert all(c.explained for c in noisy) and [c.cause for c in noisy] == ["no-spare-cpu", "trace"]
 
 
 def test_mlp_checks():
@@ -103,16 +103,16 @@ def test_mlp_checks():
                                facts=IDLE, modelled=None, virtual=True)
 
     both = _trace([("cpu:1", 0, 10), ("cpu:2", 0, 10)])
-    assert [c.holds for c in pl.mlp_checks(mlp(0.004, 0.004, trace=both))] == [True, True, True]
+    assert [c.holds for c in pl.mlp_checks(mlp(0.004, 0.004, trace=both))] == [True]
     apart = _trace([("cpu:1", 0, 10), ("cpu:2", 10, 20)])
     checks = pl.mlp_checks(mlp(0.0001, 0.004, losses=(1.0, 1.2), trace=apart))
-    assert [c.holds for c in checks] == [False, False, False] and all(c.explained for c in checks)
+    assert [c.holds for c in checks] == [False] and checks[0].cause == "too-small" and checks[0].explained
 
 
 def test_frontend_wait_check():
     waited = _trace([("cpu:0", 0.1, 5)], blocks=[("print", 0.2, 5.1)], launches=[(0, 0.05), (0.06, 0.1)])
     c = pl.frontend_wait_check(waited)
-    assert c.holds and "waited 4.900 ms" in c.shown
+    assert c.holds and "waited 4.9 ms" in c.shown
     none = pl.frontend_wait_check(_trace([("cpu:0", 0.1, 0.2)], launches=[(0, 0.05)]))
     assert not none.holds and none.explained
 
@@ -169,7 +169,7 @@ def test_threads_on_one_cpu_never_ran_side_by_side():
     """A shorter run on one CPU is a larger share of it, not parallelism: the check says so."""
     r = _two(20, 36, SIDE, APART, facts=BUSY)  # 1.8x, overlapping intervals, but 1 usable CPU
     c = pl.two_device_checks(r)[0]
-    assert not c.holds and "cannot run at the same moment" in c.otherwise
+    assert not c.holds and c.cause == "no-spare-cpu"
     rows = [_row(1, 40, 40, TURNS, TURNS, facts=BUSY), _row(2, 20, 40, SIDE, TURNS, facts=BUSY)]
     assert not pl.independence_checks(rows)[0].holds
     modelled = _two(20, 36, SIDE, APART, facts=BUSY, modelled={"cpu:0": {"ops": 4, "overruns": 0}})
@@ -181,7 +181,7 @@ def test_threads_that_took_turns_on_two_cpus_are_not_side_by_side():
     r = _two(20, 36, SIDE, APART, facts=two_busy)
     r.concurrent_cpu_seconds = 0.021  # ~1 CPU at once over 20 ms
     c = pl.two_device_checks(r)[0]
-    assert not c.holds and "1.05 CPUs at once" in c.shown and "took turns" in c.otherwise
+    assert not c.holds and c.cause == "no-spare-cpu"  # 1.05 CPUs at once: the threads took turns
     r.concurrent_cpu_seconds = 0.038  # ~2 CPUs at once: really side by side
     assert pl.two_device_checks(r)[0].holds
     rows = [_row(1, 40, 40, TURNS, TURNS, facts=two_busy), _row(2, 20, 40, SIDE, TURNS, facts=two_busy)]
@@ -198,11 +198,10 @@ def test_mlp_threads_that_took_turns():
                         trace=_trace([("cpu:1", 0, 10), ("cpu:2", 0, 10)]), losses=(1.0, 0.5),
                         facts=pl.RunFacts(2.0, 1.9, 4.0, "2"), modelled=None, virtual=True, seconds=0.03,
                         cpu_seconds=0.03)
-    side, comm, loss = pl.mlp_checks(r)
-    assert not side.holds and not comm.holds and loss.holds
-    assert "1.00 CPUs at once" in side.shown and "took turns" in comm.otherwise
+    (comm,) = pl.mlp_checks(r)
+    assert not comm.holds and comm.cause == "no-spare-cpu"  # 1.00 CPUs at once: the threads took turns
     r.cpu_seconds = 0.057
-    assert [c.holds for c in pl.mlp_checks(r)] == [True, True, True]
+    assert [c.holds for c in pl.mlp_checks(r)] == [True]
 
 
 def test_a_speedup_inside_the_spread_cannot_tell():

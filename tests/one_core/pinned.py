@@ -24,21 +24,29 @@ from typing import Iterator
 
 from d2l_async import lesson
 
-from .rules import Cell, Problem, compares_times, problems
+from .rules import Cell, Problem, claim_problems, compares_times, problems
 
 __all__ = ["NotebookRun", "run_pinned", "pinned", "busy_neighbour", "NOTEBOOKS"]
 
 ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
 
 # Exits on its own once its parent is gone, so a killed test run leaves no spinning process.
 _BUSY = ("import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n"
          "    for _ in range(200_000):\n        pass\n")
 _PROBE_TAG = "D2L_ASYNC_PROBE "
+# The kernel's own peak: VmHWM of its address space.  ru_maxrss is not it on Linux: a process keeps the
+# maxrss of the process it was forked from across exec, so a kernel started by a large parent reported
+# the parent's size (every notebook after 06 "peaked" at the same 665 MiB).
 _PROBE = (
     "import json as _j, os as _o, resource as _r\n"
+    "def _hwm():\n"
+    "    try:\n"
+    "        return int(next(l for l in open('/proc/self/status') if l.startswith('VmHWM:')).split()[1])\n"
+    "    except (OSError, StopIteration, ValueError):\n"
+    "        return _r.getrusage(_r.RUSAGE_SELF).ru_maxrss\n"
     f"print({_PROBE_TAG!r} + _j.dumps({{'affinity': sorted(_o.sched_getaffinity(0)), "
-    "'maxrss_kb': _r.getrusage(_r.RUSAGE_SELF).ru_maxrss, "
+    "'maxrss_kb': _hwm(), "
     "'children_maxrss_kb': _r.getrusage(_r.RUSAGE_CHILDREN).ru_maxrss}))"
 )
 
@@ -72,6 +80,7 @@ class NotebookRun:
     cells: int = field(default=0)
     figures: tuple[dict, ...] = field(default=())  # every plotly figure the notebook drew (output JSON)
     by_cell: tuple[Cell, ...] = field(default=())  # each code cell's checks and printed lines, for the rules
+    notebook: dict = field(default_factory=dict, repr=False, compare=False)  # the executed copy (nbformat dict)
 
     @property
     def unexplained(self) -> tuple[lesson.Check, ...]:
@@ -91,6 +100,11 @@ class NotebookRun:
     def word_problems(self) -> list[Problem]:
         """Explanations that contradict the numbers beside them (:mod:`tests.one_core.rules`)."""
         return problems(self.by_cell)
+
+    @property
+    def claim_problems(self) -> list[Problem]:
+        """Checks that name no declared claim of this notebook, lack a cause, or run past 40 words."""
+        return [p for c in self.checks for p in claim_problems(c, Path(self.name).stem)]
 
 
 @contextlib.contextmanager
@@ -157,7 +171,7 @@ def run_pinned(path: str | os.PathLike, *, quick: bool = True, busy: bool = True
     checks, leaks, probe, figures, by_cell = [], [], {}, [], []
     for cell in nb.cells:
         outputs = cell.get("outputs", []) if cell.cell_type == "code" else []
-        found = lesson.checks_in_outputs(outputs)
+        found = lesson.checks_in_outputs(outputs, printed=False)  # metadata only: a reader's print is no check
         checks += found
         printed = [line for out in outputs if out.get("output_type") == "stream" and out.get("name") == "stdout"
                    for line in _text(out).splitlines() if lesson.parse_line(line) is None]
@@ -176,6 +190,8 @@ def run_pinned(path: str | os.PathLike, *, quick: bool = True, busy: bool = True
                     leaks.append(line)
                 if line.startswith(_PROBE_TAG):
                     probe = json.loads(line[len(_PROBE_TAG):])
+    executed = json.loads(nbformat.writes(nb))
+    executed["cells"] = executed["cells"][:-1]  # the probe cell is ours, not the notebook's
     return NotebookRun(path.name, seconds, tuple(checks), error, tuple(leaks), tuple(probe.get("affinity", ())),
                        int(probe.get("maxrss_kb", 0)) * 1024, int(probe.get("children_maxrss_kb", 0)) * 1024,
-                       cpu, busy, len(nb.cells) - 1, tuple(figures), tuple(by_cell))
+                       cpu, busy, len(nb.cells) - 1, tuple(figures), tuple(by_cell), executed)

@@ -2,8 +2,9 @@
 
 A check (:class:`d2l_async.lesson.Check`) is stored in the notebook output's metadata with every
 field: its claim, outcome, numbers, explanation, the rule that decided it and that rule's numbers.
-Each rule below reads those fields (and, for a few, the lines the same cell printed) and names what a
-student would read as a contradiction:
+Each rule below reads those fields -- the metadata only, never the lines a cell printed, so a
+lecturer's own ``print(f"ours {r.ratio:.2f}x vs the book's 3.4x")`` never fails the suite -- and
+names what a student would read as a contradiction:
 
 * ``unsure-claims-an-outcome`` -- a "can't tell" whose explanation states an outcome ("costs almost
   nothing extra", "at no cost in time", "was faster"): the words of another outcome;
@@ -17,13 +18,11 @@ student would read as a contradiction:
   a sign printed twice (``+-9.7 ms``), a cost that "adds" a negative time;
 * ``trend-not-by-trend`` -- a claim that something grows or shrinks, decided other than by the trend
   rule over every point (:func:`d2l_async.verdict.trend`);
-* ``one-number-for-several`` -- a check that gives one number to a label for which its cell printed
-  several different times (``item 405.8 ms`` where the cell printed item waits of 130.1 ms and 405.8 ms);
-* ``conclusion-against-its-numbers`` -- a printed ``t1 …, t2 … -> backend slower`` whose own t1 and t2
-  say the other side;
-* ``book-ratio-unchecked`` -- a cell that prints our ratio beside the book's without a lesson check;
 * ``modelled-as-evidence`` -- a modelled result (a claim about modelled devices or a modelled link)
   credited as a speed-up or decided as a timing of this machine, instead of carrying the modelled mark.
+
+:func:`claim_problems` holds a check against the claim registry (:mod:`d2l_async.claims`): it names a
+declared claim shown by this notebook, a ✘ or ? gives its cause, and the line is at most 40 words.
 
 Every rule is a pure function of the fields, so the rules are unit-tested with synthetic checks
 (``tests/test_lesson.py``), one per finding they generalise.
@@ -37,11 +36,14 @@ from dataclasses import dataclass, field
 
 from d2l_async import lesson
 
-__all__ = ["Cell", "Problem", "problems", "check_problems", "compares_times", "RULES"]
+__all__ = ["Cell", "Problem", "problems", "check_problems", "claim_problems", "compares_times", "RULES",
+           "CLAIM_RULES", "MAX_WORDS"]
 
 RULES = ("unsure-claims-an-outcome", "ratio-both-ways", "timing-tick-undecided", "times-compared-undecided",
-         "garbled-number", "trend-not-by-trend", "one-number-for-several", "conclusion-against-its-numbers",
-         "book-ratio-unchecked", "modelled-as-evidence")
+         "garbled-number", "trend-not-by-trend", "modelled-as-evidence")
+CLAIM_RULES = ("no-claim", "claim-of-another-notebook", "no-cause", "line-too-long")
+#: The most words a check's line may have (its spread and rule are one click away, in its details).
+MAX_WORDS = 40
 
 _UNIT = r"(?:ns|µs|us|ms|s)\b"
 _TIME = r"\d[\d,.]*\s*" + _UNIT
@@ -69,16 +71,13 @@ _GARBLED = (
     (re.compile(r"\+\s?[-−]\s?\d"), "a sign printed twice"),
     (re.compile(r"\badds?\s+(?:only\s+)?[-−]\s?\d"), "a cost that adds a negative time"),
 )
-_T1_T2 = re.compile(r"\bt1\s+(\d[\d.]*)\s*(ns|µs|us|ms|s)\b.*?\bt2\s+(\d[\d.]*)\s*(ns|µs|us|ms|s)\b.*?"
-                    r"(backend|frontend) (?:is |was )?slower", re.IGNORECASE)
-_BOOK_RATIO = re.compile(r"\bthe book(?:'s)?\b[^\n]*?\d+(?:\.\d+)?\s*[x×]|\d+(?:\.\d+)?\s*[x×][^\n]*\bthe book\b",
-                         re.IGNORECASE)
 _SCALE = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
 @dataclass(frozen=True)
 class Cell:
-    """What one code cell showed: its lesson checks and the lines it printed (stdout)."""
+    """What one code cell showed: its lesson checks and the lines it printed (stdout; kept for the reader's
+    log, never read by a rule)."""
 
     checks: tuple[lesson.Check, ...] = ()
     printed: tuple[str, ...] = field(default=())
@@ -156,52 +155,29 @@ def check_problems(c: lesson.Check) -> list[Problem]:
     return out
 
 
-def _labelled_times(text: str) -> dict[str, list[float]]:
-    """``{"item": [0.1301, ...]}``: the times a text gives each one-word label (``item 130.1 ms``)."""
-    found: dict[str, list[float]] = {}
-    for m in re.finditer(r"(?<![\w.])([A-Za-z_][\w.]*(?:\(\))?)\s+(?:waited\s+)?(\d[\d,]*(?:\.\d+)?)\s*"
-                         r"(ns|µs|us|ms|s)\b", text):
-        found.setdefault(m.group(1).lower(), []).append(_seconds(m.group(2), m.group(3)))
-    return found
-
-
-def _printed_times(lines: Sequence[str]) -> dict[str, set[float]]:
-    """Per label, the times printed on lines that begin with it (``item     waited  130.07 ms``)."""
-    out: dict[str, set[float]] = {}
-    for line in lines:
-        m = re.match(r"\s*([A-Za-z_][\w.]*(?:\(\))?)\s+(.*)$", line)  # a label, then a space: a table row
-        if not m:
-            continue
-        times = _DURATION.findall(m.group(2))
-        if len(times) == 1:
-            out.setdefault(m.group(1).lower(), set()).add(round(_seconds(*times[0]), 6))
-    return out
-
-
 def cell_problems(cell: Cell) -> list[Problem]:
-    """The rules that read a cell: its checks against its printed lines, and the lines themselves."""
-    out = [p for c in cell.checks for p in check_problems(c)]
-    printed = _printed_times(cell.printed)
-    for c in cell.checks:
-        for label, values in _labelled_times(c.shown).items():
-            many = printed.get(label, set())
-            if len(many) >= 2 and len(values) < len(many):
-                out.append(Problem("one-number-for-several", c.text,
-                                   f"the cell printed {len(many)} different {label!r} times; the check gives "
-                                   f"{len(values)}"))
-    for line in cell.printed:
-        m = _T1_T2.search(line)
-        if m:
-            t1, t2 = _seconds(m.group(1), m.group(2)), _seconds(m.group(3), m.group(4))
-            said = m.group(5).lower()
-            if (said == "backend" and t2 < t1) or (said == "frontend" and t1 < t2):
-                out.append(Problem("conclusion-against-its-numbers", line,
-                                   f"the line says the {said} is slower, its own t1 and t2 say the other side"))
-    if not cell.checks:
-        for line in cell.printed:
-            if _BOOK_RATIO.search(line):
-                out.append(Problem("book-ratio-unchecked", line,
-                                   "a ratio set against the book's with no lesson check deciding it"))
+    """The rules broken by a cell's checks (its printed lines are the reader's, and no rule reads them)."""
+    return [p for c in cell.checks for p in check_problems(c)]
+
+
+def claim_problems(c: lesson.Check, notebook: str = "") -> list[Problem]:
+    """The registry's rules for one displayed check: it decides a declared claim (of ``notebook``, a file
+    stem, when given), a ✘ or ? names its cause, and its line is at most :data:`MAX_WORDS` words."""
+    import d2l_async.experiments  # noqa: F401 - declares the claims
+    import d2l_async.torch_async.lessons  # noqa: F401
+    from d2l_async import claims
+
+    out: list[Problem] = []
+    known = {k.key: k for k in claims.registry()}
+    if c.claim not in known:
+        out.append(Problem("no-claim", c.text, f"the check names no declared claim ({c.claim!r})"))
+    elif notebook and notebook not in known[c.claim].notebooks:
+        out.append(Problem("claim-of-another-notebook", c.text,
+                           f"claim {c.claim} is declared for {known[c.claim].notebooks}, shown in {notebook}"))
+    if c.holds is not True and not c.cause:
+        out.append(Problem("no-cause", c.text, "a ✘ or ? without its structured cause (lesson.Cause)"))
+    if c.words > MAX_WORDS:
+        out.append(Problem("line-too-long", c.text, f"{c.words} words, more than {MAX_WORDS}"))
     return out
 
 

@@ -7,8 +7,11 @@ each other (a speed-up credited where the machine verdict says none can show), w
 time against another without deciding it against the run's spread, or when an explanation contradicts
 the numbers beside it (:mod:`tests.one_core.rules`: a can't-tell that states an outcome, a ratio
 printed both ways, a ✔ about time with no spread rule or gate, a garbled spread, a growth not decided
-by the trend rule, one number for several printed ones).  Each notebook's checks are
-printed (``pytest -s`` shows them), so a ✘ with its reason is visible in the log.
+by the trend rule), when a check names no declared claim of the notebook (:mod:`d2l_async.claims`), a ✘ or ?
+gives no cause or a line runs past 40 words, or when the executed notebook takes more than 20 minutes to read
+(:mod:`tests.one_core.reading`).  The rules read the checks' metadata only: a reader's own ``print`` never
+fails a notebook.  Each notebook's checks are printed (``pytest -s`` shows them), so a ✘ with its reason is
+visible in the log.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import os
 
 import pytest
 
+from . import reading
 from .pinned import NOTEBOOKS, busy_neighbour, pinned, run_pinned
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs Linux CPU affinity")
@@ -44,6 +48,12 @@ def test_notebook_on_one_busy_core(path):
                            f"(use d2l_async.verdict.compare/trend as holds): {undecided}")
     words = [str(p) for p in run.word_problems]
     assert not words, f"{run.name}: an explanation contradicts the numbers it shows: {words}"
+    registry = [str(p) for p in run.claim_problems]
+    assert not registry, f"{run.name}: a check outside the claim registry, without its cause, or too long: {registry}"
+    s = reading.stats(path, run.notebook)
+    print(f"    {s.minutes:.1f} min to read ({s.markdown_words} + {s.printed_words} words, {s.code_lines} code lines), "
+          f"{s.check_lines} check lines, {s.check_words} words")
+    assert s.minutes <= reading.MAX_MINUTES, f"{run.name}: {s.minutes:.1f} minutes to read, more than one sitting"
     check_figures(run)
 
 
@@ -124,9 +134,28 @@ def test_the_harness_sees_what_it_must_fail_on(tmp_path):
                        busy=False, timeout=120)
     assert not clash.error and len(clash.contradictions) == 1
     assert [c.name for c in clash.undecided_comparisons] == ["overlap shortens the step"]
-    # an explanation against its numbers: read from the stored checks and the cell's printed lines
-    assert {p.rule for p in clash.word_problems} >= {"unsure-claims-an-outcome", "one-number-for-several",
-                                                     "times-compared-undecided"}
+    # an explanation against its numbers, read from the stored checks; checks outside the registry
+    assert {p.rule for p in clash.word_problems} >= {"unsure-claims-an-outcome", "times-compared-undecided"}
+    assert {p.rule for p in clash.claim_problems} >= {"no-claim", "no-cause"}
+
+
+def test_a_lecturers_own_print_never_fails_a_notebook(tmp_path):
+    """A lecturer adds a line of their own beside a chapter check: the rules read checks' metadata only."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "from d2l_async.experiments import ran_ahead_check, run_asynchrony\n"
+        "r = run_asynchrony(size=64, matmuls=2, repeat=2, backend='engine')\n"
+        "print(f\"ours {r.synced.median / r.naive.median:.2f}x vs the book's 3.4x\")\n"
+        "print('✔ my own claim: 1.0 ms vs 2.0 ms')\n"
+        "ran_ahead_check(r.trace, r.machine)")])
+    path = tmp_path / "00_lecture.ipynb"
+    nbformat.write(nb, path)
+    run = run_pinned(path, busy=False, timeout=300)
+    assert not run.error, run.error
+    assert [c.claim for c in run.checks] == ["00.ran-ahead"]  # the printed "✔ ..." line is not read as a check
+    assert run.word_problems == [] and run.undecided_comparisons == ()
+    assert [p.rule for p in run.claim_problems] == ["claim-of-another-notebook"]  # 00_lecture is not 00_tour
 
 
 @pytest.mark.parametrize("shown, compares", [
