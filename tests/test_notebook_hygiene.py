@@ -57,3 +57,33 @@ def test_quick_mode_is_read_through_the_package(notebook):
     path, nb = notebook
     code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
     assert "D2L_ASYNC_QUICK" not in code, f"{path.name} parses the environment itself; use d2l_async.config.quick_mode()"
+
+
+#: What JupyterLab writes into a notebook when its kernel starts (checked on JupyterLab 4.6 with ipykernel 6):
+#: committed as is, so opening a notebook leaves the checkout clean (``git pull`` then works).  Only
+#: ``language_info.version`` follows the kernel's Python; it is Binder's (binder/runtime.txt).
+JUPYTERLAB_KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+JUPYTERLAB_LANGUAGE_INFO = {"codemirror_mode": {"name": "ipython", "version": 3}, "file_extension": ".py",
+                            "mimetype": "text/x-python", "name": "python", "nbconvert_exporter": "python",
+                            "pygments_lexer": "ipython3"}
+
+
+def test_metadata_is_what_jupyterlab_writes(notebook):
+    path, nb = notebook
+    meta = nb["metadata"]
+    assert meta.get("kernelspec") == JUPYTERLAB_KERNELSPEC, path.name
+    info = dict(meta.get("language_info") or {})
+    version = info.pop("version", "")
+    assert info == JUPYTERLAB_LANGUAGE_INFO, path.name
+    runtime = (Path(__file__).parents[1] / "binder" / "runtime.txt").read_text().strip().removeprefix("python-")
+    assert version.startswith(runtime + "."), f"{path.name}: language_info.version {version} is not Binder's {runtime}"
+
+
+def test_written_as_jupyter_writes_it(notebook):
+    """The file is nbformat's own form (sorted keys, one-space indent): what JupyterLab's save writes."""
+    import nbformat
+
+    path, _ = notebook
+    text = path.read_text()
+    assert text == nbformat.writes(nbformat.reads(text, as_version=4)) + "\n", (
+        f"{path.name}: rewrite it with nbformat.write (or open and save it in JupyterLab)")
