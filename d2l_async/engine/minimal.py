@@ -126,6 +126,7 @@ class Engine:
         self._cond = threading.Condition()  # guards every var, op, queue and counter
         self._queues = {d: deque() for d in self.devices}
         self._pending, self._errors, self._closed = 0, [], False
+        self._torch_threads = torch.get_num_threads()  # a reduction splits as the frontend's would
         self._threads = [threading.Thread(target=self._work, args=(d,), daemon=True,
                                           name=f"d2l_async minimal {d} worker {k}")
                          for d in self.devices for k in range(n)]
@@ -151,6 +152,7 @@ class Engine:
         return op
 
     def _work(self, device: str) -> None:
+        torch.set_num_threads(self._torch_threads)  # per thread: the frontend's setting does not reach it
         queue = self._queues[device]
         while True:
             with self._cond:

@@ -45,6 +45,23 @@ def test_z_is_x_times_y_plus_2_bitwise_as_eager_torch(eng):
     assert w.asnumpy().tobytes() == (x0 @ y0).sum().numpy().tobytes()
 
 
+def test_a_reduction_on_a_worker_splits_as_the_frontends_would():
+    # another thread's set_num_threads changes the count a new thread starts with (the rest of a
+    # test session does this); the workers still sum as the frontend does
+    frontend = torch.get_num_threads()
+    other = threading.Thread(target=torch.set_num_threads, args=(1 if frontend > 1 else 2,))
+    other.start()
+    other.join(WAIT)
+    g = torch.Generator().manual_seed(1)
+    x0, y0 = torch.randn(300, 300, generator=g), torch.randn(300, 300, generator=g)
+    engine = Engine(devices=("cpu:0", "cpu:1"), workers=2)
+    try:
+        w = (engine.array(x0, device="cpu:1") @ engine.array(y0, device="cpu:1")).sum()
+        assert w.asnumpy().tobytes() == (x0 @ y0).sum().numpy().tobytes()
+    finally:
+        engine.close(timeout=WAIT)
+
+
 def test_a_push_loop_returns_before_its_work_is_done(eng):
     gate = threading.Event()
     x = eng.array(torch.zeros(3))
