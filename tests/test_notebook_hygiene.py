@@ -87,3 +87,27 @@ def test_written_as_jupyter_writes_it(notebook):
     text = path.read_text()
     assert text == nbformat.writes(nbformat.reads(text, as_version=4)) + "\n", (
         f"{path.name}: rewrite it with nbformat.write (or open and save it in JupyterLab)")
+
+
+def test_every_check_on_the_page_names_its_claim(notebook):
+    # a check the notebook builds itself must name a claim of d2l_async.claims (its falsifiers run in
+    # tests/experiments/test_claims.py); a bare lesson.check/expect is prose no test can make false
+    import ast
+
+    path, nb = notebook
+    bare = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        source = "".join(cell["source"])
+        try:
+            tree = ast.parse("\n".join(l for l in source.splitlines() if not l.lstrip().startswith(("%", "!"))))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in {"check", "expect"} and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id == "lesson"
+                    and not any(k.arg == "claim" for k in node.keywords)):
+                bare.append(ast.get_source_segment(source, node) or node.func.attr)
+    assert not bare, f"{path.name}: checks that name no claim: {bare}"
