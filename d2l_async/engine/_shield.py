@@ -18,6 +18,9 @@ the bookkeeping -- microseconds -- is done, and it lands in the op itself, the w
 reader's own code (if not, it is postponed again).  Nothing is
 paid on the hot path: code objects are only looked at when a Ctrl-C arrives.
 
+A runtime built on the engine shields its own frontend bookkeeping the same way (plain torch's
+queues each op in Python: ``d2l_async.torch_async``), through :mod:`d2l_async.engine.core`.
+
 A custom SIGINT handler of the reader's (or of a test) is left alone.
 """
 
@@ -78,8 +81,8 @@ def _handler(signum: int, frame: Any) -> None:
 
 def shield_ctrl_c() -> None:
     """Put :func:`_handler` in place of Python's default SIGINT handler (main thread only; a
-    handler of the reader's stays).  Cheap enough to call at every naive drain: a notebook
-    kernel puts the default handler back before each cell."""
+    handler of the reader's stays).  Cheap enough to call at every naive drain (and as every
+    plain-torch block opens): a notebook kernel puts the default handler back before each cell."""
     # _signal.getsignal: the same handler object, without signal.getsignal's enum conversion (1.4 us,
     # a fifth of a naive push)
     if threading.get_ident() == _MAIN and _signal.getsignal(signal.SIGINT) is _DEFAULT:
