@@ -49,6 +49,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from d2l_async.torch_async import NotComputedError, asynchronous, make_async
 
 STEPS = 12
+#: seconds one trial may take before the process dumps every thread's stack and exits (a hang)
+HANG = 60.0
 D, H, O, B = 64, 256, 8, 256
 
 
@@ -163,6 +165,16 @@ def _quiet(signum, frame) -> None:
     _strays.append(signum)  # a signal that arrives once the trial's block is over
 
 
+def _settle() -> None:
+    """Wait until no Ctrl-C is still on its way: a relay thread of the shield (a Ctrl-C postponed in
+    the runtime's bookkeeping, asked for again a moment later -- much later on a busy machine) must
+    not land in the next trial."""
+    deadline = time.monotonic() + 10.0
+    while any(t.name == "d2l_async ctrl-c relay" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.001)
+    time.sleep(0.001)  # a signal already on its way runs its (quiet) handler here
+
+
 def classify(net: nn.Module, opt: torch.optim.Optimizer, seen: set[tuple], final: tuple,
              ended: str) -> tuple[str, str]:
     read: dict[str, bytes] = {}
@@ -222,6 +234,7 @@ def trial(rng: random.Random, workers: int, build: str, second: bool, how: str, 
     elapsed = time.perf_counter() - t0
     sender.stop.set()
     sender.join(10.0)
+    _settle()
     outcome, detail = classify(net, opt, seen, final, ended)
     return {"workers": workers, "build": build, "second": second, "how": how, "target": target, "sent": sender.sent,
             "ended": ended, "outcome": outcome, "detail": detail, "seconds": round(elapsed, 3),
@@ -244,7 +257,6 @@ def count_ops(workers: int, build: str) -> int:
 
 def main(argv: list[str]) -> int:
     trials, seed = int(argv[0]), int(argv[1])
-    faulthandler.dump_traceback_later(float(os.environ.get("INTERRUPT_RUNNER_HANG", "240")), exit=True)
     rng = random.Random(seed)
     seen, final, _ = eager_states()
     configs = [(w, b) for w in (1, 2) for b in ("inside", "make_async")]
@@ -255,6 +267,7 @@ def main(argv: list[str]) -> int:
         workers, build = configs[i % len(configs)]
         second = (i // len(configs)) % 2 == 1
         how = "kill" if (i // (2 * len(configs))) % 2 == 0 else "raise_signal"
+        faulthandler.dump_traceback_later(HANG, exit=True)  # a trial that hangs: every thread's stack, then exit
         row = trial(rng, workers, build, second, how, ops[(workers, build)], seen, final)
         row["trial"] = i
         left_off += row["grad_mode_left_off_before"]
