@@ -26,6 +26,9 @@ parameter and Adam tensor before and after every aten op -- so a Ctrl-C that lan
 two ops, in the middle of an optimizer step included, has its state in the set.  Adam runs its
 single-tensor loop in both (its default on a CPU), so both issue the same ops.
 
+Before the trials each configuration runs once without a signal; it must end in eager's last
+state bitwise (the summary's ``uninterrupted_is_eager``), or the oracle could not judge its trials.
+
 Prints one JSON line per trial, then ``{"summary": {...}}``.
 """
 
@@ -241,8 +244,9 @@ def trial(rng: random.Random, workers: int, build: str, second: bool, how: str, 
             "ops_done": rt.statistics().done, "grad_mode_left_off_before": leaked}
 
 
-def count_ops(workers: int, build: str) -> int:
-    """How many ops one uninterrupted trial's block queues (the model made in the block included)."""
+def uninterrupted(workers: int, build: str) -> tuple[int, tuple]:
+    """How many ops one uninterrupted trial's block queues (the model made in the block included),
+    and the state it ends with (eager's last, bitwise, or the oracle cannot judge the trials)."""
     X, Y = data()
     net = model() if build == "make_async" else None
     with asynchronous(workers=workers) as rt:
@@ -250,9 +254,10 @@ def count_ops(workers: int, build: str) -> int:
             net = model()
         else:
             make_async(net)
-        loop(net, torch.optim.Adam(net.parameters(), lr=1e-2), X, Y)
+        opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+        loop(net, opt, X, Y)
     s = rt.statistics()
-    return s.done + s.failed
+    return s.done + s.failed, state(net, opt)
 
 
 def main(argv: list[str]) -> int:
@@ -260,7 +265,9 @@ def main(argv: list[str]) -> int:
     rng = random.Random(seed)
     seen, final, _ = eager_states()
     configs = [(w, b) for w in (1, 2) for b in ("inside", "make_async")]
-    ops = {c: count_ops(*c) for c in configs}
+    runs = {c: uninterrupted(*c) for c in configs}
+    ops = {c: n for c, (n, _) in runs.items()}
+    agree = {f"{w}/{b}": end == final for (w, b), (_, end) in runs.items()}
     counts: dict[str, int] = {}
     left_off = 0
     for i in range(trials):
@@ -277,7 +284,7 @@ def main(argv: list[str]) -> int:
         print(json.dumps(row), flush=True)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     print(json.dumps({"summary": counts, "trials": trials, "eager_states": len(seen), "strays": len(_strays),
-                      "ops": {f"{w}/{b}": n for (w, b), n in ops.items()},
+                      "ops": {f"{w}/{b}": n for (w, b), n in ops.items()}, "uninterrupted_is_eager": agree,
                       "grad_mode_left_off": left_off}), flush=True)
     faulthandler.cancel_dump_traceback_later()
     return 0
