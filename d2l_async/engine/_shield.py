@@ -23,8 +23,9 @@ it sleeps and takes it back in Python code.  An interrupt raised there, before t
 back, left the waiting ``with self._lock`` to release a lock it did not hold -- a worker's, by then:
 the worker died at its own release ("release unlocked lock") and the engine hung (once in about
 2,500 real SIGINTs at random moments of a plain-torch training loop).  The frontend therefore waits
-on a :class:`FrontCondition`, whose ``wait`` gives the lock up and takes it back in shielded code and
-sleeps in exposed code: a Ctrl-C is raised in the sleep, and reaches the caller with the lock held.
+on a :class:`FrontCondition`, whose ``wait`` gives the lock up and takes it back in shielded code;
+a Ctrl-C in its sleep is judged as if it arrived in the caller (raised, unless a shielded function
+waits), and reaches the caller with the lock held.
 
 A runtime built on the engine shields its own frontend bookkeeping the same way (plain torch's
 queues each op in Python: ``d2l_async.torch_async``), through :mod:`d2l_async.engine.core`.
@@ -77,6 +78,9 @@ def _handler(signum: int, frame: Any) -> None:
     f = frame
     while f is not None:
         code = f.f_code
+        if code is _SLEEP:  # a FrontCondition's sleep: whoever called the wait decides
+            f = f.f_back.f_back if f.f_back is not None else None
+            continue
         if code in _EXPOSED:
             break
         if code in _SHIELDED:  # postponed, not lost: delivered again a moment later
@@ -104,15 +108,21 @@ def handler_installed() -> bool:
 
 
 def _sleep(waiter: Any, timeout: float | None) -> bool:
-    """The sleep of :meth:`FrontCondition.wait` (exposed: a Ctrl-C is raised here at once)."""
+    """The sleep of :meth:`FrontCondition.wait`.  A Ctrl-C that arrives here is judged by the
+    wait's caller, not by the shielded ``wait`` around it: raised at once, unless a shielded
+    function is waiting (then postponed until its wait is over)."""
     return waiter.acquire() if timeout is None else waiter.acquire(True, timeout)
+
+
+_SLEEP = _sleep.__code__
 
 
 class FrontCondition:
     """``threading.Condition(lock)`` for the frontend's waits, minus a Ctrl-C hazard (module docstring).
 
     ``wait`` and ``notify_all`` are called with ``lock`` held, as a Condition's are; ``wait`` gives
-    it up and takes it back in this (shielded) frame, and sleeps in :func:`_sleep` (exposed).
+    it up and takes it back in this (shielded) frame, and sleeps in :func:`_sleep`, where a Ctrl-C
+    is raised as it would be in the caller.
     """
 
     __slots__ = ("_lock", "_waiters")
@@ -147,4 +157,3 @@ class FrontCondition:
 
 
 shield(FrontCondition.wait)
-expose(_sleep)

@@ -186,3 +186,33 @@ def test_a_ctrl_c_at_any_line_of_a_wait_reaches_the_caller_with_the_engine_sound
         eng.shutdown()
         threading.excepthook = hook
     assert not died, [str(a.exc_value) for a in died]
+
+
+def test_a_wait_inside_shielded_code_is_not_cut_short_and_the_ctrl_c_follows_it():
+    """A Ctrl-C in a wait's sleep is judged by whoever waits: a shielded function (a runtime's
+    bookkeeping that must see its op finish) gets its wait whole, and the Ctrl-C right after it."""
+    from d2l_async.engine import _shield
+
+    _shield.shield_ctrl_c()
+    gate = threading.Event()
+    eng = ThreadedEngine()
+    done = []
+
+    def bookkeeping(x):  # shielded below: it must not stop half-way
+        x.wait_to_read(timeout=WAIT)
+        done.append(time.perf_counter())
+
+    _shield.shield(bookkeeping)
+    try:
+        x = eng.array([1.0])
+        eng.push(lambda t: gate.wait(WAIT), writes=(x,))
+        threading.Timer(AFTER, _thread.interrupt_main).start()  # while it waits
+        threading.Timer(2 * AFTER, gate.set).start()  # the op finishes after the Ctrl-C
+        with pytest.raises(KeyboardInterrupt):
+            bookkeeping(x)
+            for _ in range(10_000_000):  # the postponed Ctrl-C lands here, after the wait
+                pass
+        assert len(done) == 1 and time.perf_counter() - done[0] < WITHIN
+    finally:
+        gate.set()
+        eng.shutdown()
