@@ -35,6 +35,7 @@ import weakref
 from typing import Any
 
 from ._errors import EngineError
+from ._shield import FrontCondition
 
 __all__ = ["forked_error", "orphan", "orphan_all", "install"]
 
@@ -54,7 +55,7 @@ def orphan(engine: Any, parent: int) -> None:
     ``parent`` in this (child) process: fresh locks, no workers."""
     lock = threading.Lock()
     engine._lock = lock
-    engine._front = threading.Condition(lock)
+    engine._front = FrontCondition(lock)
     engine._serial = threading.RLock()
     for dev in engine._devices.values():
         dev.cond = threading.Condition(lock)

@@ -83,7 +83,7 @@ from ._errors import EngineError
 from ._fork import forked_error, install as _install_fork_hook
 from ._guard import inside, inside_op, observer_failed as _observer_failed
 from ._op import _READY, _RUNNING, Device, EngineOp, EngineStatistics, parse_devices
-from ._shield import expose, shield, shield_ctrl_c
+from ._shield import FrontCondition, expose, shield, shield_ctrl_c
 from ._shutdown import Shutdown
 from ._source import user_frame
 from ._waits import WAIT_SLICE, Waits, _limit_left, _take
@@ -136,7 +136,7 @@ class Scheduler(Completion, Waits, Shutdown):
                                         or max_pending < 1):
             raise ValueError(f"max_pending={max_pending!r}: pass a positive int, or None for no bound")
         self._lock = threading.Lock()
-        self._front = threading.Condition(self._lock)  # the frontend waits here (ops, space)
+        self._front = FrontCondition(self._lock)  # the frontend waits here (ops, space); see ._shield
         self._devices = {n: Device(n, i, self._lock) for i, n in enumerate(names)}
         self.workers = 0 if inline else workers
         self.max_pending = max_pending

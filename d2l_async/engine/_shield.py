@@ -18,6 +18,18 @@ the bookkeeping -- microseconds -- is done, and it lands in the op itself, the w
 reader's own code (if not, it is postponed again).  Nothing is
 paid on the hot path: code objects are only looked at when a Ctrl-C arrives.
 
+A wait has one such spot of its own: ``threading.Condition.wait`` gives the engine's lock up while
+it sleeps and takes it back in Python code.  An interrupt raised there, before the lock was taken
+back, left the waiting ``with self._lock`` to release a lock it did not hold -- a worker's, by then:
+the worker died at its own release ("release unlocked lock") and the engine hung (once in about
+2,500 real SIGINTs at random moments of a plain-torch training loop).  The frontend therefore waits
+on a :class:`FrontCondition`, whose ``wait`` gives the lock up and takes it back in shielded code;
+a Ctrl-C in its sleep is judged as if it arrived in the caller (raised, unless a shielded function
+waits), and reaches the caller with the lock held.
+
+A runtime built on the engine shields its own frontend bookkeeping the same way (plain torch's
+queues each op in Python: ``d2l_async.torch_async``), through :mod:`d2l_async.engine.core`.
+
 A custom SIGINT handler of the reader's (or of a test) is left alone.
 """
 
@@ -27,10 +39,11 @@ import _signal
 import _thread
 import signal
 import threading
+from collections import deque
 from types import CodeType, FunctionType
 from typing import Any, Callable
 
-__all__ = ["shield", "expose", "shield_ctrl_c", "handler_installed"]
+__all__ = ["shield", "expose", "shield_ctrl_c", "handler_installed", "FrontCondition"]
 
 _SHIELDED: set[CodeType] = set()
 _EXPOSED: set[CodeType] = set()
@@ -65,6 +78,9 @@ def _handler(signum: int, frame: Any) -> None:
     f = frame
     while f is not None:
         code = f.f_code
+        if code is _SLEEP:  # a FrontCondition's sleep: whoever called the wait decides
+            f = f.f_back.f_back if f.f_back is not None else None
+            continue
         if code in _EXPOSED:
             break
         if code in _SHIELDED:  # postponed, not lost: delivered again a moment later
@@ -78,8 +94,8 @@ def _handler(signum: int, frame: Any) -> None:
 
 def shield_ctrl_c() -> None:
     """Put :func:`_handler` in place of Python's default SIGINT handler (main thread only; a
-    handler of the reader's stays).  Cheap enough to call at every naive drain: a notebook
-    kernel puts the default handler back before each cell."""
+    handler of the reader's stays).  Cheap enough to call at every naive drain (and as every
+    plain-torch block opens): a notebook kernel puts the default handler back before each cell."""
     # _signal.getsignal: the same handler object, without signal.getsignal's enum conversion (1.4 us,
     # a fifth of a naive push)
     if threading.get_ident() == _MAIN and _signal.getsignal(signal.SIGINT) is _DEFAULT:
@@ -89,3 +105,55 @@ def shield_ctrl_c() -> None:
 def handler_installed() -> bool:
     """True while the shielding handler is Python's SIGINT handler."""
     return _signal.getsignal(signal.SIGINT) is _handler
+
+
+def _sleep(waiter: Any, timeout: float | None) -> bool:
+    """The sleep of :meth:`FrontCondition.wait`.  A Ctrl-C that arrives here is judged by the
+    wait's caller, not by the shielded ``wait`` around it: raised at once, unless a shielded
+    function is waiting (then postponed until its wait is over)."""
+    return waiter.acquire() if timeout is None else waiter.acquire(True, timeout)
+
+
+_SLEEP = _sleep.__code__
+
+
+class FrontCondition:
+    """``threading.Condition(lock)`` for the frontend's waits, minus a Ctrl-C hazard (module docstring).
+
+    ``wait`` and ``notify_all`` are called with ``lock`` held, as a Condition's are; ``wait`` gives
+    it up and takes it back in this (shielded) frame, and sleeps in :func:`_sleep`, where a Ctrl-C
+    is raised as it would be in the caller.
+    """
+
+    __slots__ = ("_lock", "_waiters")
+
+    def __init__(self, lock: Any) -> None:
+        self._lock = lock
+        self._waiters: deque = deque()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Give the lock up until :meth:`notify_all` or ``timeout`` seconds; returns whether notified."""
+        waiter = _thread.allocate_lock()
+        waiter.acquire()
+        self._waiters.append(waiter)
+        self._lock.release()
+        got = False
+        try:
+            got = _sleep(waiter, timeout)
+        finally:
+            self._lock.acquire()
+            if not got:
+                try:
+                    self._waiters.remove(waiter)
+                except ValueError:  # notified meanwhile
+                    pass
+        return got
+
+    def notify_all(self) -> None:
+        """Wake every waiter (lock held)."""
+        waiters, self._waiters = self._waiters, deque()
+        for waiter in waiters:  # each still held: only a notify releases it
+            waiter.release()
+
+
+shield(FrontCondition.wait)

@@ -49,7 +49,9 @@ Around it
     :func:`add_internal_dir` (a package whose frames a trace's "which line pushed this op" skips);
     :func:`hold_gc_freeze` / :func:`release_gc_freeze` (old objects out of full garbage collections
     while a block runs ahead); :func:`lower_priority` (a worker thread yields the CPU to the
-    frontend).
+    frontend); :func:`shield` / :func:`expose` / :func:`shield_ctrl_c` (:mod:`._shield`: a Ctrl-C that
+    arrives in a runtime's own frontend bookkeeping is postponed until it has left it, as for the
+    engine's; one that arrives in a wait is raised there).
 
 Loads the trace model (numpy) but not torch.
 """
@@ -63,6 +65,7 @@ from ._gcfreeze import release as release_gc_freeze
 from ._observer import RECORD_LIMIT, Observer, Recorder
 from ._op import Device, EngineOp, EngineStatistics, EngineVar, OpState
 from ._scheduler import Scheduler
+from ._shield import expose, shield, shield_ctrl_c
 from ._source import add_internal_dir
 from ._worker import lower_priority
 
@@ -81,10 +84,13 @@ __all__ = [
     "Var",
     "add_internal_dir",
     "deferred",
+    "expose",
     "finish_op",
     "hold_gc_freeze",
     "lower_priority",
     "push_op",
     "release_gc_freeze",
+    "shield",
+    "shield_ctrl_c",
     "split_access",
 ]

@@ -28,6 +28,8 @@ How it works, module by module (read in this order):
 * :mod:`._guards` -- the torch functions that change while a block is open, and why;
 * :mod:`._fork` -- ``os.fork`` (DataLoader workers) while a block is open;
 * :mod:`._context` -- the ``with`` block;
+* :mod:`._interrupt` -- an exception that ends a block: the queued ops run first, a second Ctrl-C
+  abandons them (:class:`NotComputedError`);
 * :mod:`._module` -- :func:`make_async`: an ``nn.Module``'s parameters made asynchronous in place.
 
 It uses private torch APIs (checked by :mod:`._compat` when this package is imported, before any
@@ -42,9 +44,11 @@ from ._compat import MIN_VERSION, TESTED_VERSIONS, UnsupportedTorchError, check_
 check_torch()  # before any module below touches a private torch API
 
 from ._context import asynchronous, current_runtime, synchronize
+from ._interrupt import NotComputedError
 from ._module import StaleParameterError, make_async
 from ._runtime import AsyncRuntime
 from ._tensor import AsyncTensor
 
-__all__ = ["AsyncRuntime", "AsyncTensor", "MIN_VERSION", "StaleParameterError", "TESTED_VERSIONS",
-           "UnsupportedTorchError", "asynchronous", "check_torch", "current_runtime", "make_async", "synchronize"]
+__all__ = ["AsyncRuntime", "AsyncTensor", "MIN_VERSION", "NotComputedError", "StaleParameterError",
+           "TESTED_VERSIONS", "UnsupportedTorchError", "asynchronous", "check_torch", "current_runtime", "make_async",
+           "synchronize"]

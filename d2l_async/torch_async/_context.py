@@ -12,7 +12,10 @@
 It pushes a ``TorchDispatchMode`` that sends every op of this thread to the block's
 :class:`~._runtime.AsyncRuntime`.  The end of the block waits for every queued op and raises the
 first error none of them raised yet (as the engine's ``with`` block does); tensors made inside
-stay usable after it, as ordinary tensors whose ops run at once.
+stay usable after it, as ordinary tensors whose ops run at once.  An exception that leaves the
+block (a Ctrl-C) lets the queued ops run first, and a second Ctrl-C abandons them (:mod:`._interrupt`);
+a Ctrl-C that arrives while the runtime queues an op is raised after it (registered at the end of
+this module).
 
 While a block is open a few torch functions behave differently (:mod:`._guards`: the RNG
 functions wait for queued random ops, ``torch.compile`` is refused, ...), and a fork first runs
@@ -28,14 +31,19 @@ from typing import Any, Iterator
 import torch
 
 from .._args import workers as check_workers
-from ..engine.core import add_internal_dir
+from ..engine.core import add_internal_dir, expose, shield, shield_ctrl_c
 from . import _fork  # noqa: F401 - registers the fork hooks
 from ._compat import check_torch
 from ._guards import patch_torch, unpatch_torch
+from ._interrupt import finish_after, opening_line, run_queued
 from ._meta import warm
 from ._mode import _AsyncMode, _local, current_runtime
+from ._module import _convert_all
 from ._openmp import AUTO
+from ._order import OrderedReady
 from ._runtime import CACHE, WORKER_NICE, AsyncRuntime, check_flag, check_team, check_worker_nice, live_runtimes
+from ._sync import SyncPaths, wait_exposed
+from ._tensor import AsyncTensor
 
 __all__ = ["asynchronous", "synchronize", "current_runtime"]
 
@@ -52,26 +60,28 @@ def _block(workers: int, record: bool, torch_threads: int | None, worker_nice: i
     check_torch()
     warm()  # the first block only: meta kernels' imports, paid before the first op (see ._meta.warm)
     CACHE.check_default_dtype()  # set outside a block since the cache was filled
+    shield_ctrl_c()  # a Ctrl-C in the runtime's bookkeeping waits until it has left it (registered below)
+    opened_at = opening_line()
     rt = AsyncRuntime(workers=workers, record=record, torch_threads=torch_threads, worker_nice=worker_nice,
                       free_frontend_team=free_frontend_team)
+    rt.opened_at = opened_at
     mode = _AsyncMode(rt)
     stack = _local.__dict__.setdefault("stack", [])
     stack.append(rt)
     patch_torch()
-    ok = False
     try:
-        with mode:
-            yield rt
-        ok = True
+        try:
+            with mode:
+                yield rt
+            rt.synchronize()  # the end of the block is a barrier; raises deferred errors
+        except BaseException as exc:
+            finish_after(rt, exc)  # the queued ops run first (a second Ctrl-C abandons them): ._interrupt
+            raise
+        rt.shutdown(wait=True, timeout=30.0)
     finally:
         try:
-            try:
-                if ok:
-                    rt.synchronize()  # the end of the block is a barrier; raises deferred errors
-            finally:
-                rt.shutdown(wait=ok, timeout=30.0)
-        finally:
             unpatch_torch()
+        finally:
             stack.remove(rt)
 
 
@@ -108,6 +118,11 @@ class asynchronous(contextlib.ContextDecorator):  # noqa: N801 - reads as a stat
     ``float()``/``bool()``/``if t:``, ``.numpy()``, ``.tolist()``, data-dependent shapes
     (``nonzero``, masks), writes into tensors made outside the block, RNG state functions, and
     :func:`synchronize`.  Errors of queued ops surface at the next blocking point, like CUDA's.
+
+    An exception that leaves the block (a Ctrl-C, any error) first lets every queued op run, as a
+    CUDA stream runs its queue, so each tensor holds its value at the line that raised; a second
+    Ctrl-C while they run abandons them, and a tensor one of them would have written raises
+    :class:`NotComputedError` when read.
     """
 
     def __init__(self, workers: int = 1, *, record: bool = True, torch_threads: int | None = None,
@@ -151,3 +166,13 @@ def synchronize(*, timeout: float | None = None) -> None:
     runtimes = [rt] if rt is not None else live_runtimes()
     for r in runtimes:
         r.synchronize(timeout=timeout)
+
+
+# Ctrl-C (see ._interrupt): one that arrives while the frontend runs these is raised after them -- an
+# aten op is queued whole, as eager's C++ ops run whole, and a block opens and closes whole -- ...
+shield(asynchronous.__enter__, asynchronous.__exit__, AsyncRuntime.dispatch, SyncPaths.run_sync,
+       SyncPaths.try_here, SyncPaths.rebind, OrderedReady.submit, AsyncTensor.data.fset, _convert_all)
+# ... and one that arrives in a wait inside them is raised there: the waited-for op is queued, so it
+# still runs in program order (the first block's warm-up runs before anything is changed)
+expose(warm, wait_exposed, SyncPaths.value, SyncPaths.escape, SyncPaths.wait_rng, SyncPaths.drain,
+       SyncPaths.synchronize, run_queued)

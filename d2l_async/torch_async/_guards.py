@@ -11,7 +11,8 @@
   ``pad_packed_sequence``'s lengths;
 * lazy modules' uninitialized parameters are made plain and made asynchronous once initialized
   (``._module.lazy_patches``);
-* ``torch.compile`` raises :class:`UnsupportedTorchError` (it cannot trace storage-less tensors).
+* ``torch.compile`` and ``torch.export.export`` raise :class:`UnsupportedTorchError` (they cannot
+  trace storage-less tensors).
 
 The first block to open installs them, the last to close restores torch's own.
 """
@@ -188,6 +189,12 @@ def _no_compile(*args: Any, **kwargs: Any) -> Any:
         "storage to trace); compile outside the block, or leave the block for the compiled part")
 
 
+def _no_export(*args: Any, **kwargs: Any) -> Any:
+    raise UnsupportedTorchError(
+        "torch.export.export is not supported inside `with d2l_async.asynchronous():` (its tensors have no "
+        "storage to trace); export outside the block a model whose tensors were made outside every block")
+
+
 def patch_torch() -> None:
     with _patch_lock:
         _open_blocks[0] += 1
@@ -210,6 +217,8 @@ def patch_torch() -> None:
             setattr(owner, name, new)
         _patched[(torch, "compile")] = torch.compile
         torch.compile = _no_compile
+        _patched[(torch.export, "export")] = torch.export.export
+        torch.export.export = _no_export
         _patched[(torch, "ctc_loss")] = torch.ctc_loss
         torch.ctc_loss = _ctc_guard(torch.ctc_loss)
         _patched[(torch._VF, "_pad_packed_sequence")] = torch._VF._pad_packed_sequence

@@ -87,17 +87,40 @@ def _adopter(rt: AsyncRuntime) -> Callable[[torch.Tensor], torch.Tensor]:
     return adopt
 
 
+#: a tensor's hooks that live on its Python object while autograd calls them through a C++ hook
+#: on the tensor underneath: ``register_hook`` (gradient), ``register_post_accumulate_grad_hook``
+_HOOK_DICTS = ("_backward_hooks", "_post_accumulate_grad_hooks")
+
+
+def _keep_hooks(holder: torch.Tensor, hooks: dict) -> None:
+    """Give ``holder``'s tensor the hooks ``hooks`` (attribute -> the dict ``torch`` keeps them in).
+
+    Assigning the dict registers the C++ hook that calls it on the tensor ``holder`` holds now
+    (torch's setter).  ``swap_tensors`` swaps that tensor and leaves the dicts on the Python
+    object, so without this a gradient mask registered before ``make_async`` stopped masking and a
+    post-accumulate hook never ran.  The same dict, so a handle's ``remove()`` still removes it."""
+    for name, d in hooks.items():
+        setattr(holder, name, d)
+
+
+def _hooks(t: torch.Tensor) -> dict:
+    return {name: d for name in _HOOK_DICTS if (d := getattr(t, name, None))}
+
+
 def _swap_in_place(old: torch.Tensor, new: torch.Tensor) -> str:
-    """Make the object ``old`` hold ``new``'s tensor (identity kept); "" or why torch refused.
+    """Make the object ``old`` hold ``new``'s tensor (identity kept, hooks kept); "" or why torch refused.
 
     ``new`` must have no queued op that fills it (its worker would fill the other object)."""
     for k, v in old.__dict__.items():  # the reader's attributes (and Buffer's persistent) stay
         if k not in _FIELDS and k not in new.__dict__:  # AsyncTensor's fields are new's
             new.__dict__[k] = v
+    hooks = _hooks(old)
     try:
         torch.utils.swap_tensors(old, new)
     except RuntimeError as exc:
+        _keep_hooks(new, hooks)  # the replacement trains: it runs the hooks
         return str(exc).splitlines()[0]
+    _keep_hooks(old, hooks)
     return ""
 
 
@@ -134,7 +157,10 @@ def _convert_one(old: torch.Tensor, convert: Callable, is_param: bool, where: st
         data = convert(old)
     if data is old:
         return old
-    new = _make_param(data, old.requires_grad) if is_param else data
+    if is_param:
+        new = _make_param(data, old.requires_grad)
+    else:
+        new = data.requires_grad_(old.requires_grad)  # a buffer in autograd (its hooks need it) stays in it
     if old.grad is not None:
         new.grad = convert(old.grad)
     why = _swap_in_place(old, new)

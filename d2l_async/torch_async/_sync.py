@@ -19,15 +19,17 @@ from typing import Any
 import torch
 
 from ..engine.core import EngineOp, EngineVar, OpState, deferred, split_access
+from ._interrupt import NotComputedError, not_computed
 from ._meta import map_tensors, meta_of, meta_tensor
 from ._schema import _CACHE as _INFO, func_info
 from ._state import capture, enter
 from ._tensor import AsyncTensor, set_meta
 
-__all__ = ["SyncPaths", "answer_query", "run_eager", "dispatch_any", "ESCAPE", "TVar", "RngVar", "escaped"]
+__all__ = ["SyncPaths", "answer_query", "run_eager", "dispatch_any", "ESCAPE", "TVar", "RngVar", "escaped",
+           "wait_exposed"]
 
 aten = torch.ops.aten
-_DONE = OpState.DONE
+_DONE, _FAILED, _RUNNING = OpState.DONE, OpState.FAILED, OpState.RUNNING
 _make = AsyncTensor.make
 
 
@@ -107,6 +109,13 @@ def ESCAPE(op: EngineOp) -> None:  # noqa: N802 - a marker, compared by identity
     """The op behind an escape (``.numpy()``): it runs nothing; being granted is its point."""
 
 
+def wait_exposed(rt: Any, op: EngineOp, reason: str) -> None:
+    """``rt.wait_op(op, reason)``, where a Ctrl-C is raised at once, even though the dispatch that
+    calls it postpones one (._context registers both): the op is queued, so it runs in program
+    order whatever happens to the wait, and nothing after the wait is left half-done."""
+    rt.wait_op(op, reason)
+
+
 def _run_sync_op(op: EngineOp) -> None:
     args, kwargs, holder, state = op.arg
     ra, rk = map_tensors(args, kwargs, _real)
@@ -116,6 +125,12 @@ def _run_sync_op(op: EngineOp) -> None:
 
 class SyncPaths:
     """The runtime's slow paths (a mixin of :class:`~._runtime.AsyncRuntime`)."""
+
+    #: ``"file.py:12"``: the reader's line that opened the block (set by ._context)
+    opened_at = ""
+    #: (what ended the block, what then abandoned its queued ops): names of exception types, set by
+    #: ._interrupt.finish_after; None while nothing was abandoned
+    abandoned: tuple[str, str] | None = None
 
     def _foreign(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         """Tensors of another (finished or open) runtime: wait for them and use their data."""
@@ -191,7 +206,10 @@ class SyncPaths:
             op = EngineOp(info.name, info.kind, _run_sync_op, func, (args, kwargs, holder, capture()), r, w,
                           self._dev, 0, None)
             self.submit(op, depth)
-            self.wait_op(op, reason)
+            if any(w and type(t) is AsyncTensor for t, w in zip(leaves, written)):
+                self.wait_op(op, reason)  # shielded from Ctrl-C (._context): the wrappers follow the op below
+            else:
+                wait_exposed(self, op, reason)
             if op.error is not None:
                 exc = op.error
                 self.mark_raised(exc)  # raised here, at the call (its own error or a failed input's): once
@@ -262,7 +280,9 @@ class SyncPaths:
         return res
 
     def value(self, t: AsyncTensor, reason: str) -> torch.Tensor:
-        """Block until ``t``'s data and every write to its storage queued so far are done."""
+        """Block until ``t``'s data and every write to its storage queued so far are done.  After
+        the block: raise :class:`NotComputedError` if one of those ops never ran (the block
+        abandoned it, see ._interrupt)."""
         if not self.closed:
             op = t._op
             if op is not None:
@@ -270,12 +290,24 @@ class SyncPaths:
             p = t._var.producer
             if p is not None and p is not op:
                 self.wait_op(p, reason)
+        else:
+            own = t._own
+            for op in (t._op, t._var.producer, None if own is None else own.producer):
+                if op is not None and op.state is not _DONE and op.state is not _FAILED:
+                    if op.state is not _RUNNING:
+                        raise not_computed(self, op, reason)
+                    self.wait_op(op, reason)  # abandoned while a worker ran it: it finishes
         err = t._var.error
+        if err is None and t._own is not None:
+            err = t._own.error  # the op that makes this view failed
         if err is not None:
             self.mark_raised(err)  # delivered here: synchronize() does not raise it again (as the engine)
             raise deferred(err, f"a failed op, raised at {reason}") from err
         if t._real is None:
-            raise RuntimeError(f"{reason}: this asynchronous tensor was never computed (its block ended early)")
+            raise NotComputedError(f"{reason}: this asynchronous tensor was never computed (its block ended "
+                                   f"before the op that makes it ran)", getattr(t._op, "name", "?"),
+                                   getattr(t._op, "id", -1), "", self.opened_at,
+                                   ", then ".join(self.abandoned or ()))
         return t._real
 
     def escape(self, t: AsyncTensor, reason: str) -> torch.Tensor:

@@ -26,7 +26,8 @@ with the user's line, as the engine's blockers are: ``print``/``repr`` ("print")
 and ``np.asarray`` ("numpy"; these and ``__dlpack__`` hand out the memory itself, so they also
 wait for the queued ops that *read* it: a write through the array is never seen by them), ``.tolist()`` ("tolist"), pickling and ``torch.save`` ("pickle"),
 ``copy.deepcopy`` ("deepcopy"), ``np.from_dlpack`` ("dlpack"), and through the dispatcher
-``.item()``, ``float()``, ``bool()``, ``if t:`` ("item").
+``.item()``, ``float()``, ``bool()``, ``if t:`` ("item"), and the elements of ``torch.tensor([...])``
+("item": see ``__float__``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ _DISPATCH: list[Callable] = []
 _DATA = torch._C.TensorBase.data  # the C descriptor behind Tensor.data
 #: the fields above: the wrapper's own state, never copied onto another tensor
 _FIELDS = frozenset(("_m", "_var", "_own", "_op", "_real", "_rt", "_host"))
+_BASE = torch._C.TensorBase
+_PYTHON_KEY = torch._C.DispatchKey.Python
+_excluded = torch._C._dispatch_tls_is_dispatch_key_excluded
 
 
 def set_meta(t: "AsyncTensor", m: tuple) -> None:
@@ -137,6 +141,31 @@ class AsyncTensor(torch.Tensor):
 
     def tolist(self):
         return self._read("tolist", lambda r: r.tolist())
+
+    # Python numbers.  ``torch.tensor([loss0, loss1])`` (and ``as_tensor``, ``torch.Tensor(...)``)
+    # builds its tensor in C++ with the dispatch to Python turned off, and asks each element for
+    # its number there: torch's own ``__float__`` then ran the CPU kernel on the storage-less
+    # wrapper ("data is not allocated yet").  There, the number is read from the data, once it is
+    # there (a blocking point, recorded as ``item``); everywhere else these are torch's own.
+    def __float__(self) -> float:
+        if _excluded(_PYTHON_KEY):
+            return float(self._rt.value(self, "item"))
+        return _BASE.__float__(self)
+
+    def __int__(self) -> int:
+        if _excluded(_PYTHON_KEY):
+            return int(self._rt.value(self, "item"))
+        return _BASE.__int__(self)
+
+    def __index__(self) -> int:
+        if _excluded(_PYTHON_KEY):
+            return self._rt.value(self, "item").__index__()
+        return _BASE.__index__(self)
+
+    def __complex__(self) -> complex:
+        if _excluded(_PYTHON_KEY):
+            return complex(self._rt.value(self, "item"))
+        return _BASE.__complex__(self)
 
     def __dlpack__(self, *args: Any, **kwargs: Any):
         # numpy.from_dlpack and friends read the memory directly: hand them the data, once it is there

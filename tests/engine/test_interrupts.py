@@ -124,3 +124,95 @@ def test_ctrl_c_reaches_the_caller_at_once(kind, wait, inside):
         eng.shutdown(wait=False, timeout=WAIT)
     workers = [t for d in eng._devices.values() for t in d.threads]
     assert not [t for t in workers if t.is_alive()]
+
+
+
+def _interrupt_at_line(wait_code, k: int, fired: list):
+    """A trace function: ``_thread.interrupt_main()`` at the ``k``-th line the main thread runs
+    inside calls of ``wait_code`` (the frontend's condition wait, and what it calls)."""
+    depth, count = [0], [0]
+
+    def local(frame, event, arg):
+        if event == "line":
+            count[0] += 1
+            if count[0] == k and not fired:
+                fired.append(time.perf_counter())
+                _thread.interrupt_main()
+        elif event == "return" and frame.f_code is wait_code:
+            depth[0] -= 1
+        return local
+
+    def tracer(frame, event, arg):
+        if frame.f_code is wait_code:
+            depth[0] += 1
+        elif depth[0] == 0:
+            return None
+        return local
+    return tracer
+
+
+@pytest.mark.parametrize("k", range(1, 31))
+def test_a_ctrl_c_at_any_line_of_a_wait_reaches_the_caller_with_the_engine_sound(k):
+    """The frontend's condition wait gives the engine's lock up while it sleeps and takes it back:
+    a Ctrl-C at each line it runs (here the ``k``-th) must reach the caller, and leave the lock as
+    it was.  Raised as ``threading.Condition`` takes the lock back in Python, it left the waiting
+    ``with self._lock`` to release a lock it did not hold -- a worker's (the worker died, the engine
+    hung), or here, with none holding it, "release unlocked lock" instead of the KeyboardInterrupt."""
+    import sys
+
+    from d2l_async.engine import _shield
+
+    _shield.shield_ctrl_c()  # the engine's handler, as a block or a naive drain puts it in place
+    assert _shield.handler_installed()
+    gate = threading.Event()
+    died, fired = [], []
+    hook, threading.excepthook = threading.excepthook, lambda args: died.append(args)
+    eng = ThreadedEngine()
+    try:
+        x = eng.array([1.0])
+        eng.push(lambda t: gate.wait(WAIT), writes=(x,))
+        sys.settrace(_interrupt_at_line(type(eng._front).wait.__code__, k, fired))
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                x.wait_to_read(timeout=WAIT)
+        finally:
+            sys.settrace(None)
+        assert fired and time.perf_counter() - fired[0] < WITHIN
+        gate.set()
+        assert (x + 1).wait_to_read(timeout=WAIT).item() == 2.0  # the worker lives; the lock is sound
+        eng.waitall(timeout=WAIT)
+    finally:
+        gate.set()
+        eng.shutdown()
+        threading.excepthook = hook
+    assert not died, [str(a.exc_value) for a in died]
+
+
+def test_a_wait_inside_shielded_code_is_not_cut_short_and_the_ctrl_c_follows_it():
+    """A Ctrl-C in a wait's sleep is judged by whoever waits: a shielded function (a runtime's
+    bookkeeping that must see its op finish) gets its wait whole, and the Ctrl-C right after it."""
+    from d2l_async.engine import _shield
+
+    _shield.shield_ctrl_c()
+    gate = threading.Event()
+    eng = ThreadedEngine()
+    done = []
+
+    def bookkeeping(x):  # shielded below: it must not stop half-way
+        x.wait_to_read(timeout=WAIT)
+        done.append(time.perf_counter())
+
+    _shield.shield(bookkeeping)
+    try:
+        x = eng.array([1.0])
+        eng.push(lambda t: gate.wait(WAIT), writes=(x,))
+        threading.Timer(AFTER, _thread.interrupt_main).start()  # while it waits
+        threading.Timer(2 * AFTER, gate.set).start()  # the op finishes after the Ctrl-C
+        with pytest.raises(KeyboardInterrupt):
+            bookkeeping(x)
+            for _ in range(10_000_000):  # the postponed Ctrl-C lands here, after the wait
+                pass
+        assert len(done) == 1 and time.perf_counter() - done[0] < WITHIN
+    finally:
+        gate.set()
+        eng.shutdown()

@@ -279,6 +279,68 @@ def test_torch_compile_is_refused_with_a_clear_error():
     assert torch.compile is not None and torch.compile.__module__ == "torch"
 
 
+def test_torch_export_is_refused_with_a_clear_error():
+    class M(torch.nn.Module):
+        def forward(self, t):
+            return t + 1
+    export = torch.export.export
+    with asynchronous():
+        with pytest.raises(UnsupportedTorchError, match="torch.export.export is not supported"):
+            torch.export.export(M(), (torch.ones(2),))
+    assert torch.export.export is export
+
+
+def _scalars():
+    """0-dim tensors of each kind ``torch.tensor`` stores a number of, made from data: floats (a
+    book's losses), integers, a bool, a complex."""
+    f = [torch.arange(3.0)[i] * 1.5 for i in range(3)]
+    return f, [torch.arange(4)[i] + 1 for i in range(2)], torch.arange(3.0)[1] > 0, torch.ones((), dtype=torch.cfloat) * 2j
+
+
+#: name -> a constructor over (floats, ints, bool, complex); each reads every element's number in C++
+FROM_LISTS = {
+    "tensor": lambda f, i, b, c: torch.tensor(f),
+    "as_tensor": lambda f, i, b, c: torch.as_tensor(f),
+    "asarray": lambda f, i, b, c: torch.asarray(f),
+    "Tensor": lambda f, i, b, c: torch.Tensor(f),
+    "new_tensor": lambda f, i, b, c: f[0].new_tensor(f),
+    "nested": lambda f, i, b, c: torch.tensor([[f[0], f[1]], [f[2], 7.0]]),
+    "ints": lambda f, i, b, c: torch.tensor(i),
+    "ints as float64": lambda f, i, b, c: torch.tensor(i, dtype=torch.float64),
+    "bool": lambda f, i, b, c: torch.tensor([b, b]),
+    "complex": lambda f, i, b, c: torch.tensor([c, 1.0]),
+}
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("name", list(FROM_LISTS))
+def test_torch_tensor_of_a_list_of_block_scalars_is_eagers_value(name, workers):
+    """``torch.tensor(losses)``: C++ asks each element for its number with the dispatch to Python off,
+    and torch's own ``__float__`` read the storage-less wrapper ("data is not allocated yet")."""
+    make = FROM_LISTS[name]
+    eager = make(*_scalars())
+    with asynchronous(workers=workers) as rt:
+        for _ in range(workers):
+            hold_until_blocked(rt)  # the elements are still queued when torch.tensor asks for them
+        args = _scalars()
+        inside = make(*args)
+        assert type(inside) is AsyncTensor
+        inside = inside.clone()
+    after = make(*args)  # after the block, from the same tensors
+    for got in (inside, after):
+        assert got.dtype == eager.dtype and got.shape == eager.shape and torch.equal(got, eager)
+    assert "item" in [r for r, _ in blocks(rt)]
+
+
+def test_torch_tensor_of_a_list_of_block_vectors_raises_eagers_error():
+    with pytest.raises(ValueError) as eager:
+        torch.tensor([torch.ones(2), torch.ones(2)])
+    with asynchronous():
+        with pytest.raises(ValueError) as inside:
+            torch.tensor([torch.ones(2) + 1, torch.ones(2) + 1])
+    assert str(inside.value) == str(eager.value)
+
+
 def test_errors_of_queued_ops_surface_at_the_next_blocking_point():
     with asynchronous() as rt:
         x = torch.ones(3)

@@ -137,7 +137,13 @@ def _refused_tensor_split():
             torch.tensor_split(torch.arange(6.0), torch.tensor([2, 4]) + 0)
 
 
-REFUSED = {"torch.compile": _refused_compile, "tensor_split": _refused_tensor_split}
+def _refused_export():
+    with asynchronous():
+        with pytest.raises(UnsupportedTorchError):
+            torch.export.export(nn.Linear(2, 2), (torch.ones(1, 2),))
+
+
+REFUSED = {"torch.compile": _refused_compile, "torch.export": _refused_export, "tensor_split": _refused_tensor_split}
 
 
 def test_every_row_of_the_table_has_a_program_here_and_every_program_a_row():
