@@ -31,13 +31,12 @@ Our names and MXNet's (``src/engine/threaded_engine.h``)::
     asnumpy, item, print(x)       blockers: they call wait_to_read first
     Var.error, Engine._errors     ThreadedVar::var_exception, global_exception_refs_
 
-What ``ThreadedEngine`` adds, and why: it *records* every push, start, end and wait (an observer
-that costs nothing when off) so the notebooks can draw them; it keeps the frontend out of the
-dependency state (pushes go to an inbox the workers book), so a Ctrl-C cannot land half-way through
-``push_op`` as it can here, and its synchronous twin shields that bookkeeping; it refuses to run in a
-child of ``os.fork()``, which inherits the locks and queues but not the workers and would wait for
-ever; and it infers shapes at push (an error shows at its own line), refuses a wait inside an op (it
-would wait for itself), bounds the queue, and stops the workers of an engine nobody holds.
+What ``ThreadedEngine`` adds, and why: it *records* every push, start, end and wait, so the notebooks
+can draw them; it keeps the frontend out of the dependency state (pushes go to an inbox the workers
+book), so a Ctrl-C cannot stop it half-way through ``push_op`` as it can here; it refuses to run in a
+child of ``os.fork()`` (no workers there: it would wait for ever); and it infers shapes at push (an
+error shows at its own line), refuses a wait inside an op, bounds the queue, and stops the workers of
+an engine nobody holds.
 """
 
 from __future__ import annotations
