@@ -37,10 +37,12 @@ $(CHP):
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG)
 
-# Unit tests, every notebook in quick mode pinned to one CPU beside a busy process (tests/one_core:
-# no cell may fail, every lesson check must be ✔ or ✘ with its reason), and the browser test.
+# Every notebook executed once, by nbval (a test per cell), in quick mode on one CPU beside a busy process
+# (tests/notebook_run.py keeps each run in build/executed/ for the tests that read it: the lesson rules of
+# tests/one_core, the figures, the site); then the unit tests, a real browser, the site and a JupyterHub class.
+NBVAL := --nbval-lax --nbval-current-env --nbval-cell-timeout=900 --nbval-kernel-startup-timeout=300 -p tests.notebook_run
 test: $(STAMP) $(CHP)
-	D2L_ASYNC_QUICK=1 $(PY) -m pytest tests -p no:cacheprovider $(PYTEST_FLAGS)
+	D2L_ASYNC_QUICK=1 $(PY) -m pytest notebooks tests $(NBVAL) -p no:cacheprovider $(PYTEST_FLAGS)
 
 # Under 2 minutes on two quiet cores: no notebook, browser, site, hub, rank or other process (tests/conftest.py),
 # its tests spread over every core (pytest-xdist; the full tier runs one at a time: it times things).
@@ -51,7 +53,7 @@ test-unit: $(STAMP) $(CHP)
 	D2L_ASYNC_QUICK=1 $(PY) -m pytest tests --ignore=tests/browser --ignore=tests/one_core --ignore=tests/site $(PYTEST_FLAGS)
 
 test-notebooks: $(STAMP)
-	D2L_ASYNC_QUICK=1 $(PY) -m pytest tests/one_core -s $(PYTEST_FLAGS)
+	D2L_ASYNC_QUICK=1 $(PY) -m pytest notebooks tests/one_core $(NBVAL) -s $(PYTEST_FLAGS)
 
 test-browser: $(STAMP)
 	D2L_ASYNC_QUICK=1 $(PY) -m pytest tests/browser tests/site $(PYTEST_FLAGS)

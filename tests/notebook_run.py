@@ -121,11 +121,17 @@ def _write(nbfile: Any, meta: dict[str, Any]) -> Path:
             counter += 1
             cell.execution_count = counter
             cell.outputs = [nbformat.from_dict(dict(o)) for o in outputs]
-    nb.metadata[RUN_KEY] = meta
+    nb.metadata[RUN_KEY] = {**meta, "source_sha256": _digest(Path(str(nbfile.fspath)))}
     EXECUTED.mkdir(parents=True, exist_ok=True)
     path = EXECUTED / Path(str(nbfile.fspath)).name
     nbformat.write(nb, str(path))
     return path
+
+
+def _digest(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def executed(name: str) -> tuple[Any, dict[str, Any]]:
@@ -135,16 +141,18 @@ def executed(name: str) -> tuple[Any, dict[str, Any]]:
         ``(notebook, run)``; ``run`` holds seconds, cpu, affinity, peak_rss_bytes, failed_cells, quick.
 
     Raises:
-        FileNotFoundError: no run is kept, or it is older than the notebook (the message says how to make one).
+        FileNotFoundError: no run is kept, or it ran another version of the notebook (the message says how to
+            make one).
     """
     import nbformat
 
     source, path = ROOT / "notebooks" / name, EXECUTED / name
-    if not path.exists() or path.stat().st_mtime < source.stat().st_mtime:
-        raise FileNotFoundError(f"no run of {name} newer than the notebook in {EXECUTED}: `make test` runs every "
-                                f"notebook first (pytest --nbval-lax notebooks tests -p tests.notebook_run)")
-    nb = nbformat.read(str(path), as_version=4)
-    return nb, dict(nb.metadata.get(RUN_KEY) or {})
+    nb = nbformat.read(str(path), as_version=4) if path.exists() else None
+    run = dict(nb.metadata.get(RUN_KEY) or {}) if nb is not None else {}
+    if nb is None or run.get("source_sha256") != _digest(source):
+        raise FileNotFoundError(f"no run of this version of {name} in {EXECUTED}: `make test` runs every notebook "
+                                f"first (pytest --nbval-lax notebooks tests -p tests.notebook_run)")
+    return nb, run
 
 
 def run_json(name: str) -> str:

@@ -26,7 +26,7 @@ from d2l_async import lesson
 
 from .rules import Cell, Problem, claim_problems, compares_times, problems
 
-__all__ = ["NotebookRun", "run_pinned", "pinned", "busy_neighbour", "NOTEBOOKS"]
+__all__ = ["NotebookRun", "run_pinned", "analyse", "pinned", "busy_neighbour", "NOTEBOOKS"]
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
@@ -168,7 +168,28 @@ def run_pinned(path: str | os.PathLike, *, quick: bool = True, busy: bool = True
         else:
             os.environ["D2L_ASYNC_QUICK"] = saved
     seconds = time.perf_counter() - t0
-    checks, leaks, probe, figures, by_cell = [], [], {}, [], []
+    probe: dict = {}
+    for out in nb.cells[-1].get("outputs", []):
+        for line in _text(out).splitlines() if out.get("output_type") == "stream" else ():
+            if line.startswith(_PROBE_TAG):
+                probe = json.loads(line[len(_PROBE_TAG):])
+    nb.cells = nb.cells[:-1]  # the probe cell is ours, not the notebook's
+    return analyse(nb, path.name, seconds=seconds, cpu=cpu, busy=busy, error=error,
+                   affinity=tuple(probe.get("affinity", ())), peak_rss_bytes=int(probe.get("maxrss_kb", 0)) * 1024,
+                   children_peak_rss_bytes=int(probe.get("children_maxrss_kb", 0)) * 1024)
+
+
+def analyse(nb, name: str, *, seconds: float, cpu: int, busy: bool, affinity: tuple[int, ...], peak_rss_bytes: int,
+            children_peak_rss_bytes: int = 0, error: str = "") -> NotebookRun:
+    """What an executed notebook ``nb`` (nbformat, outputs in place) shows: its checks, figures, printed lines,
+    the first cell error (``error`` when the runner already knows one) and profiler lines on stderr.
+
+    Returns:
+        The :class:`NotebookRun`, with the run's own facts (``seconds``, ``cpu``, ...) as given.
+    """
+    import nbformat
+
+    checks, leaks, figures, by_cell = [], [], [], []
     for cell in nb.cells:
         outputs = cell.get("outputs", []) if cell.cell_type == "code" else []
         found = lesson.checks_in_outputs(outputs, printed=False)  # metadata only: a reader's print is no check
@@ -188,10 +209,6 @@ def run_pinned(path: str | os.PathLike, *, quick: bool = True, busy: bool = True
             for line in _text(out).splitlines():
                 if out.get("name") == "stderr" and (line.startswith("USDT:") or line.startswith("STAGE:")):
                     leaks.append(line)
-                if line.startswith(_PROBE_TAG):
-                    probe = json.loads(line[len(_PROBE_TAG):])
     executed = json.loads(nbformat.writes(nb))
-    executed["cells"] = executed["cells"][:-1]  # the probe cell is ours, not the notebook's
-    return NotebookRun(path.name, seconds, tuple(checks), error, tuple(leaks), tuple(probe.get("affinity", ())),
-                       int(probe.get("maxrss_kb", 0)) * 1024, int(probe.get("children_maxrss_kb", 0)) * 1024,
-                       cpu, busy, len(nb.cells) - 1, tuple(figures), tuple(by_cell), executed)
+    return NotebookRun(name, seconds, tuple(checks), error, tuple(leaks), tuple(affinity), int(peak_rss_bytes),
+                       int(children_peak_rss_bytes), cpu, busy, len(nb.cells), tuple(figures), tuple(by_cell), executed)
