@@ -10,8 +10,9 @@ figure is scrolled into view before it is read.  What counts is what plotly.js h
 * ``drawn`` -- trace groups plotly.js drew in the plot's SVG (or WebGL) layers.
 
 A notebook is driven up to its dashboard only: :func:`notebook_up_to_dashboard` writes a copy that ends
-with the dashboard's cell, so "Run All" runs the set-up the dashboard needs and the dashboard itself (the
-rest of the notebook is executed once per ``make test`` by the notebook run, not here).
+with the dashboard's cell and keeps of the code before it only the cells it needs (its imports and the
+definitions it reads), so "Run All" runs the dashboard and what it needs, not the notebook's experiments
+(every notebook is executed once per ``make test``, by nbval: ``tests/notebook_run.py``).
 """
 
 from __future__ import annotations
@@ -149,8 +150,45 @@ _READ_FIGURE = """(view) => {
 _HAS_PLOT = """(view) => view.matches('.js-plotly-plot') || !!view.querySelector('.js-plotly-plot')"""
 
 
+def _names(source: str) -> tuple[set[str], set[str]]:
+    """(names a cell binds, names it reads) -- imports, assignments, defs, loop and with targets."""
+    import ast
+
+    lines = [line[: len(line) - len(line.lstrip())] + "pass" if line.lstrip().startswith(("%", "!")) else line
+             for line in source.splitlines()]  # an IPython magic: a statement that binds nothing
+    tree = ast.parse("\n".join(lines))
+    bound, read, params = set(), set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg):
+            params.add(node.arg)
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.Name):
+            (bound if isinstance(node.ctx, ast.Store) else read).add(node.id)
+    return bound, read - params  # a function's parameters are its own
+
+
+def needed_cells(cells: list[dict], last: int) -> list[int]:
+    """The code cells up to ``last`` that cell ``last`` needs: each name it reads from the cell that bound
+    it last before it, then what those cells read, in turn.  Returns their indices, in order."""
+    sources = {i: "".join(c["source"]) for i, c in enumerate(cells[: last + 1]) if c["cell_type"] == "code"}
+    names = {i: _names(src) for i, src in sources.items()}
+    keep, todo = {last}, [last]
+    while todo:
+        i = todo.pop()
+        for name in names[i][1]:
+            j = max((k for k in names if k < i and name in names[k][0]), default=None)
+            if j is not None and j not in keep:
+                keep.add(j)
+                todo.append(j)
+    return sorted(keep)
+
+
 def notebook_up_to_dashboard(src: Path, dst: Path) -> int:
-    """Write ``dst``: ``src`` up to and including its first dashboard cell, outputs cleared.
+    """Write ``dst``: the cells of ``src`` that its first dashboard cell needs (:func:`needed_cells`: its
+    imports and the definitions it reads, not the experiments before it), markdown kept, outputs cleared.
 
     Returns:
         The index of the dashboard cell among the copy's cells.
@@ -161,12 +199,13 @@ def notebook_up_to_dashboard(src: Path, dst: Path) -> int:
     nb = json.loads(src.read_text())
     for i, cell in enumerate(nb["cells"]):
         if cell["cell_type"] == "code" and DASHBOARD_CALL.search("".join(cell["source"])):
-            nb["cells"] = nb["cells"][: i + 1]
+            keep = set(needed_cells(nb["cells"], i))
+            nb["cells"] = [c for k, c in enumerate(nb["cells"][: i + 1]) if c["cell_type"] != "code" or k in keep]
             for c in nb["cells"]:
                 if c["cell_type"] == "code":
                     c["outputs"], c["execution_count"] = [], None
             dst.write_text(json.dumps(nb, indent=1))
-            return i
+            return len(nb["cells"]) - 1
     raise ValueError(f"{src.name} has no cell that builds a dashboard")
 
 
