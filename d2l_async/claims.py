@@ -92,7 +92,7 @@ class Claim:
     role: str = ""
 
     def check(self, decided: Any, *, cause: Any = "", facts: Mapping[str, Any] | None = None, shown: str = "",
-              detail: str = "", role: str | None = None) -> lesson.Check:
+              detail: str = "", role: str | None = None, numbers: Mapping[str, Any] | None = None) -> lesson.Check:
         """This claim's check on one run, not displayed.
 
         Args:
@@ -105,6 +105,8 @@ class Claim:
             detail: more for the check's details (after the spread, the quantity and the book).
             role: the check's role where the run decides it (a speed-up of threads is evidence, of modelled
                 devices an illustration); default :attr:`role`.
+            numbers: the run's numbers the line shows, unformatted (:attr:`~d2l_async.lesson.Check.numbers`):
+                what a test asserts on instead of the words.
 
         Returns:
             The frozen :class:`~d2l_async.lesson.Check`, its ``claim`` set to :attr:`key`.
@@ -134,7 +136,7 @@ class Claim:
         return lesson.check(_fill(self.sentence, facts, f"claim {self.key}'s sentence"), decided, shown=shown,
                             otherwise=why, unclear=why, role=self.role if role is None else role,
                             cause=cause if holds is not True else "",
-                            claim=self.key, detail=more)
+                            claim=self.key, detail=more, numbers=numbers)
 
 
 def _runs(v: Any) -> str:

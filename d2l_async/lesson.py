@@ -80,6 +80,7 @@ from __future__ import annotations
 
 import html
 import json
+import numbers as _numbers
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
@@ -162,8 +163,9 @@ class Check:
             credits one) or ``""``; see :func:`contradictions`.
         numbers: the deciding verdict's numbers as ``(key, value)`` pairs -- ``ratio``, ``low``,
             ``high``, ``n_a``, ``n_b``, ``a``, ``b`` (the sides' names) for a comparison; ``rho``,
-            ``p``, ``n`` for a trend; empty for a fact.  Stored with the check, so a test can hold
-            the words against the numbers that decided them.
+            ``p``, ``n`` for a trend -- followed by the run's own numbers that the line shows (a fact's
+            counts and sizes, passed as ``numbers=``).  Stored with the check, so a test asserts on
+            them, never on the words.
         claim: the key of the claim in :mod:`d2l_async.claims` this check decides (``""``: none).
         cause: why it did not hold, a :class:`Cause` value (``""`` for a ✔).
         detail: the spread, the rule and the source, one click away (the HTML's ``<details>``).
@@ -274,7 +276,8 @@ def _is_verdict(value: Any) -> bool:
 
 
 def check(name: str, holds: Any, *, shown: str, otherwise: str = "", unclear: str = "",
-          role: str = "", cause: str = "", claim: str = "", detail: str = "") -> Check:
+          role: str = "", cause: str = "", claim: str = "", detail: str = "",
+          numbers: Mapping[str, Any] | None = None) -> Check:
     """A :class:`Check` built from this run's numbers, not displayed.
 
     Args:
@@ -287,19 +290,24 @@ def check(name: str, holds: Any, *, shown: str, otherwise: str = "", unclear: st
         cause: why it did not hold, a :class:`Cause` (or its value); ignored for a ✔.
         claim: the key of the claim it decides in :mod:`d2l_async.claims`.
         detail: more numbers for the HTML's ``<details>``; a verdict's spread is put in front of it.
+        numbers: the run's numbers the line shows, by name (``{"max_queue": 40}``: str keys; int, float,
+            str or bool values, as JSON stores them), kept after a verdict's own (:attr:`Check.numbers`).
 
     Returns:
         The frozen :class:`Check`: the stripped ``name`` and ``shown``, ``holds`` as ``True``, ``False`` or
         ``None``, the reason (for can't tell the ``unclear`` hint or a default, for ✘ ``otherwise``), for a
-        verdict its ``decided_by`` method and numbers, the claim's key, the cause (``""`` for a ✔) and the
-        detail (the verdict's spread first).
+        verdict its ``decided_by`` method and numbers, then ``numbers``, the claim's key, the cause (``""``
+        for a ✔) and the detail (the verdict's spread first).
 
     Raises:
-        TypeError: ``holds`` is not a bool, None or a verdict (e.g. a number: compute the condition).
-        ValueError: ``name`` or ``shown`` is empty, ``role`` is unknown or ``cause`` is not a :class:`Cause`.
+        TypeError: ``holds`` is not a bool, None or a verdict (e.g. a number: compute the condition), or
+            ``numbers`` is not a mapping of names to plain numbers or strings.
+        ValueError: ``name`` or ``shown`` is empty, ``role`` is unknown, ``cause`` is not a :class:`Cause`
+            or a name in ``numbers`` repeats one of the verdict's.
     """
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"lesson check: name must be a non-empty string (the claim), got {name!r}")
+    numbers_given = numbers
     decided_by, spread, numbers, from_verdict = "", "", (), _is_verdict(holds)
     if from_verdict:
         decided_by, spread, numbers, holds = holds.method, str(holds.spread), _numbers_of(holds), holds.holds
@@ -322,9 +330,32 @@ def check(name: str, holds: Any, *, shown: str, otherwise: str = "", unclear: st
         # A verdict's "can't tell" is explained by ``unclear`` only, never by ``otherwise``: that text was
         # written for the other outcome (a ✘'s reason shown beside numbers that say "maybe").
         otherwise = unclear.strip() or ("" if from_verdict else otherwise.strip()) or _DEFAULT_UNCLEAR
+    numbers = numbers + _own_numbers(name, numbers_given, {k for k, _ in numbers})
     detail = "; ".join(p for p in (spread, detail.strip()) if p)
     return Check(name.strip(), None if holds is None else bool(holds), shown.strip(), otherwise.strip(),
                  decided_by, role, numbers, claim.strip(), "" if holds is True else cause, detail)
+
+
+def _own_numbers(name: str, given: Any, taken: set[str]) -> tuple[tuple[str, Any], ...]:
+    """``numbers=`` as ``(key, value)`` pairs, checked: what JSON keeps (the notebook's metadata)."""
+    if given is None:
+        return ()
+    if not isinstance(given, Mapping):
+        raise TypeError(f"lesson check {name!r}: numbers must be a mapping of names to numbers "
+                        f"(e.g. {{'max_queue': 40}}), got {type(given).__name__} {given!r}")
+    out = []
+    for k, v in given.items():
+        # numpy's scalars register as numbers.Integral / numbers.Real: stored as Python's, as JSON keeps them
+        plain = (bool(v) if _is_bool(v) else int(v) if isinstance(v, _numbers.Integral)
+                 else float(v) if isinstance(v, _numbers.Real) else v)
+        if not isinstance(k, str) or not k or not isinstance(plain, (int, float, str)):
+            raise TypeError(f"lesson check {name!r}: numbers must map names (str) to an int, float, str or bool, "
+                            f"got {k!r}: {v!r}")
+        if k in taken:
+            raise ValueError(f"lesson check {name!r}: numbers names {k!r}, which the verdict already gives; "
+                             "pick another name")
+        out.append((k, plain))
+    return tuple(out)
 
 
 def _numbers_of(v: Any) -> tuple[tuple[str, Any], ...]:
@@ -397,14 +428,15 @@ def show(checks: CheckLike | Iterable[CheckLike]) -> CheckList:
 
 
 def expect(name: str, holds: Any, *, shown: str, otherwise: str = "", unclear: str = "",
-           role: str = "", cause: str = "", claim: str = "", detail: str = "") -> Check:
+           role: str = "", cause: str = "", claim: str = "", detail: str = "",
+           numbers: Mapping[str, Any] | None = None) -> Check:
     """Build a check from this run's numbers (see :func:`check`) and display it; returns the :class:`Check`.
 
     Returns:
         The :class:`Check` that :func:`check` builds, after it has been displayed.
     """
     c = check(name, holds, shown=shown, otherwise=otherwise, unclear=unclear, role=role, cause=cause, claim=claim,
-              detail=detail)
+              detail=detail, numbers=numbers)
     _display(c)
     return c
 

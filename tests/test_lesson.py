@@ -377,3 +377,23 @@ def test_plain_torch_increments_state_their_ratio_in_the_direction_they_decided_
         assert (faster.number("a"), faster.number("b")) == ("synchronous", "asynchronous")
         assert faster.number("ratio") == pytest.approx(sorted(sync_s)[1] / sorted(async_s)[1])  # of the medians
         assert not [p for p in rules.check_problems(faster) if p.rule == "ratio-both-ways"], faster.text
+
+
+def test_a_check_keeps_the_runs_numbers_so_a_test_reads_fields_not_words():
+    import numpy as np
+
+    from d2l_async import verdict
+
+    fact = lesson.check("the queue stays bounded", True, shown="4 ≤ 4",
+                        numbers={"max_queue": np.int64(4), "share": np.float32(0.5), "slower": "backend"})
+    assert fact.numbers == (("max_queue", 4), ("share", 0.5), ("slower", "backend"))
+    assert type(fact.number("max_queue")) is int and fact.to_dict()["numbers"][0] == ("max_queue", 4)
+    v = verdict.compare([1.0, 1.1, 0.9], [2.0, 2.1, 1.9], names=("a", "b"))
+    decided = lesson.check("a is faster", v, shown="a / b = 0.50", numbers={"a_s": 1.0})
+    assert decided.number("ratio") == pytest.approx(v.ratio) and decided.numbers[-1] == ("a_s", 1.0)
+    with pytest.raises(ValueError, match="'ratio'"):
+        lesson.check("a is faster", v, shown="x", numbers={"ratio": 2.0})
+    with pytest.raises(TypeError, match="numbers"):
+        lesson.check("x", True, shown="y", numbers=[("a", 1)])
+    with pytest.raises(TypeError, match="numbers"):
+        lesson.check("x", True, shown="y", numbers={"a": [1]})

@@ -92,7 +92,10 @@ def queue_checks(runs: Any) -> list[Any]:
     bound = BOUND.check(not over, cause=lesson.Cause.BUG, facts={
         "within": ", ".join(f"k={r.sync_every}: {r.max_queue} ≤ {r.queue_bound}" for r in synced),
         "never": never.max_queue,
-        "bug": ", ".join(f"k={r.sync_every} reached {r.max_queue} > {r.queue_bound}" for r in over) or "none"})
+        "bug": ", ".join(f"k={r.sync_every} reached {r.max_queue} > {r.queue_bound}" for r in over) or "none"},
+        numbers={"over": len(over), "never_queue": never.max_queue,
+                 **{f"queue k={r.sync_every}": r.max_queue for r in synced},
+                 **{f"bound k={r.sync_every}": r.queue_bound for r in synced}})
     k = synced[0]
     if never.trace is not None and never.trace.meta.get("engine") == "naive":
         cause, facts = lesson.Cause.NO_WORKER_THREAD, {}
@@ -101,7 +104,8 @@ def queue_checks(runs: Any) -> list[Any]:
             never.seconds / max(never.batches, 1)), "beside": f"the backend's work: the queue reached {never.max_queue}"}
     memory = MEMORY.check(bool(never.peak_pending_bytes > k.peak_pending_bytes), cause=cause, facts={
         **facts, "never": _mib(never.peak_pending_bytes), "synced": _mib(k.peak_pending_bytes),
-        "k": f"{k.sync_every} minibatch" + ("es" if k.sync_every > 1 else "")})
+        "k": f"{k.sync_every} minibatch" + ("es" if k.sync_every > 1 else "")},
+        numbers={"never_bytes": never.peak_pending_bytes, "synced_bytes": k.peak_pending_bytes, "k": k.sync_every})
     return [bound, memory]
 
 
@@ -139,7 +143,9 @@ def time_check(runs: Any) -> Any:
             "small": "the frontend's work", "took": fmt_time(work * never.batches),
             "beside": f"the backend's {fmt_time(never.backend_busy_seconds)}: little to overlap"}
     return FRONTEND_WORK.check(v, cause=cause, facts={**facts, "every": every},
-                               detail=f"medians {fmt_time(k.seconds)} vs {fmt_time(never.seconds)}")
+                               detail=f"medians {fmt_time(k.seconds)} vs {fmt_time(never.seconds)}",
+                               numbers={"frontend_work_s": work * never.batches,
+                                        "backend_busy_s": float(never.backend_busy_seconds)})
 
 
 def backpressure_check(result: Any) -> Any:
@@ -167,4 +173,5 @@ def launch_cap_check(summary: Any) -> Any:
     return LAUNCH_CAP.check(bool(summary.max_queue >= 1000 and share >= 0.5), cause=lesson.Cause.TRACE, facts={
         "gpu": summary.gpu, "share": f"{share:.0%}", "launch": fmt_time(summary.launch_seconds),
         "queue": summary.max_queue,
-        "seen": f"{summary.name}'s queue peaks at {summary.max_queue} kernels"})
+        "seen": f"{summary.name}'s queue peaks at {summary.max_queue} kernels"},
+        numbers={"share": share, "max_queue": summary.max_queue})

@@ -194,7 +194,8 @@ def sweep_checks(sweep: Any) -> list[Any]:
     else:
         cause, facts = lesson.Cause.OTHER_WAY, {"runs": f"{len(series)} points"}
     return [SHRINKS.check(falls, cause=cause, facts={**facts, "trend_of": "the ratio"},
-                          detail=f"medians at {pts[0].ops:,} ops: {ratios}")]
+                          detail=f"medians at {pts[0].ops:,} ops: {ratios}",
+                          numbers={f"ratio {p.numel}": p.ratio for p in pts})]
 
 
 def slower_side(r: Any) -> tuple[str | None, Any, float, float]:
@@ -231,9 +232,12 @@ def queue_check(r: Any) -> Any:
     side, v = costs.slower, costs.verdict()
     cuda = costs.backend == "cuda"
     facts = {"queue": q, "ops": n, "costs": costs.sentence()}
+    numbers = {"max_queue": q, "ops": n, "slower": side or "", "frontend_s": costs.frontend_s,
+               "backend_s": costs.backend_s}
     if side is None:
         return QUEUE.check(None, cause=lesson.Cause.SIDES_CLOSE, shown=f"longest queue {q} of {n} ops",
-                           facts={**facts, "expect": "neither is clearly slower", "sides": costs.sentence()})
+                           facts={**facts, "expect": "neither is clearly slower", "sides": costs.sentence()},
+                           numbers=numbers)
     full = cuda_why.queue_full(n, cuda) if side == "backend" else max(10, n // 10)
     holds = q >= full if side == "backend" else q <= full
     # the queue is a fact of the trace; which side is slower was decided by compare (recorded with it)
@@ -251,4 +255,4 @@ def queue_check(r: Any) -> Any:
                        facts={**facts, **why, "expect": expect},
                        detail=f"{costs.sentence()}; {r.numel:,} element(s) per op; "
                               + (f"filled means at least {full:.0f} queued" if side == "backend"
-                                 else f"short means at most {full}"))
+                                 else f"short means at most {full}"), numbers=numbers)

@@ -460,7 +460,8 @@ def report_check(trace: Any, *, expected: int, size: int, machine: Any = None) -
                                                 "beside": "the frontend's way to the blocker"}
     return EACH_WAITED.check(len(sources) >= expected, cause=cause,
                              facts={**facts, "expected": expected, "lines": len(sources),
-                                    "reasons": ", ".join(reasons) or "none"})
+                                    "reasons": ", ".join(reasons) or "none"},
+                             numbers={"lines": len(sources), "expected": expected, "size": size})
 
 
 def _example(every: float, once: float, *, item: float = 0.03, asnumpy: float = 0.03, steps: int = 40,

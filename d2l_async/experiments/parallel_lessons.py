@@ -414,7 +414,8 @@ def frontend_wait_check(trace: Any, reason: str = "print", machine: Any = None) 
                                                 "beside": "the frontend's statements before the print"}
     return WAITED.check(bool(waited) and waited[0] > 0, cause=cause,
                         facts={**facts, "reason": reason, "waited": fmt_time(waited[0] if waited else 0.0),
-                               "work": fmt_time(work)})
+                               "work": fmt_time(work)},
+                        numbers={"waited_s": waited[0] if waited else 0.0, "work_s": work})
 
 
 # ---------------------------------------------------------------- what makes each claim false

@@ -196,11 +196,12 @@ def checks(r: ProfilingResult) -> list[lesson.Check]:
     """
     having("r", r, ("backend", "trace"), what="a ProfilingResult")
     facts = {"back": f"{r.backend_events:,}", "events": f"{r.events:,}", "queue": r.max_queue}
+    numbers = {"backend_events": r.backend_events, "events": r.events, "max_queue": r.max_queue}
     if r.backend == "cuda":
         return [GPU_QUEUE.check(r.backend_events > 0 and r.max_queue >= 1, cause=lesson.Cause.TRACE, facts={
-            **facts, "seen": "each launch waited for the previous kernel"})]
+            **facts, "seen": "each launch waited for the previous kernel"}, numbers=numbers)]
     return [NO_CPU_QUEUE.check(r.backend_events == 0, cause=lesson.Cause.TRACE, facts={
-        **facts, "seen": "work on another device or stream: check r.trace.lanes"})]
+        **facts, "seen": "work on another device or stream: check r.trace.lanes"}, numbers=numbers)]
 
 
 def sample_checks(samples: tuple[SampleQueueSummary, ...]) -> list[lesson.Check]:
@@ -214,7 +215,8 @@ def sample_checks(samples: tuple[SampleQueueSummary, ...]) -> list[lesson.Check]
     shallow = [s for s in samples if s.max_queue < 100]
     return [DEEP_QUEUES.check(not shallow, cause=lesson.Cause.TRACE, facts={
         "queues": ", ".join(f"{s.name} {s.max_queue}" for s in samples),
-        "seen": ", ".join(f"{s.name} peaks at {s.max_queue}" for s in shallow)})]
+        "seen": ", ".join(f"{s.name} peaks at {s.max_queue}" for s in shallow)},
+        numbers={f"max_queue {s.name}": s.max_queue for s in samples})]
 
 
 def hta_check(summary: SampleQueueSummary) -> lesson.Check:

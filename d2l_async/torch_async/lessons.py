@@ -83,7 +83,8 @@ def returned_before_done(returned_s: float, finished_s: float, eager_s: float, n
     cause, facts = _cpu(machine, "the frontend and the worker")
     return lesson.CheckList([PT_RETURNS.check(returned_s < 0.25 * finished_s, cause=cause, facts={
         **facts, "n": n, "returned": fmt_time(returned_s), "finished": fmt_time(finished_s)},
-        detail=f"eager torch, no queue: {fmt_time(eager_s)}")])
+        detail=f"eager torch, no queue: {fmt_time(eager_s)}",
+        numbers={"returned_s": returned_s, "finished_s": finished_s, "eager_s": eager_s})])
 
 
 def narrow_waits(item_two_s: float, done_two_s: float, item_one_s: float, done_one_s: float,
@@ -130,7 +131,9 @@ def blockers_recorded(blocks: Iterable[tuple[str, str, float]], expected: Iterab
     return lesson.CheckList([PT_WAITED.check(
         not missing and not unnamed and bool(blocks), cause=cause, facts={**facts, "waits": len(blocks)},
         detail=", ".join(f"{r} {fmt_time(s)}{_at(src)}" for r, src, s in blocks)
-        + f"; one product: {fmt_time(product_s)} eagerly" + (f"; not recorded: {', '.join(missing)}" if missing else ""))])
+        + f"; one product: {fmt_time(product_s)} eagerly" + (f"; not recorded: {', '.join(missing)}" if missing else ""),
+        numbers={"waits": len(blocks), "lines": len({src for _, src, _ in blocks if src}), "product_s": product_s,
+                 **{f"recorded {r}": have[r] for r in need}, **{f"expected {r}": k for r, k in need.items()}})])
 
 
 def largest_stall(trace: Any, loops: tuple[int, ...] = ()) -> tuple[float, float]:
@@ -192,7 +195,7 @@ def increments(sync_s: Any, async_s: Any, eager_s: Any, n: int, machine: Any = N
         cause, facts = _cpu(machine, "the frontend and the worker")
     return lesson.CheckList([PT_FASTER.check(v, cause=cause, facts=facts, detail=(
         f"per op: synchronous {fmt_time(sync_m / n)}, asynchronous {fmt_time(async_m / n)}, eager torch "
-        f"{fmt_time(eager_m / n)}"))])
+        f"{fmt_time(eager_m / n)}"), numbers={"stall_s": stall, "stall_share": share})])
 
 
 def _register() -> None:
