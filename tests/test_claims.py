@@ -18,13 +18,26 @@ RATIO = claims.claim("99.ratio", notebooks=("99_test",), sentence="a is faster t
                      quantity="a / b", rule="compare: below 1")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def forget_the_test_claims():
-    """The chapter's registry is enumerated by another test module: leave it as found."""
-    yield
+def _take_test_claims() -> list[dict]:
+    """Remove the ``99.`` entries from the registry's tables; returns them, table by table."""
+    taken = []
     for table in (claims._CLAIMS, claims._FALSIFIERS, claims._COUNTERFACTUALS):
-        for key in [k for k in table if k.startswith("99.")]:
-            del table[key]
+        taken.append({k: table.pop(k) for k in [k for k in table if k.startswith("99.")]})
+    return taken
+
+
+# Taken out as soon as declared: the chapter's registry is enumerated by other test modules, which may run
+# (in another order, or in the same xdist worker) while this module is imported; its tests put them back.
+_DECLARED = _take_test_claims()
+
+
+@pytest.fixture(autouse=True)
+def the_test_claims():
+    """The test claims registered for one test of this module, and gone after it."""
+    for table, entries in zip((claims._CLAIMS, claims._FALSIFIERS, claims._COUNTERFACTUALS), _DECLARED):
+        table.update(entries)
+    yield
+    _take_test_claims()
 
 
 def test_every_cause_has_its_words_and_every_word_a_cause():
