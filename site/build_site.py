@@ -225,6 +225,39 @@ A11Y_FIXES: dict[str, tuple[re.Pattern[str], str]] = {
 }
 
 
+#: A link written for JupyterLab in a notebook's own HTML output (a lesson check's mark links the key:
+#: ``href="00_tour.ipynb#How-to-read-a-check"``). MyST rewrites Markdown links to a notebook's page, but
+#: not links inside raw HTML, and on the site the page is ``00_tour.html``.
+IPYNB_HREF = re.compile(r'href="([^"#?:]+)\.ipynb(?:#([^"]*))?"')
+
+
+def _sphinx_id(fragment: str) -> str:
+    """The id Sphinx gives the heading that JupyterLab anchors as ``fragment`` (JupyterLab keeps the
+    heading's case and punctuation, joined by hyphens; docutils lower-cases and keeps letters and digits)."""
+    return re.sub(r"[^a-z0-9]+", "-", fragment.lower()).strip("-")
+
+
+def link_notebook_pages(text: str, page: Path) -> str:
+    """``text`` (the HTML of ``page``) with each link to a notebook whose page was built beside it
+    pointed at that page, the anchor kept (as the target page spells it where it has that heading).
+    A link to a notebook without a page is left as it is (the site's link test names it)."""
+    ids: dict[Path, set[str]] = {}
+
+    def repoint(m: re.Match[str]) -> str:
+        path, fragment = m.group(1), m.group(2)
+        target = page.parent / f"{path}.html"
+        if not target.is_file():
+            return m.group(0)
+        if fragment:
+            if target not in ids:
+                ids[target] = set(re.findall(r'\bid="([^"]+)"', target.read_text(encoding="utf-8")))
+            if fragment not in ids[target] and _sphinx_id(fragment) in ids[target]:
+                fragment = _sphinx_id(fragment)
+        return f'href="{path}.html' + (f"#{fragment}" if fragment else "") + '"'
+
+    return IPYNB_HREF.sub(repoint, text)
+
+
 def tidy_page(page: Path) -> None:
     """Fixes to what Jupyter Book 1.0.4 writes, applied to every page.
 
@@ -235,6 +268,8 @@ def tidy_page(page: Path) -> None:
       script twice, and the second throws "Identifier 'THEBE_JS_URL' has already been declared" in
       every reader's console: keep the first.
     - The accessibility fixes of :data:`A11Y_FIXES` (``site/check_site.py`` runs axe-core).
+    - Links to a notebook (``X.ipynb#anchor``) in its outputs' HTML point at its page
+      (:func:`link_notebook_pages`).
     """
     text = page.read_text(encoding="utf-8")
     lean = WIDGET_STATE.sub("", text)
@@ -244,6 +279,7 @@ def tidy_page(page: Path) -> None:
         lean = lean[:at] + lean[at + len(dup):]
     for pattern, replacement in A11Y_FIXES.values():
         lean = pattern.sub(replacement, lean)
+    lean = link_notebook_pages(lean, page)
     if lean != text:
         page.write_text(lean, encoding="utf-8")
 

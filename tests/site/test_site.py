@@ -377,6 +377,27 @@ def test_every_figure_is_numbered_and_captioned(site, stem):
     assert all(len(text) > 20 for _, text in captions)
 
 
+def test_links_to_a_notebook_in_its_outputs_point_at_its_page(tmp_path):
+    """A lesson check's mark links the key as JupyterLab reads it (``00_tour.ipynb#How-to-read-a-check``);
+    on the site that is ``00_tour.html``, with Sphinx's id for the heading."""
+    build = _build_site()
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "00_tour.html").write_text('<section id="how-to-read-a-check"><h2>How to read a check</h2></section>'
+                                           '<section id="Kept-As-Is"></section>')
+    page = tmp_path / "01_asynchrony.html"
+    page.write_text('<a href="00_tour.ipynb#How-to-read-a-check">✔</a> <a href="00_tour.ipynb">tour</a> '
+                    '<a href="00_tour.ipynb#Kept-As-Is">x</a> <a href="99_missing.ipynb#A">gone</a> '
+                    '<a href="https://github.com/x/y/blob/main/notebooks/00_tour.ipynb">source</a>')
+    doc = tmp_path / "docs" / "guide.html"
+    doc.write_text('<a href="../00_tour.ipynb#How-to-read-a-check">the key</a>')
+    for p in (page, doc):
+        build.tidy_page(p)
+    assert [v for _, v in _links(page)] == ["00_tour.html#how-to-read-a-check", "00_tour.html",
+                                            "00_tour.html#Kept-As-Is", "99_missing.ipynb#A",
+                                            "https://github.com/x/y/blob/main/notebooks/00_tour.ipynb"]
+    assert [v for _, v in _links(doc)] == ["../00_tour.html#how-to-read-a-check"]
+
+
 def test_the_colab_cell_is_recognised_and_nothing_else():
     build = _build_site()
     first = {"cell_type": "code", "source": 'import sys\n\nif "google.colab" in sys.modules:\n    %pip install -q x'}
