@@ -21,7 +21,12 @@ load average before and after; the capacity the numbers page and config.yaml's g
 from; the first lecture's scenarios. Everything per node or per 200 students is arithmetic from
 these numbers, and docs/numbers.md says so where it shows it.
 
-    python benchmarks/bench_class.py [--sizes 2 4 8] [--no-first-lecture]
+    python benchmarks/bench_class.py [--sizes 2 4 8] [--no-first-lecture | --reuse-first-lecture]
+
+``--reuse-first-lecture`` keeps the first lecture's scenarios of the class.json already there (each
+with the date it was measured): they do not depend on the notebooks, only on config.yaml's spawn
+settings, which must still be the ones they ran with. For rerunning the classes after the chapter's
+notebooks change.
 """
 
 from __future__ import annotations
@@ -120,14 +125,46 @@ def capacity(sums: list[dict]) -> dict:
             "all_kernels_open_peak_rss_mib": keep["peak_rss_mib_max"] if keep else None}
 
 
+def previous_lectures(path: Path = OUT) -> list[dict]:
+    """The first lecture's scenarios of ``path``, each with the date it was measured.
+
+    Raises ``ValueError`` when there are none, or when a scenario that ran with config.yaml's spawn
+    settings ran with other values than config.yaml has now (then they must be measured again).
+
+    Returns:
+        The scenarios as saved, in :data:`LECTURES`' order.
+    """
+    old = json.loads(path.read_text()) if path.is_file() else {}
+    saved = {r["name"]: r for r in old.get("first_lecture") or []}
+    missing = [name for name, _, _ in LECTURES if name not in saved]
+    if missing:
+        raise ValueError(f"--reuse-first-lecture: {path} has no first-lecture scenario {missing}; run without it")
+    shipped = first_lecture._hub_config_values()
+    keys = ("concurrent_spawn_limit", "consecutive_failure_limit", "start_timeout")
+    rows = []
+    for name, _, kwargs in LECTURES:
+        row = dict(saved[name])
+        changed = [k for k in keys if k not in kwargs and row.get(k) != shipped[k]]
+        if changed:
+            raise ValueError(f"--reuse-first-lecture: scenario {name!r} ran with {[(k, row.get(k)) for k in changed]}, "
+                             f"config.yaml now has {[(k, shipped[k]) for k in changed]}; run without it")
+        row.setdefault("measured", old.get("date", "?"))
+        rows.append(row)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python benchmarks/bench_class.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8],
                    help="class sizes after the student alone (default 2 4 8)")
     p.add_argument("--timeout", type=float, default=3600, help="deadline per class in seconds (default 3600)")
     p.add_argument("--no-keep", action="store_true", help="skip the student who keeps every kernel open")
-    p.add_argument("--no-first-lecture", action="store_true", help="skip the 200 modelled log-ins")
+    lecture = p.add_mutually_exclusive_group()
+    lecture.add_argument("--no-first-lecture", action="store_true", help="skip the 200 modelled log-ins")
+    lecture.add_argument("--reuse-first-lecture", action="store_true",
+                         help="keep the first lecture's scenarios of the class.json already there")
     args = p.parse_args(argv)
+    reused = previous_lectures() if args.reuse_first_lecture else []
     plan = [(1, False)] + ([] if args.no_keep else [(1, True)]) + [(n, False) for n in args.sizes if n != 1]
     runs = []
     for n, keep in plan:
@@ -143,13 +180,14 @@ def main(argv: list[str] | None = None) -> int:
               f"({time.time() - start:.0f} s)", flush=True)
     sums = [summary(r) for r in runs]
     cap = capacity(sums)
-    lectures = []
-    if not args.no_first_lecture:
+    lectures = reused
+    if not (args.no_first_lecture or args.reuse_first_lecture):
         from concurrent.futures import ThreadPoolExecutor
 
         def one(scenario: tuple) -> dict:  # each its own hub; mostly waiting, so they run side by side
             name, what, kwargs = scenario
-            return {"name": name, "what": what, **first_lecture.first_lecture(200, arrive_s=300.0, **kwargs)}
+            return {"name": name, "what": what, "measured": time.strftime("%Y-%m-%d %H:%M"),
+                    **first_lecture.first_lecture(200, arrive_s=300.0, **kwargs)}
 
         with ThreadPoolExecutor(len(LECTURES)) as pool:
             lectures = list(pool.map(one, LECTURES))

@@ -374,3 +374,23 @@ def test_the_first_lecture_harness_throttles_and_the_hub_exits_after_failures_in
     failing = first_lecture.first_lecture(6, arrive_s=3, pod_start_s=1, consecutive_failure_limit=2, fail=(2, 3),
                                           proxy=proxy, timeout_s=120)
     assert failing["hub_aborted"] and failing["hub_exited_at_s"] is not None and failing["ready"] < 6
+
+
+def test_the_first_lecture_is_reused_only_with_the_spawn_settings_it_ran_with(tmp_path):
+    """bench_class --reuse-first-lecture keeps the saved scenarios (they do not depend on the notebooks)
+    and refuses them once config.yaml's spawn settings differ from those they ran with."""
+    import json
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import bench_class
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    saved = _measured()
+    rows = bench_class.previous_lectures()
+    assert [r["name"] for r in rows] == [name for name, _, _ in bench_class.LECTURES]
+    assert all(r["measured"] for r in rows)
+    saved["first_lecture"][0]["consecutive_failure_limit"] = 5  # "shipped" ran with the chart's value
+    (tmp_path / "class.json").write_text(json.dumps(saved))
+    with pytest.raises(ValueError, match="consecutive_failure_limit"):
+        bench_class.previous_lectures(tmp_path / "class.json")
