@@ -34,6 +34,15 @@ $(CHP):
 	  npm install --silent --no-fund --no-audit --prefix $(VENV)/chp configurable-http-proxy@5; \
 	else echo "npm not found: the JupyterHub class test (tests/hub) will skip"; fi
 
+# For the static site (npm, into .venv/site-js): MathJax, so the pages typeset formulas with nothing
+# fetched when read, and axe-core, the accessibility check of site/check_site.py and tests/site.
+# Without npm the site's formulas load MathJax from a CDN and the accessibility test skips.
+SITE_JS := $(VENV)/site-js/node_modules/.d2l-async-site-js
+$(SITE_JS):
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm install --silent --no-fund --no-audit --prefix $(VENV)/site-js mathjax@3.2.2 axe-core@4.14.1 && touch $@; \
+	else echo "npm not found: the site's formulas will load MathJax from a CDN; its accessibility test will skip"; fi
+
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG)
 
@@ -41,7 +50,7 @@ lab: $(STAMP)
 # (tests/notebook_run.py keeps each run in build/executed/ for the tests that read it: the lesson rules of
 # tests/one_core, the figures, the site); then the unit tests, a real browser, the site and a JupyterHub class.
 NBVAL := --nbval-lax --nbval-current-env --nbval-cell-timeout=900 --nbval-kernel-startup-timeout=300 -p tests.notebook_run
-test: $(STAMP) $(CHP)
+test: $(STAMP) $(CHP) $(SITE_JS)
 	D2L_ASYNC_QUICK=1 $(PY) -m pytest notebooks tests $(NBVAL) -p no:cacheprovider $(PYTEST_FLAGS)
 
 # Under 2 minutes on two quiet cores: no notebook, browser, site, hub, rank or other process (tests/conftest.py),
@@ -55,7 +64,7 @@ test-unit: $(STAMP) $(CHP)
 test-notebooks: $(STAMP)
 	D2L_ASYNC_QUICK=1 $(PY) -m pytest notebooks tests/one_core $(NBVAL) -s $(PYTEST_FLAGS)
 
-test-browser: $(STAMP)
+test-browser: $(STAMP) $(SITE_JS)
 	D2L_ASYNC_QUICK=1 $(PY) -m pytest tests/browser tests/site $(PYTEST_FLAGS)
 
 # The headless chapter run: every experiment, a results table, build/report.html.
@@ -64,8 +73,10 @@ report: $(STAMP)
 
 # The chapter as a static site: every notebook executed here (default mode) by Jupyter Book, one page
 # each, launch buttons to this repository (HUB_URL=https://your.hub adds a JupyterHub/nbgitpuller one).
+# It prints a line as each notebook starts and ends. `python site/check_site.py` then checks the pages
+# in Chromium (axe-core, and what runs past the page column).
 HUB_URL ?= $(D2L_ASYNC_HUB_URL)
-site: $(STAMP)
+site: $(STAMP) $(SITE_JS)
 	$(PY) site/build_site.py --out build/site $(if $(HUB_URL),--hub-url $(HUB_URL))
 
 figures: $(STAMP)

@@ -367,6 +367,10 @@ def _check_marks(run: dict) -> Counter:
     return marks
 
 
+#: an example node and class for the arithmetic under the class table: not measurements
+NODE_CORES, NODE_GIB, CLASS_SIZE = 8, 32, 200
+
+
 def klass(data: dict, name: str) -> str:
     classes = data.get("classes", [])
     first, last = (classes[0], classes[-1]) if classes else ({}, {})
@@ -375,28 +379,69 @@ def klass(data: dict, name: str) -> str:
                       extra=f"{data.get('what', '')}; JupyterHub on 127.0.0.1, a local-process spawner, {data.get('cpus')} "
                             "CPUs.")]
     solo = dig(data, "capacity.solo_finished_s")
-    marks = {r["students"]: _check_marks(r) for r in data.get("runs", [])}
+    marks = {(r["students"], r.get("keep_kernels", False)): _check_marks(r) for r in data.get("runs", [])}
     rows = []
     for c in classes:
-        m = marks.get(c["students"], Counter())
-        checks = ", ".join(f"{m[k]} {k}" for k in ("✔", "?", "✘") if m[k]) or "none"
-        rows.append([c["students"], sec(c["finished_s_max"], 0), times(c["finished_s_max"] / solo) if solo else "—",
-                     f"{num(c['peak_rss_mib_median'], 0)} / {num(c['peak_rss_mib_max'], 0)} MiB", checks,
+        keep = c.get("keep_kernels", False)
+        m = marks.get((c["students"], keep), Counter())
+        checks = ", ".join(f"{m[k]} {k}" for k in ("✔", "?", "✘", "◇") if m[k]) or "none"
+        rows.append([c["students"], "kept open" if keep else "closed after each", c.get("notebooks", "—"),
+                     sec(c["finished_s_max"], 0), times(c["finished_s_max"] / solo) if solo and not keep else "—",
+                     f"{num(c['peak_rss_mib_median'], 0)} / {num(c['peak_rss_mib_max'], 0)} MiB",
+                     f"{num(c.get('server_rss_mib_max'), 0)} MiB", c.get("threads_max", "—"),
+                     f"{num(c.get('tmp_peak_mib_max'), 1)} MiB", checks,
                      "yes" if c.get("all_ok") else "**no**", c.get("leftover_processes"),
                      f"{load(c.get('load_before'))} → {load(c.get('load_after'))}"])
-    out.append(table(["students at once", "slowest student finished", "× one alone", "peak memory per student "
-                      "(median / max)", "lesson checks", "every check ✔ or explained", "processes left", "load average"],
-                     rows))
+    out.append(table(["students at once", "kernels", "notebooks each", "slowest student finished", "× one alone",
+                      "peak memory per student (median / max)", "server alone", "most threads", "temporary files",
+                      "lesson checks", "every check ✔ or explained", "processes left", "load average"], rows))
+    plain = [c for c in classes if not c.get("keep_kernels") and c.get("per_notebook")]
+    if plain:
+        alone, most = plain[0], plain[-1]
+        nb_rows = []
+        for stem, nb in alone["per_notebook"].items():
+            big = most["per_notebook"].get(stem, {})
+            kpeak = max((c["per_notebook"].get(stem, {}).get("kernel_peak_rss_mib_max") or 0) for c in plain)
+            kidle = max((c["per_notebook"].get(stem, {}).get("kernel_idle_rss_mib_max") or 0) for c in plain)
+            nb_rows.append([f"`{stem}`", sec(nb["seconds_median"], 1),
+                            f"{sec(big.get('seconds_median'), 1)} / {sec(big.get('seconds_max'), 1)}",
+                            f"{num(kpeak, 0)} MiB", f"{num(kidle, 0)} MiB"])
+        out.append(f"Per notebook (its kernel: the process and any it starts, e.g. notebook 10's ranks):\n\n" + table(
+            ["notebook", "one student alone", f"class of {most['students']}: median / slowest",
+             "kernel's peak memory", "kernel's memory once idle (an open tab)"], nb_rows))
     cap = data.get("capacity", {})
     spc, peak = cap.get("students_per_core"), cap.get("peak_rss_mib")
     if spc:
-        node_cores, node_gb, class_size = 8, 32, 200  # an example node and class, not measurements
-        per_node = spc * node_cores
-        out.append(f"Capacity ({cap.get('rule')}): **{num(spc, 1)} students per core** and at most "
-                   f"**{num(peak, 0)} MiB per student** in quick mode. A node with {node_cores} cores and {node_gb} GB "
-                   f"then holds about {num(per_node, 0)} students at once by CPU (by memory, at the 1 GB each that "
-                   f"`deploy/jupyterhub/config.yaml` guarantees: {node_gb}); {class_size} students working at the "
-                   f"same moment need about {math.ceil(class_size / per_node)} such nodes.")
+        per_node_cpu = spc * NODE_CORES
+        per_node_mem = NODE_GIB * 1024 / peak
+        per_node = min(per_node_cpu, per_node_mem)
+        heavy = cap.get("heaviest_notebook")
+        out.append(f"Measured ({cap.get('mode', 'quick')} mode; {cap.get('rule')}): **{num(spc, 1)} students per core**; "
+                   f"at most **{num(peak, 0)} MiB per student** (its server and the kernel of the notebook it runs; "
+                   f"the heaviest kernel: `{heavy}`, {num(dig(cap, 'kernel_peak_rss_mib.' + str(heavy)), 0)} MiB); "
+                   f"a student who keeps every notebook's kernel open holds "
+                   f"{num(cap.get('all_kernels_open_peak_rss_mib'), 0)} MiB at once; at most {cap.get('threads_max')} "
+                   f"threads and {num(cap.get('tmp_peak_mib'), 1)} MiB of temporary files per student.")
+        out.append(f"Arithmetic from those numbers, not a measurement: a node with {NODE_CORES} cores and {NODE_GIB} GiB "
+                   f"holds about {num(per_node_cpu, 0)} students working at once by CPU and {num(per_node_mem, 0)} by "
+                   f"memory (at {num(peak, 0)} MiB each), so about {num(per_node, 0)}; {CLASS_SIZE} students working "
+                   f"at the same moment need about {math.ceil(CLASS_SIZE / per_node)} such nodes.")
+    lectures = data.get("first_lecture", [])
+    if lectures:
+        lrows = [[r["name"], f"{num(r['pod_start_s'], 0)} s", r["concurrent_spawn_limit"], r["consecutive_failure_limit"],
+                  f"{r['ready']} of {r['students']}",
+                  f"{sec(r['ready_s_median'], 0)} / {sec(r['ready_s_p95'], 0)} / {sec(r['ready_s_max'], 0)}",
+                  r["throttled_students"], f"at {sec(r['hub_exited_at_s'], 0)}" if r.get("hub_exited_at_s") else "no",
+                  f"{num(r['hub_peak_rss_mib'], 0)} MiB", sec(r["hub_cpu_s"], 1), sec(r["api_latency_s_p95"], 2)]
+                 for r in lectures]
+        out.append(f"The first lecture: {lectures[0]['students']} students logging in over "
+                   f"{num(lectures[0]['arrive_s'], 0)} s to a real local JupyterHub whose pods are **modelled** (each "
+                   "ready a set time after its spawn begins: the pod start column is the model's, not a measurement); "
+                   "the hub, its proxy, its spawn limit, its throttling and its failure limit are real "
+                   "(`deploy/jupyterhub/first_lecture.py`):\n\n" + table(
+                       ["scenario", "pod start (modelled)", "concurrentSpawnLimit", "consecutiveFailureLimit",
+                        "ready", "arrival to ready: median / 95th pct / slowest", "students told 429",
+                        "hub exited", "hub's peak memory", "hub's CPU", "hub API latency (95th pct)"], lrows))
     return "\n\n".join(out)
 
 
@@ -617,7 +662,8 @@ SECTIONS: list[tuple[str, str, Callable[[Any, str], str], str]] = [
     ("notebooks.json", "Every notebook as a Binder reader runs it", notebooks,
      "Default mode, each notebook pinned to one CPU beside a busy process on that CPU."),
     ("class.json", "A class on JupyterHub", klass,
-     "Simulated students on a real local JupyterHub, each running notebooks 01 and 07 in quick mode."),
+     "Simulated students on a real local JupyterHub, each running every notebook in the mode "
+     "`deploy/jupyterhub/config.yaml` sets."),
     ("distributed.json", "Beyond one process (notebooks 10 and 10b)", distributed,
      "Data-parallel training on local gloo ranks."),
     ("trace.json", "Reading profiler traces", trace, "Loading torch.profiler traces and their queue-length summary."),

@@ -38,6 +38,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import nbformat
 
@@ -66,7 +67,31 @@ def chapter() -> list[tuple[str, str, str]]:
     return rows
 
 
-def config_yml(*, hub_url: str | None, title: str) -> str:
+#: MathJax 3 (npm's ``mathjax``; ``make site`` installs it into .venv/site-js): the site's copy typesets
+#: formulas with nothing fetched when a page is read. The files a page with a formula loads: the
+#: combined TeX/MathML-to-HTML component, its fonts, and what its menu loads on demand (the
+#: accessibility explorer and its speech rules). Copied into the built site's ``_static/`` after the
+#: build: Jupyter Book adds every ``.js`` under the source's static folders to every page, and MathJax
+#: loads its parts itself (loaded twice, they throw).
+MATHJAX = Path(os.environ.get("D2L_ASYNC_MATHJAX", ROOT / ".venv" / "site-js" / "node_modules" / "mathjax" / "es5"))
+MATHJAX_PARTS = ("tex-mml-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extensions", "a11y", "sre", "ui")
+
+
+def copy_mathjax(static: Path, source: Path = MATHJAX) -> bool:
+    """Copy MathJax's parts into ``static/mathjax``; False (and nothing copied) when it is not installed."""
+    if not (source / MATHJAX_PARTS[0]).is_file():
+        return False
+    for part in MATHJAX_PARTS:
+        src, dst = source / part, static / "mathjax" / part
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, dst)
+        elif src.is_file():
+            shutil.copy(src, dst)
+    return True
+
+
+def config_yml(*, hub_url: str | None, title: str, local_mathjax: bool = False) -> str:
     launch = {"notebook_interface": "jupyterlab", "binderhub_url": "https://mybinder.org",
               "colab_url": "https://colab.research.google.com"}
     if hub_url:
@@ -81,7 +106,12 @@ def config_yml(*, hub_url: str | None, title: str) -> str:
         "repository": {"url": f"https://github.com/{REPO_SLUG}", "path_to_book": "notebooks", "branch": BRANCH},
         "launch_buttons": launch,
         "html": {"use_repository_button": True},
+        # $...$ and $$...$$ in the notebooks' and pages' Markdown are formulas; amsmath adds its environments
+        "parse": {"myst_enable_extensions": ["amsmath", "colon_fence", "dollarmath", "linkify", "substitution",
+                                             "tasklist"]},
         "sphinx": {"recursive_update": True, "config": {
+            # the site's own MathJax (relative to _static/); without it, Sphinx's default (a CDN)
+            **({"mathjax_path": "mathjax/tex-mml-chtml.js"} if local_mathjax else {}),
             "html_theme_options": {"use_download_button": False},  # html_copy_source is off: no _sources/
             "html_static_path": ["_static"],
             "html_js_files": ["plotly.min.js"],  # once per page, before the figures' scripts run
@@ -101,6 +131,20 @@ def toc_yml(stems: list[str], pages: list[dict[str, str]] = ()) -> str:
                        "chapters": [{"file": s} for s in stems] + list(pages)}, indent=2)
 
 
+#: The lesson checks' marks, as d2l_async.lesson prints them, explained once on the index.
+MARKS_KEY = (
+    "Each lesson check on a page begins with a mark:",
+    "",
+    "| mark | means |",
+    "|---|---|",
+    "| ✔ | the claim held on this run, with the numbers that decided it |",
+    "| ✘ | it did not hold, with the measured reason and what would change it |",
+    "| ? | can't tell: the difference lies inside the run's own spread (a busy machine, too few repeats); "
+    "the check says what would decide it |",
+    "| ◇ | modelled: what a model of devices or links gives, an illustration and never evidence of this machine |",
+)
+
+
 def index_md(rows: list[tuple[str, str, str]], *, quick: bool) -> str:
     lines = [
         "# Asynchronous computation, made visible",
@@ -108,9 +152,11 @@ def index_md(rows: list[tuple[str, str, str]], *, quick: bool) -> str:
         "Interactive notebooks for the *Asynchronous Computation* section of",
         "[Dive into Deep Learning](https://d2l.ai/chapter_computational-performance/async-computation.html)",
         "and the *Automatic Parallelism* section that builds on it. Every page below was executed when this "
-        f"site was built ({'quick' if quick else 'default'} mode); each names the machine it ran on, and its "
-        "lesson checks say ✔ or ✘ with the measured reason. Figures are interactive; the dashboards need a "
-        "running kernel: use a page's launch button (Binder, Colab or a JupyterHub) to move their controls.",
+        f"site was built ({'quick' if quick else 'default'} mode); each names the machine it ran on. Figures are "
+        "interactive; the dashboards need a running kernel: use a page's launch button (Binder, Colab or a "
+        "JupyterHub) to move their controls.",
+        "",
+        *MARKS_KEY,
         "",
         "| notebook | topic | from D2L |",
         "|---|---|---|",
@@ -154,9 +200,66 @@ WIDGET_STATE = re.compile(r'<script type="application/vnd\.jupyter\.widget-state
 
 THEBE_CONST = re.compile(r"<script>const THEBE_JS_URL = [^<]*</script>\n?")
 
+#: axe-core's findings on every page of the theme (pydata-sphinx-theme 0.17.1 under sphinx-book-theme
+#: 1.3.0), each answered by an edit of the written HTML (name: (pattern, replacement)):
+A11Y_FIXES: dict[str, tuple[re.Pattern[str], str]] = {
+    # label-content-name-mismatch: the search button says "Search Ctrl+K" and is named "Search";
+    # without the label its name is what it says
+    "search-button-name": (re.compile(r'(<button class="btn search-button-field search-button__button[^"]*") '
+                                      r'title="Search" aria-label="Search"'), r"\1"),
+    # label-content-name-mismatch: the colour-mode button's icons carry titles a screen reader would
+    # read beside its label; the icons are decoration
+    "theme-icons-hidden": (re.compile(r'(<i class="theme-switch [^"]*" data-mode="\w+")\s+title="[^"]*"'),
+                           r'\1 aria-hidden="true"'),
+    # region: the sidebar's title and search button sat outside every landmark
+    "sidebar-landmark": (re.compile(r'<div id="pst-primary-sidebar" class="bd-sidebar-primary bd-sidebar">'),
+                         '<div id="pst-primary-sidebar" class="bd-sidebar-primary bd-sidebar" role="navigation" '
+                         'aria-label="Chapter">'),
+    # empty-table-header: pandas writes the index column's header as an empty <th>, and a Markdown
+    # table with an empty corner does too; a cell that heads nothing is a plain cell
+    "empty-header-cell": (re.compile(r"<th(?: class=\"head\")?>(?:<p></p>)?</th>"), "<td></td>"),
+    # scrollable-region-focusable: a table wider than the column scrolls sideways inside it
+    # (d2l_site.css); a keyboard reaches it only when it can take focus
+    "scrolling-table-focus": (re.compile(r'<table border="1" class="dataframe">'),
+                              '<table border="1" class="dataframe" tabindex="0">'),
+}
+
+
+#: A link written for JupyterLab in a notebook's own HTML output (a lesson check's mark links the key:
+#: ``href="00_tour.ipynb#How-to-read-a-check"``). MyST rewrites Markdown links to a notebook's page, but
+#: not links inside raw HTML, and on the site the page is ``00_tour.html``.
+IPYNB_HREF = re.compile(r'href="([^"#?:]+)\.ipynb(?:#([^"]*))?"')
+
+
+def _sphinx_id(fragment: str) -> str:
+    """The id Sphinx gives the heading that JupyterLab anchors as ``fragment`` (JupyterLab keeps the
+    heading's case and punctuation, joined by hyphens; docutils lower-cases and keeps letters and digits)."""
+    return re.sub(r"[^a-z0-9]+", "-", fragment.lower()).strip("-")
+
+
+def link_notebook_pages(text: str, page: Path) -> str:
+    """``text`` (the HTML of ``page``) with each link to a notebook whose page was built beside it
+    pointed at that page, the anchor kept (as the target page spells it where it has that heading).
+    A link to a notebook without a page is left as it is (the site's link test names it)."""
+    ids: dict[Path, set[str]] = {}
+
+    def repoint(m: re.Match[str]) -> str:
+        path, fragment = m.group(1), m.group(2)
+        target = page.parent / f"{path}.html"
+        if not target.is_file():
+            return m.group(0)
+        if fragment:
+            if target not in ids:
+                ids[target] = set(re.findall(r'\bid="([^"]+)"', target.read_text(encoding="utf-8")))
+            if fragment not in ids[target] and _sphinx_id(fragment) in ids[target]:
+                fragment = _sphinx_id(fragment)
+        return f'href="{path}.html' + (f"#{fragment}" if fragment else "") + '"'
+
+    return IPYNB_HREF.sub(repoint, text)
+
 
 def tidy_page(page: Path) -> None:
-    """Two fixes to what Jupyter Book 1.0.4 writes, applied to every page.
+    """Fixes to what Jupyter Book 1.0.4 writes, applied to every page.
 
     - Drop the dashboards' saved widget state (megabytes: plotly's FigureWidget carries plotly.js).
       Nothing on the page reads it: the site loads no widget manager, and every dashboard shows a
@@ -164,6 +267,9 @@ def tidy_page(page: Path) -> None:
     - With sphinx-thebe 0.3.1 and Sphinx 7.4 every page gets sphinx-thebe's ``const THEBE_JS_URL``
       script twice, and the second throws "Identifier 'THEBE_JS_URL' has already been declared" in
       every reader's console: keep the first.
+    - The accessibility fixes of :data:`A11Y_FIXES` (``site/check_site.py`` runs axe-core).
+    - Links to a notebook (``X.ipynb#anchor``) in its outputs' HTML point at its page
+      (:func:`link_notebook_pages`).
     """
     text = page.read_text(encoding="utf-8")
     lean = WIDGET_STATE.sub("", text)
@@ -171,6 +277,9 @@ def tidy_page(page: Path) -> None:
     for dup in consts[1:]:
         at = lean.rindex(dup)
         lean = lean[:at] + lean[at + len(dup):]
+    for pattern, replacement in A11Y_FIXES.values():
+        lean = pattern.sub(replacement, lean)
+    lean = link_notebook_pages(lean, page)
     if lean != text:
         page.write_text(lean, encoding="utf-8")
 
@@ -218,11 +327,44 @@ class LoadWatch:
                 "say \"can't tell\" where a quiet machine decides them. Build the published site on a quiet machine.")
 
 
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+EXECUTING = re.compile(r"/([^/\s]+)\.ipynb: Executing notebook")
+EXECUTED = re.compile(r"/([^/\s]+)\.ipynb: Executed notebook in ([\d.]+) seconds")
+WRITING = re.compile(r"writing output\.\.\. \[\s*\d+%\]")  # a page written (not the translations' step)
+
+
+def progress_line(line: str, *, elapsed_s: float, stems: list[str], first_page: bool = True) -> str | None:
+    """What ``make site`` prints for one line of Jupyter Book's log, or ``None`` for a line it skips.
+
+    A notebook starting (``[3/11] 02_dependency_graph: executing``), a notebook done with its time, and
+    the HTML being written (Sphinx's first page written, ``first_page``: it logs every page); each with
+    the seconds since the build began, so a slow page shows while it runs. myst-nb's log lines name the
+    staged notebook's path."""
+    line = ANSI.sub("", line).strip()
+    at = f"({elapsed_s:.0f} s into the build)"
+    m = EXECUTED.search(line)
+    if m:
+        k = stems.index(m.group(1)) + 1 if m.group(1) in stems else "?"
+        return f"[{k}/{len(stems)}] {m.group(1)}: executed in {float(m.group(2)):.1f} s {at}"
+    m = EXECUTING.search(line)
+    if m:
+        k = stems.index(m.group(1)) + 1 if m.group(1) in stems else "?"
+        return f"[{k}/{len(stems)}] {m.group(1)}: executing... {at}"
+    if WRITING.match(line) and first_page:
+        return f"writing the pages {at}"
+    return None
+
+
 def folder_mb(path: Path) -> float:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
 
 
-def build(out: Path, *, quick: bool, hub_url: str | None, work: Path, only: list[str] | None = None) -> dict:
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def build(out: Path, *, quick: bool, hub_url: str | None, work: Path, only: list[str] | None = None,
+          progress: Callable[[str], None] | None = _stderr) -> dict:
     rows = chapter()
     stems = [r[0] for r in rows if not only or r[0] in only or r[0][:2] in only]
     if not stems:
@@ -231,9 +373,13 @@ def build(out: Path, *, quick: bool, hub_url: str | None, work: Path, only: list
         shutil.rmtree(work)
     src = work / "src"
     src.mkdir(parents=True)
-    (src / "_config.yml").write_text(config_yml(hub_url=hub_url, title="D2L: asynchronous computation, made visible"))
     (src / "index.md").write_text(index_md([r for r in rows if r[0] in stems], quick=quick))
     stage(src, stems)
+    local_mathjax = (MATHJAX / MATHJAX_PARTS[0]).is_file()
+    if not local_mathjax and progress:
+        progress(f"MathJax not found at {MATHJAX} (make site installs it with npm): formulas will load it from a CDN")
+    (src / "_config.yml").write_text(config_yml(hub_url=hub_url, title="D2L: asynchronous computation, made visible",
+                                                local_mathjax=local_mathjax))
     pages = stage_doc_pages(src, stems)
     (src / "_toc.yml").write_text(toc_yml(stems, pages))
     env = {**os.environ, "D2L_ASYNC_QUICK": "1" if quick else "0", "PYTHONPATH": str(ROOT)}
@@ -241,10 +387,20 @@ def build(out: Path, *, quick: bool, hub_url: str | None, work: Path, only: list
     jb = Path(sys.executable).with_name("jupyter-book")
     cmd = [str(jb) if jb.exists() else "jupyter-book", "build", str(src), "--path-output", str(work), "--all",
            "--keep-going"]
+    lines: list[str] = []
+    writing = False
     with LoadWatch() as load:
-        proc = subprocess.run(cmd, env=env, cwd=str(src), capture_output=True, text=True)
+        proc = subprocess.Popen(cmd, env=env, cwd=str(src), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, errors="replace")
+        for line in proc.stdout:  # as it comes, so each notebook's progress shows while the build runs
+            lines.append(line)
+            shown = progress_line(line, elapsed_s=time.perf_counter() - start, stems=stems, first_page=not writing)
+            writing = writing or shown is not None and shown.startswith("writing")
+            if shown and progress:
+                progress(shown)
+        proc.wait()
     seconds = time.perf_counter() - start
-    log = proc.stdout + proc.stderr
+    log = "".join(lines)
     (work / "build.log").write_text(log)
     problems = [line for line in log.splitlines()
                 if re.search(r"(WARNING|ERROR|CRITICAL).*(Executing notebook failed|CellExecutionError|Traceback|"
@@ -257,10 +413,12 @@ def build(out: Path, *, quick: bool, hub_url: str | None, work: Path, only: list
     if out.exists():
         shutil.rmtree(out)
     shutil.copytree(html, out)
+    if local_mathjax:
+        copy_mathjax(out / "_static")
     for page in [*out.glob("*.html"), *out.glob("docs/*.html")]:
         tidy_page(page)
     facts = {"pages": len(stems) + 1 + len(pages), "notebooks": stems, "doc_pages": [p["file"] for p in pages],
-             "quick": quick, "seconds": round(seconds, 1),
+             "quick": quick, "mathjax": "the site's own" if local_mathjax else "CDN", "seconds": round(seconds, 1),
              "megabytes": round(folder_mb(out), 1), "repo": REPO_SLUG, "hub_url": hub_url,
              "load": {"cpus": load.cpus, "busy_before": round(load.busy_before, 2), "peak_load": round(load.peak_load, 2),
                       "warning": load.warning()}}

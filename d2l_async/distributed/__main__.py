@@ -13,7 +13,11 @@ the machine has a GPU for every local rank, else gloo), runs the same function t
 
     read_trace_dir("traces/bucketed")   # one lane group per rank
 
-Every rank prints one JSON line with what its function returned.
+Every rank prints one JSON line with what its function returned; the first rank on each machine
+(``LOCAL_RANK`` 0) then prints one line saying where the traces went and how to load them::
+
+    traces of ranks 0-1 in /abs/path/traces: after_backward/ bucketed/ (rank<R>.json each); load one with
+    d2l_async.trace.read_trace_dir('/abs/path/traces/bucketed')
 """
 
 from __future__ import annotations
@@ -96,7 +100,29 @@ def main(argv: list[str] | None = None) -> int:
     line = json.dumps({"rank": rank, "world_size": world, "backend": backend, "result": value}) + "\n"
     sys.stdout.flush()
     os.write(sys.stdout.fileno(), line.encode())  # one write: ranks share the pipe, lines must not interleave
+    if local == 0:
+        local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world))
+        os.write(sys.stdout.fileno(), (_where_traces_went(ctx.trace_dir, rank, local_world) + "\n").encode())
     return 0
+
+
+def _where_traces_went(trace_dir: str | None, first_rank: int, local_ranks: int) -> str:
+    """The pointer line: this machine's ranks, the folder and its sections (the ones the first rank
+    wrote), and the call that loads one.
+
+    Returns:
+        One line of text; with ``trace_dir`` None, that no traces were written.
+    """
+    if trace_dir is None:
+        return "no traces written (--no-profile)"
+    folder = os.path.abspath(trace_dir)
+    sections = sorted(d for d in os.listdir(folder) if os.path.isfile(os.path.join(folder, d, f"rank{first_rank}.json"))) \
+        if os.path.isdir(folder) else []
+    ranks = f"{first_rank}-{first_rank + local_ranks - 1}" if local_ranks > 1 else f"{first_rank}"
+    if not sections:
+        return f"no traces found in {folder} for rank {first_rank}"
+    return (f"traces of ranks {ranks} in {folder}: {' '.join(s + '/' for s in sections)} (rank<R>.json each); "
+            f"load one with d2l_async.trace.read_trace_dir({os.path.join(folder, sections[-1])!r})")
 
 
 if __name__ == "__main__":

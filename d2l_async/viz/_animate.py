@@ -129,10 +129,15 @@ def animate_timeline(trace: Trace, *, max_frames: int = 150, max_events: int = 2
     fig.frames = frames
     notes = _notes(tl)
     fig.update_layout(**animation_controls(times, f, unit, origin=t0))
+    # the legend goes under the play button and the slider, across the figure: at the side (every
+    # figure's place) its long names took about 40 % of the width from the timeline it explains
+    height, top, bottom = 530 + 46 * nrows, 90, 190
     fig.update_layout(**style.base_layout(
         title={"text": title, "subtitle": {"text": notes}} if notes else {"text": title},
-        barmode="overlay", bargap=0, height=460 + 46 * nrows))
-    fig.update_layout(margin={"t": 90, "b": 120})
+        barmode="overlay", bargap=0, height=height))
+    fig.update_layout(margin={"t": top, "b": bottom},
+                      legend={"orientation": "h", "x": 0, "xanchor": "left", "yanchor": "top",
+                              "y": -160 / (height - top - bottom)})
     fit_title(fig)
     fig.update_xaxes(title_text=style.time_axis_title(unit), row=2, col=1)
     peak = f"; at most {int(total.max())} ops queued" if len(total) else ""

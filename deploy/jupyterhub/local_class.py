@@ -2,26 +2,38 @@
 
 Starts JupyterHub (pip's ``jupyterhub``) with its configurable-http-proxy (npm's), a local-process
 spawner (every student's single-user server is a process of this user, home folders in a temporary
-directory) and the dummy authenticator, everything bound to 127.0.0.1. Then N simulated students,
-at the same time, each: is created through the hub's REST API, starts a server, uploads notebooks 01
-and 07 through the server's contents API, and runs every code cell through a kernel (the kernels
-API and its websocket), in quick mode. Measured per student: the peak memory of their server's
-process tree (server + kernel), the time to a ready server and to the last cell, and every lesson
-check (✔, or ✘/? with its reason). At the end every server and the hub are stopped and no process
-of the run is left (checked).
+directory) and the dummy authenticator, everything bound to 127.0.0.1. Each student's server gets
+what ``config.yaml`` gives a pod: its ``singleuser.extraEnv`` (so the class runs in the mode the hub
+is configured for: quick mode, ``D2L_ASYNC_QUICK=1``, as shipped) and its ``singleuser.extraFiles``
+Jupyter configuration (kernel culling), read from a configuration folder as the image reads
+``/etc/jupyter``. Then N simulated students, at the same time, each: is created through the hub's
+REST API, starts a server, uploads every notebook of ``notebooks/`` (whatever it holds; or the ones
+named) through the server's contents API, and runs every code cell through a kernel (the kernels
+API and its websocket). Measured per student: the peak memory of their server's process tree
+(server + kernels), the server alone, the most threads (what a pod's process limit counts), the
+most bytes in their temporary folder (what a pod's ephemeral storage counts), the time to a ready
+server and to the last cell, and every lesson check (✔, or ✘/? with its reason); per notebook: its
+time and its kernel's peak memory and memory once idle (what an open JupyterLab tab keeps). At the
+end every server and the hub are stopped and no process of the run is left (checked).
 
-``kill=K``: student K's server is killed in the middle of notebook 07 (its whole process tree,
-``SIGKILL``, as the kernel OOM-killer or a node failure would); the student, as a browser tab would,
-keeps asking for the server until the hub has seen it stop, starts it again, finds the uploaded
-notebooks still in their home, and reruns notebook 07. Measured: seconds from the kill to a ready
-server again, and whether the files were kept; the other students must be unaffected.
+``keep_kernels=True``: each notebook's kernel stays open until the student has run them all, as
+JupyterLab keeps a kernel per opened notebook when nothing culls it (the student's peak is then the
+server plus every kernel).
+
+``kill=K``: student K's server is killed in the middle of the last notebook (its whole process
+tree, ``SIGKILL``, as the kernel OOM-killer or a node failure would); the student, as a browser tab
+would, keeps asking for the server until the hub has seen it stop, starts it again, finds the
+uploaded notebooks still in their home, and reruns that notebook. Measured: seconds from the kill to
+a ready server again, and whether the files were kept; the other students must be unaffected.
 
 A simulated student talks to its kernel as JupyterLab does: over one websocket per kernel with a
 session id, and when the server closes that websocket (it does when a client has not answered its
 pings for ``ws_ping_timeout``, 90 s: at a load of 13 on 2 cores this happened mid-cell), it
 reconnects with the same session id and the server replays the messages it kept meanwhile. Each
-student's ``reconnects`` count is reported. (Read as a message, the close frame was an empty
-string: "not JSON" was all a class said before.)
+student's ``reconnects`` count is reported.
+
+``first_lecture.py`` beside this file is the other half: 200 students logging in to the same kind
+of hub with their pods modelled.
 
 Bounded: at most 16 students, one overall deadline; nothing listens beyond 127.0.0.1.
 
@@ -52,8 +64,48 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOKS = ("01_asynchrony", "07_automatic_parallelism")
+CONFIG = Path(__file__).resolve().with_name("config.yaml")
+#: the kill test's short class: a notebook, then one killed in the middle and run again
+SHORT_CLASS = ("01_asynchrony", "07_automatic_parallelism")
 MAX_STUDENTS = 16
+
+
+def chapter_notebooks() -> tuple[str, ...]:
+    """Every notebook of ``notebooks/``, in the chapter's order (their names sort that way)."""
+    return tuple(sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb")))
+
+
+def singleuser_config(path: Path = CONFIG) -> dict[str, Any]:
+    """What ``config.yaml`` gives every student's pod that a local server can get too.
+
+    Returns ``{"env": singleuser.extraEnv as strings, "jupyter_files": {file name: data}}``, the
+    latter for each ``singleuser.extraFiles`` entry mounted into ``/etc/jupyter`` (a Jupyter
+    configuration file the server reads at start)."""
+    import yaml
+
+    single = (yaml.safe_load(path.read_text()) or {}).get("singleuser") or {}
+    env = {str(k): str(v) for k, v in (single.get("extraEnv") or {}).items()}
+    files = {}
+    for entry in (single.get("extraFiles") or {}).values():
+        mount = Path(str(entry.get("mountPath", "")))
+        if mount.parent == Path("/etc/jupyter") and "data" in entry:
+            files[mount.name] = entry["data"]
+    return {"env": env, "jupyter_files": files}
+
+
+def _quick_from(env: dict[str, str]) -> bool:
+    """Quick mode as ``d2l_async.config.quick_mode`` reads ``D2L_ASYNC_QUICK``."""
+    from d2l_async.config import quick_mode
+
+    old = os.environ.get("D2L_ASYNC_QUICK")
+    try:
+        os.environ["D2L_ASYNC_QUICK"] = env.get("D2L_ASYNC_QUICK", "")
+        return quick_mode()
+    finally:
+        if old is None:
+            os.environ.pop("D2L_ASYNC_QUICK", None)
+        else:
+            os.environ["D2L_ASYNC_QUICK"] = old
 
 
 class ClassError(RuntimeError):
@@ -90,6 +142,12 @@ class Student:
     closes: list[str] = field(default_factory=list)  # where and why each of them closed
     killed: dict[str, Any] = field(default_factory=dict)  # kill=K: when, how long back, files kept
     ping_gap_max_s: float = 0.0  # the longest wait between two of the server's websocket pings
+    server_rss_mib: float = 0.0  # the single-user server process alone (its peak)
+    threads_max: int = 0  # the most threads of the server's tree at once: pids a pod uses
+    tmp_peak_mib: float = 0.0  # the most the student's TMPDIR held: a pod's ephemeral storage
+    cpu_s: float = 0.0  # CPU seconds of the server's tree (server and kernels)
+    server_pid: int | None = None
+    open_kernels: list[str] = field(default_factory=list)  # keep_kernels: the kernels left running
 
     @property
     def checks_ok(self) -> bool:
@@ -102,26 +160,49 @@ class Student:
 
 
 class LocalHub:
-    """JupyterHub + proxy on loopback in a temporary folder; a context manager that leaves nothing."""
+    """JupyterHub + proxy on loopback in a temporary folder; a context manager that leaves nothing.
 
-    def __init__(self, *, proxy: str, quick: bool = True, workdir: Path | None = None,
-                 hub_config: dict[str, dict[str, Any]] | None = None) -> None:
+    Every server gets ``config.yaml``'s ``singleuser.extraEnv`` and its Jupyter configuration files
+    (:func:`singleuser_config`); ``quick`` overrides the mode, ``jupyter_overrides`` (file name ->
+    class -> trait -> value) changes single traits of those files (a test's shorter culling times).
+    """
+
+    def __init__(self, *, proxy: str, quick: bool | None = None, workdir: Path | None = None,
+                 hub_config: dict[str, dict[str, Any]] | None = None,
+                 jupyter_overrides: dict[str, dict[str, dict[str, Any]]] | None = None,
+                 extra_config: str = "") -> None:
         self.proxy = proxy
-        self.quick = quick
+        self.single = singleuser_config()
+        self.env = dict(self.single["env"])
+        if quick is not None:
+            self.env["D2L_ASYNC_QUICK"] = "1" if quick else "0"
+        self.quick = _quick_from(self.env)
+        self.jupyter_files = {name: {cls: dict(traits) for cls, traits in data.items()}
+                              for name, data in self.single["jupyter_files"].items()}
+        for name, classes in (jupyter_overrides or {}).items():
+            for cls, traits in classes.items():
+                self.jupyter_files.setdefault(name, {}).setdefault(cls, {}).update(traits)
         #: a Zero to JupyterHub ``hub.config`` (class -> trait -> value) to apply instead of the
         #: class test's own authentication (dummy, everyone allowed): config.yaml's, in its test
         self.hub_config = hub_config
+        self.extra_config = extra_config
         self.dir = Path(workdir or tempfile.mkdtemp(prefix="d2l-class-"))
         self.port, self.hub_port, self.api_port = _free_port(), _free_port(), _free_port()
         self.token = secrets.token_hex(24)
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
 
+    def tmp_dir(self, user: str) -> Path:
+        """The student's temporary folder (``TMPDIR``): what a pod's ephemeral storage holds."""
+        return self.dir / "tmp" / user
+
     def config(self) -> str:
         venv_bin = Path(sys.executable).parent
-        env = {"D2L_ASYNC_QUICK": "1" if self.quick else "0", "PATH": f"{venv_bin}:{os.environ.get('PATH', '')}",
-               "MPLBACKEND": "Agg"}
+        etc = self.dir / "etc" / "jupyter"  # stands for the image's /etc/jupyter
+        env = {**self.env, "PATH": f"{venv_bin}:{os.environ.get('PATH', '')}", "JUPYTER_CONFIG_PATH": str(etc)}
+        env.setdefault("MPLBACKEND", "Agg")
         return f"""
+import os
 c.JupyterHub.ip = "127.0.0.1"
 c.JupyterHub.port = {self.port}
 c.JupyterHub.hub_ip = "127.0.0.1"
@@ -137,12 +218,21 @@ c.SimpleLocalProcessSpawner.home_dir_template = "{self.dir / 'home' / '{username
 c.Spawner.ip = "127.0.0.1"
 c.Spawner.cmd = [{str(venv_bin / 'jupyterhub-singleuser')!r}]
 c.Spawner.args = ["--allow-root", "--ServerApp.open_browser=False"]
-c.Spawner.environment = {env!r}
+
+
+def _tmpdir(spawner, _root={str(self.dir / 'tmp')!r}):
+    path = os.path.join(_root, spawner.user.name)
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+c.Spawner.environment = {{**{env!r}, "TMPDIR": _tmpdir}}
 c.Spawner.start_timeout = 180
 c.Spawner.http_timeout = 180
 c.JupyterHub.services = [{{"name": "class-test", "api_token": {self.token!r}}}]
 c.JupyterHub.load_roles = [{{"name": "class-test", "services": ["class-test"],
     "scopes": ["admin:users", "admin:servers", "admin:server_state", "access:servers", "tokens"]}}]
+{self.extra_config}
 """
 
     def _auth(self) -> str:
@@ -183,6 +273,10 @@ c.JupyterHub.load_roles = [{{"name": "class-test", "services": ["class-test"],
 
     def __enter__(self) -> "LocalHub":
         (self.dir / "home").mkdir(parents=True, exist_ok=True)
+        etc = self.dir / "etc" / "jupyter"
+        etc.mkdir(parents=True, exist_ok=True)
+        for name, data in self.jupyter_files.items():  # as the chart renders extraFiles' data
+            (etc / name).write_text(json.dumps(data, indent=2))
         cfg = self.dir / "jupyterhub_config.py"
         cfg.write_text(self.config())
         log = open(self.dir / "hub.log", "w")
@@ -225,6 +319,10 @@ c.JupyterHub.load_roles = [{{"name": "class-test", "services": ["class-test"],
     def __exit__(self, *exc: Any) -> None:
         if self.proc is None:
             return
+        if self.proc.poll() is not None:  # the hub exited on its own (first_lecture's failure limit)
+            self._stop_orphaned_proxy()
+            self.proc = None
+            return
         try:
             for user in self.api("GET", "/users") or []:
                 if user.get("servers"):
@@ -242,6 +340,19 @@ c.JupyterHub.load_roles = [{{"name": "class-test", "services": ["class-test"],
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=10)
         self.proc = None
+
+    def _stop_orphaned_proxy(self) -> None:
+        """The proxy of a hub that exited by itself runs on (JupyterHub starts it in a session of its
+        own, and a hub that aborts does not stop it): stop it, found by the pid file the hub wrote."""
+        import psutil
+
+        try:
+            proxy = psutil.Process(int((self.dir / "jupyterhub-proxy.pid").read_text().split()[0]))
+            if f"{self.api_port}" in " ".join(proxy.cmdline()):  # ours, not a reused pid
+                proxy.terminate()
+                proxy.wait(timeout=10)
+        except (OSError, ValueError, IndexError, psutil.Error):
+            pass
 
     def leftovers(self) -> list[str]:
         """Processes still alive whose command line mentions this run's folder or ports."""
@@ -263,35 +374,96 @@ c.JupyterHub.load_roles = [{{"name": "class-test", "services": ["class-test"],
 # -- one student -------------------------------------------------------------------------------------------
 
 
+def _tree(pid: int) -> list[Any]:
+    import psutil
+
+    root = psutil.Process(pid)
+    return [root, *root.children(recursive=True)]
+
+
+def _dir_bytes(path: Path) -> int:
+    total = 0
+    for dirpath, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, f)).st_size
+            except OSError:
+                pass
+    return total
+
+
 class _Peak(threading.Thread):
-    """Samples the RSS of a process and its descendants every 0.2 s; keeps the peak."""
+    """Samples a process and its descendants every 0.2 s and keeps the peaks: their RSS, the root's
+    own RSS, their threads (what a pod's pids limit counts: every thread takes a pid) and, every
+    second, the bytes under ``folder`` (a student's TMPDIR)."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, folder: Path | None = None) -> None:
         super().__init__(name=f"class-rss-{pid}", daemon=True)
-        self.pid, self.peak, self._halt = pid, 0, threading.Event()
+        self.pid, self.folder, self._halt = pid, folder, threading.Event()
+        self.peak = self.root_peak = self.threads = self.folder_bytes = 0
+        self.last = 0  # the tree's RSS at the latest sample
+        self._cpu: dict[int, float] = {}  # pid -> CPU seconds at its latest sample (kept after it exits)
 
-    def run(self) -> None:
+    @property
+    def cpu_s(self) -> float:
+        """CPU seconds the tree used (each process as last sampled: up to 0.2 s short per process)."""
+        return sum(self._cpu.values())
+
+    def sample(self) -> int:
+        """One sample now (also called by hand); the tree's RSS in bytes (0 once it is gone)."""
         import psutil
 
-        while not self._halt.is_set():
+        try:
+            procs = _tree(self.pid)
+        except psutil.Error:
+            return 0
+        total = threads = 0
+        for i, p in enumerate(procs):
             try:
-                root = psutil.Process(self.pid)
-                procs = [root, *root.children(recursive=True)]
-                total = 0
-                for p in procs:
-                    try:
-                        total += p.memory_info().rss
-                    except psutil.Error:
-                        pass
-                self.peak = max(self.peak, total)
+                rss = p.memory_info().rss
+                threads += p.num_threads()
+                times = p.cpu_times()
+                self._cpu[p.pid] = times.user + times.system
             except psutil.Error:
-                pass
+                continue
+            total += rss
+            if i == 0:
+                self.root_peak = max(self.root_peak, rss)
+        self.peak, self.threads, self.last = max(self.peak, total), max(self.threads, threads), total
+        return total
+
+    def run(self) -> None:
+        n = 0
+        while not self._halt.is_set():
+            self.sample()
+            if self.folder is not None and n % 5 == 0:
+                self.folder_bytes = max(self.folder_bytes, _dir_bytes(self.folder))
+            n += 1
             self._halt.wait(0.2)
 
     def stop(self) -> int:
         self._halt.set()
         self.join(timeout=5)
         return self.peak
+
+
+def _kernel_pid(server_pid: int, kernel_id: str, deadline: float) -> int | None:
+    """The kernel process the server started for ``kernel_id`` (its connection file names the id)."""
+    import psutil
+
+    until = min(deadline, time.monotonic() + 60)
+    while time.monotonic() < until:
+        try:
+            for p in psutil.Process(server_pid).children(recursive=True):
+                try:
+                    if any(kernel_id in part for part in p.cmdline()):
+                        return p.pid
+                except psutil.Error:
+                    continue
+        except psutil.Error:
+            return None
+        time.sleep(0.1)
+    return None
 
 
 def _decode(raw: str | bytes) -> dict[str, Any]:
@@ -328,11 +500,12 @@ def _kill_tree(pid: int) -> int:
 
 
 def _run_notebook(hub: LocalHub, s: Student, stem: str, deadline: float,
-                  kill_at: int | None = None, kill: Any = None) -> dict[str, Any]:
+                  kill_at: int | None = None, kill: Any = None, *, keep: bool = False) -> dict[str, Any]:
     """Upload ``stem`` and run its code cells in a fresh kernel; outputs read from the websocket.
 
     ``kill_at``: right after sending that code cell, call ``kill()`` (the student's server dies
-    mid-cell) and raise :class:`_Killed` once the websocket is gone."""
+    mid-cell) and raise :class:`_Killed` once the websocket is gone. ``keep``: leave the kernel
+    running afterwards (its id goes to ``s.open_kernels``), as an open JupyterLab tab does."""
     import nbformat
     import websocket
 
@@ -351,6 +524,10 @@ def _run_notebook(hub: LocalHub, s: Student, stem: str, deadline: float,
     def connect() -> Any:
         return websocket.create_connection(ws_url, header=[f"Authorization: token {hub.token}"], timeout=30)
 
+    kpid = _kernel_pid(s.server_pid, kernel["id"], deadline) if s.server_pid else None
+    kpeak = _Peak(kpid) if kpid else None
+    if kpeak:
+        kpeak.start()
     ws = connect()
     start, outputs_all, errors, cells = time.monotonic(), [], [], 0
     last_ping = start
@@ -412,14 +589,25 @@ def _run_notebook(hub: LocalHub, s: Student, stem: str, deadline: float,
             if errors:
                 break
     finally:
+        seconds = round(time.monotonic() - start, 2)
         ws.close()
+        idle = kpeak.sample() if kpeak else 0  # what the kernel keeps while its tab stays open
+        if kpeak:
+            kpeak.stop()
         if not killed:
-            try:
-                hub.request("DELETE", f"{base}/kernels/{kernel['id']}")
-            except ClassError:
-                pass
+            if keep:
+                s.open_kernels.append(kernel["id"])
+            else:
+                try:
+                    hub.request("DELETE", f"{base}/kernels/{kernel['id']}")
+                except ClassError:
+                    pass
     checks = checks_in_outputs(outputs_all)
-    return {"seconds": round(time.monotonic() - start, 2), "cells": cells, "cell_errors": len(errors),
+    mib = 2**20
+    return {"seconds": seconds, "cells": cells, "cell_errors": len(errors),
+            "kernel_peak_rss_mib": round(kpeak.peak / mib, 1) if kpeak else None,
+            "kernel_idle_rss_mib": round(idle / mib, 1) if kpeak else None,
+            "kernel_threads_max": kpeak.threads if kpeak else None,
             "errors": errors, "checks": len(checks), "held": sum(c.holds is True for c in checks),
             "explained": sum(c.holds is not True and bool(c.otherwise.strip()) for c in checks),
             "unexplained": sum(c.holds is not True and not c.otherwise.strip() for c in checks),
@@ -480,7 +668,8 @@ def _ready(hub: LocalHub, s: Student, deadline: float) -> dict[str, Any]:
         time.sleep(0.3)
 
 
-def _student(hub: LocalHub, s: Student, t0: float, deadline: float, *, kill: bool = False) -> None:
+def _student(hub: LocalHub, s: Student, t0: float, deadline: float, notebooks: tuple[str, ...], *,
+             kill: bool = False, keep: bool = False) -> None:
     peaks: list[_Peak] = []
     try:
         hub.api("POST", f"/users/{s.name}")
@@ -488,11 +677,12 @@ def _student(hub: LocalHub, s: Student, t0: float, deadline: float, *, kill: boo
         server = _ready(hub, s, deadline)
         s.server_ready_s = round(time.monotonic() - t0, 2)
         pid = (server.get("state") or {}).get("pid")
+        s.server_pid = int(pid) if pid else None
         if pid:
-            peaks.append(_Peak(int(pid)))
+            peaks.append(_Peak(int(pid), hub.tmp_dir(s.name)))
             peaks[-1].start()
-        for stem in NOTEBOOKS:
-            victim = kill and stem == NOTEBOOKS[-1] and pid
+        for stem in notebooks:
+            victim = kill and stem == notebooks[-1] and pid
             when: dict[str, float] = {}
 
             def strike() -> None:
@@ -501,34 +691,63 @@ def _student(hub: LocalHub, s: Student, t0: float, deadline: float, *, kill: boo
 
             try:
                 s.notebooks[stem] = _run_notebook(hub, s, stem, deadline, kill_at=3 if victim else None,
-                                                  kill=strike if victim else None)
+                                                  kill=strike if victim else None, keep=keep)
             except _Killed as where:
                 s.killed.update(at_s=round(when["t"] - t0, 2), where=str(where))
                 pid = _restart(hub, s, int(pid), deadline)
+                s.server_pid = pid
                 s.killed["back_s"] = round(time.monotonic() - when["t"], 2)
-                peaks.append(_Peak(pid))
+                peaks.append(_Peak(pid, hub.tmp_dir(s.name)))
                 peaks[-1].start()
                 names = {f["name"] for f in hub.request("GET", f"{hub.url}/user/{s.name}/api/contents")["content"]}
-                s.killed["files_kept"] = all(f"{n}.ipynb" in names for n in NOTEBOOKS)
-                s.notebooks[stem] = _run_notebook(hub, s, stem, deadline)  # the student runs it again
+                s.killed["files_kept"] = all(f"{n}.ipynb" in names for n in notebooks)
+                s.notebooks[stem] = _run_notebook(hub, s, stem, deadline, keep=keep)  # the student runs it again
         s.finished_s = round(time.monotonic() - t0, 2)
     except Exception as exc:  # noqa: BLE001 - reported per student, the class goes on
         s.error = f"{type(exc).__name__}: {exc}"
     finally:
+        for kid in s.open_kernels:  # the tabs closed at the end of the class
+            try:
+                hub.request("DELETE", f"{hub.url}/user/{s.name}/api/kernels/{kid}")
+            except (ClassError, OSError):
+                pass
         if peaks:
-            s.peak_rss_mib = round(max(p.stop() for p in peaks) / 2**20, 1)
+            mib = 2**20
+            s.peak_rss_mib = round(max(p.stop() for p in peaks) / mib, 1)
+            s.server_rss_mib = round(max(p.root_peak for p in peaks) / mib, 1)
+            s.threads_max = max(p.threads for p in peaks)
+            s.tmp_peak_mib = round(max(p.folder_bytes for p in peaks) / mib, 1)
+            s.cpu_s = round(sum(p.cpu_s for p in peaks), 1)
 
 
-def run_class(students: int, *, quick: bool = True, timeout_s: float = 900, proxy: str | None = None,
+def _check_notebooks(notebooks: Any) -> tuple[str, ...]:
+    found = chapter_notebooks()
+    if notebooks is None:
+        return found
+    if isinstance(notebooks, str) or not isinstance(notebooks, (list, tuple)) or not notebooks:
+        raise ValueError(f"notebooks must be a non-empty list of notebook names (or None: all), got {notebooks!r}")
+    stems = tuple(str(n).removesuffix(".ipynb") for n in notebooks)
+    unknown = [n for n in stems if n not in found]
+    if unknown:
+        raise ValueError(f"notebooks {unknown} are not in notebooks/; choose from {', '.join(found)}")
+    return stems
+
+
+def run_class(students: int, *, notebooks: list[str] | tuple[str, ...] | None = None, quick: bool | None = None,
+              keep_kernels: bool = False, timeout_s: float = 900, proxy: str | None = None,
               kill: int | None = None) -> dict[str, Any]:
     """Run ``students`` simulated students at once on a fresh local hub; the measurements as a dict.
 
+    ``notebooks``: the notebooks each student runs, in order (default: every notebook of
+    ``notebooks/``). ``quick``: the mode (default: ``config.yaml``'s ``singleuser.extraEnv``).
+    ``keep_kernels``: leave each notebook's kernel open until the student has run them all.
     ``kill``: the number (1..students) of the student whose server is killed in the middle of the
     last notebook (see the module docstring)."""
     if isinstance(students, bool) or not isinstance(students, int) or not 1 <= students <= MAX_STUDENTS:
         raise ValueError(f"students must be 1..{MAX_STUDENTS}, got {students!r}")
     if kill is not None and (isinstance(kill, bool) or not isinstance(kill, int) or not 1 <= kill <= students):
         raise ValueError(f"kill must be a student's number 1..{students} (or None), got {kill!r}")
+    stems = _check_notebooks(notebooks)
     proxy = proxy or find_proxy()
     if proxy is None:
         raise ClassError("configurable-http-proxy not found: `make` installs it with npm into .venv/chp "
@@ -540,7 +759,8 @@ def run_class(students: int, *, quick: bool = True, timeout_s: float = 900, prox
     with LocalHub(proxy=proxy, quick=quick) as hub:
         t0 = time.monotonic()
         deadline = t0 + timeout_s
-        threads = [threading.Thread(target=_student, args=(hub, s, t0, deadline), kwargs={"kill": i + 1 == kill},
+        threads = [threading.Thread(target=_student, args=(hub, s, t0, deadline, stems),
+                                    kwargs={"kill": i + 1 == kill, "keep": keep_kernels},
                                     name=f"class-{s.name}", daemon=True) for i, s in enumerate(roster)]
         for t in threads:
             t.start()
@@ -551,13 +771,21 @@ def run_class(students: int, *, quick: bool = True, timeout_s: float = 900, prox
         # the servers log into the hub's log: a websocket the server closed says why there
         full = (hub.dir / "hub.log").read_text(errors="replace") if (hub.dir / "hub.log").exists() else ""
         ping_timeouts = full.count("WebSocket ping timeout")
+        quick_used, env_used, jupyter_files = hub.quick, dict(hub.env), hub.jupyter_files
     time.sleep(1.0)  # the proxy and servers get a moment after the hub's exit
     left = hub.leftovers()
-    shutil.copy(hub.dir / "hub.log", "/tmp/wt29/hub-last.log") if os.environ.get("WT29_KEEP") else None  # DEBUG
     shutil.rmtree(hub.dir, ignore_errors=True)
     peaks = [s.peak_rss_mib for s in roster if s.peak_rss_mib]
+    per_student = []
+    for s in roster:
+        row = {**asdict(s), "checks_ok": s.checks_ok}
+        for private in ("server_pid", "open_kernels"):
+            row.pop(private)
+        per_student.append(row)
     return {
-        "students": students, "quick": quick, "notebooks": list(NOTEBOOKS), "wall_s": wall,
+        "students": students, "quick": quick_used, "mode": "quick" if quick_used else "default",
+        "env": env_used, "jupyter_files": jupyter_files, "keep_kernels": keep_kernels,
+        "notebooks": list(stems), "wall_s": wall,
         "killed": roster[kill - 1].name if kill else None,
         "reconnects": sum(s.reconnects for s in roster), "ws_ping_timeouts": ping_timeouts,
         "machine": describe_machine(), "cpus": os.cpu_count(), "load_before": [round(x, 2) for x in load_before],
@@ -567,7 +795,7 @@ def run_class(students: int, *, quick: bool = True, timeout_s: float = 900, prox
         "all_ok": all(s.checks_ok for s in roster) and all(
             s.killed.get("files_kept") for s in roster if kill and s.name == roster[kill - 1].name),
         "leftover_processes": left,
-        "per_student": [{**asdict(s), "checks_ok": s.checks_ok} for s in roster],
+        "per_student": per_student,
         "hub_log_tail": "" if all(s.checks_ok for s in roster) else hub_log,
     }
 
@@ -575,12 +803,18 @@ def run_class(students: int, *, quick: bool = True, timeout_s: float = 900, prox
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python deploy/jupyterhub/local_class.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--students", type=int, default=2, help=f"simulated students at once (1..{MAX_STUDENTS}; default 2)")
-    p.add_argument("--default-mode", action="store_true", help="the notebooks' default workloads instead of quick mode")
+    p.add_argument("--notebooks", nargs="+", default=None, help="the notebooks each runs (default: every one)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--default-mode", action="store_true", help="the notebooks' default workloads")
+    mode.add_argument("--quick", action="store_true", help="quick mode (default: config.yaml's singleuser.extraEnv)")
+    p.add_argument("--keep-kernels", action="store_true", help="leave every notebook's kernel open until the end")
     p.add_argument("--timeout", type=float, default=900, help="deadline for the whole class in seconds (default 900)")
     p.add_argument("--kill", type=int, default=None, metavar="K",
-                   help="kill student K's server in the middle of notebook 07 (it comes back and reruns it)")
+                   help="kill student K's server in the middle of the last notebook (it comes back and reruns it)")
     args = p.parse_args(argv)
-    result = run_class(args.students, quick=not args.default_mode, timeout_s=args.timeout, kill=args.kill)
+    quick = False if args.default_mode else (True if args.quick else None)
+    result = run_class(args.students, notebooks=args.notebooks, quick=quick, keep_kernels=args.keep_kernels,
+                       timeout_s=args.timeout, kill=args.kill)
     print(json.dumps(result, indent=2))
     return 0 if result["all_ok"] and not result["leftover_processes"] else 1
 

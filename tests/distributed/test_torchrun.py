@@ -56,3 +56,7 @@ def test_torchrun_two_ranks_write_a_trace_dir(tmp_path):
     assert sorted(l["rank"] for l in lines) == [0, 1] and all(l["result"]["correct"] for l in lines)
     merged = read_trace_dir(tmp_path / "collective")
     assert merged.ranks == (0, 1)
+    # one line (the machine's first rank) says where the traces went and how to load them
+    pointer = [l for l in out.stdout.splitlines() if l.startswith("traces of ranks")]
+    assert pointer == [f"traces of ranks 0-1 in {tmp_path}: collective/ (rank<R>.json each); load one with "
+                       f"d2l_async.trace.read_trace_dir({str(tmp_path / 'collective')!r})"], out.stdout

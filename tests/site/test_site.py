@@ -244,7 +244,7 @@ _TOO_WIDE = """() => {
     if (r.width > 0 && r.right > right && !scrolls(el))
       out.push(`${el.tagName.toLowerCase()}.${el.className} ${Math.round(r.right - right)} px past the column`);
   }
-  for (const pre of col.querySelectorAll('.cell_input pre, .cell_output pre'))
+  for (const pre of col.querySelectorAll('pre'))  // every code block: the notebooks' cells and the pages' own
     if (pre.scrollWidth > pre.clientWidth + 1)
       out.push(`pre ${pre.scrollWidth - pre.clientWidth} px wider than its box: ${pre.textContent.slice(0, 60)}`);
   return out;
@@ -253,7 +253,8 @@ _TOO_WIDE = """() => {
 
 @pytest.mark.browser
 def test_code_output_and_figures_fit_the_page_column(browser, site, served):
-    """Code and output wrap within the column (127 blocks did not; the machine line ran 833 px past it)."""
+    """Code and output wrap within the column (127 blocks did not; the machine line ran 833 px past it),
+    the code blocks of the docs pages too (the API page's signatures needed a sideways scroll)."""
     wide = {}
     for path in _pages(site):
         page, errors = _open(browser, f"{served}/{path.relative_to(site).as_posix()}")
@@ -279,6 +280,50 @@ def test_every_drawn_figure_is_named_for_a_screen_reader(browser, site, served):
             page.close()
 
 
+@pytest.mark.browser
+def test_formulas_are_typeset_with_nothing_fetched(browser, site, served, facts):
+    """Every formula of every page is typeset by the site's own MathJax (requests off the site refused)."""
+    assert facts["mathjax"] == "the site's own", "MathJax is not installed (make installs it into .venv/site-js)"
+    with_math = [p for p in _pages(site) if 'class="math' in p.read_text(encoding="utf-8")]
+    assert with_math, "no page has a formula (the lecturer's guide has one)"
+    for path in with_math:
+        page, errors = _open(browser, f"{served}/{path.relative_to(site).as_posix()}")
+        try:
+            spans = page.evaluate("() => document.querySelectorAll('.math').length")
+            page.wait_for_function(f"() => document.querySelectorAll('mjx-container').length >= {spans}",
+                                   timeout=60_000)
+            assert errors == [], f"{path.name}: {errors[:3]}"
+        finally:
+            page.close()
+
+
+@pytest.mark.browser
+def test_no_page_breaks_an_accessibility_rule(browser, site, served):
+    """axe-core's default rules (WCAG 2 A/AA, best practices) on every page: no violation."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("check_site", ROOT / "site" / "check_site.py")
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    if not check.AXE.is_file():
+        from ..conftest import skip_or_fail
+
+        skip_or_fail(f"axe-core is not installed at {check.AXE} (make installs it with npm)")
+    axe = check.AXE.read_text(encoding="utf-8")
+    found = {}
+    for path in _pages(site):
+        page, errors = _open(browser, f"{served}/{path.relative_to(site).as_posix()}")
+        try:
+            page.add_script_tag(content=axe)
+            broken = page.evaluate("async () => (await axe.run(document, {resultTypes: ['violations']}))"
+                                   ".violations.map(v => `${v.id} (${v.impact}): ${v.nodes.length} elements`)")
+            if broken:
+                found[path.name] = broken
+        finally:
+            page.close()
+    assert not found, found
+
+
 # -- the build's own parts, without building --------------------------------------------------------------
 
 
@@ -289,6 +334,68 @@ def _build_site():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def test_make_site_shows_each_notebook_s_progress():
+    """Jupyter Book's log lines (with Sphinx's colours) become one line per notebook started and done."""
+    build = _build_site()
+    stems = ["00_tour", "01_asynchrony"]
+    log = ["\x1b[01mreading sources... \x1b[39;49;00m[ 50%] \x1b[35m01_asynchrony\x1b[39;49;00m",
+           "/tmp/x/src/01_asynchrony.ipynb: Executing notebook using local CWD [mystnb]",
+           "/tmp/x/src/01_asynchrony.ipynb: Executed notebook in 22.24 seconds [mystnb]",
+           "\x1b[01mwriting output... \x1b[39;49;00m",  # Sphinx's translations step, before any page
+           "\x1b[01mwriting output... \x1b[39;49;00m[ 50%] \x1b[32m00_tour\x1b[39;49;00m"]
+    shown = [build.progress_line(line, elapsed_s=75.4, stems=stems) for line in log]
+    assert shown == [None, "[2/2] 01_asynchrony: executing... (75 s into the build)",
+                     "[2/2] 01_asynchrony: executed in 22.2 s (75 s into the build)", None,
+                     "writing the pages (75 s into the build)"]
+    # Sphinx logs every page it writes: the line is shown for the first only
+    assert build.progress_line(log[-1], elapsed_s=76, stems=stems, first_page=False) is None
+
+
+def test_the_index_explains_every_mark(site):
+    """The lesson checks' four marks, each with what it means, on the page a reader opens first."""
+    from d2l_async.lesson import FAILS, HOLDS, MODELLED, UNSURE
+
+    index = (site / "index.html").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"<tr[^>]*>\s*<td[^>]*><p>([^<]+)</p></td>\s*<td[^>]*><p>([^<]+)</p></td>", index))
+    assert {HOLDS, FAILS, UNSURE, MODELLED} <= set(rows), sorted(rows)
+    assert "can't tell" in rows[UNSURE].replace("\u2019", "'").replace("&#8217;", "'")  # Sphinx's smart quotes
+    assert "modelled" in rows[MODELLED] and "reason" in rows[FAILS]
+
+
+_CAPTION = re.compile(r'<p class="d2l-figure-caption"><span class="d2l-figure-number">Figure (\d+)\.</span> ([^<]+)</p>')
+
+
+@pytest.mark.parametrize("stem", NOTEBOOKS)
+def test_every_figure_is_numbered_and_captioned(site, stem):
+    """Figure 1, 2, ... in the page's order, each captioned with its text alternative."""
+    html = (site / f"{stem}.html").read_text(encoding="utf-8")
+    figures = html.count('class="plotly-graph-div"')
+    captions = _CAPTION.findall(html)
+    assert [int(n) for n, _ in captions] == list(range(1, figures + 1)), (stem, figures, captions[:3])
+    assert all(len(text) > 20 for _, text in captions)
+
+
+def test_links_to_a_notebook_in_its_outputs_point_at_its_page(tmp_path):
+    """A lesson check's mark links the key as JupyterLab reads it (``00_tour.ipynb#How-to-read-a-check``);
+    on the site that is ``00_tour.html``, with Sphinx's id for the heading."""
+    build = _build_site()
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "00_tour.html").write_text('<section id="how-to-read-a-check"><h2>How to read a check</h2></section>'
+                                           '<section id="Kept-As-Is"></section>')
+    page = tmp_path / "01_asynchrony.html"
+    page.write_text('<a href="00_tour.ipynb#How-to-read-a-check">✔</a> <a href="00_tour.ipynb">tour</a> '
+                    '<a href="00_tour.ipynb#Kept-As-Is">x</a> <a href="99_missing.ipynb#A">gone</a> '
+                    '<a href="https://github.com/x/y/blob/main/notebooks/00_tour.ipynb">source</a>')
+    doc = tmp_path / "docs" / "guide.html"
+    doc.write_text('<a href="../00_tour.ipynb#How-to-read-a-check">the key</a>')
+    for p in (page, doc):
+        build.tidy_page(p)
+    assert [v for _, v in _links(page)] == ["00_tour.html#how-to-read-a-check", "00_tour.html",
+                                            "00_tour.html#Kept-As-Is", "99_missing.ipynb#A",
+                                            "https://github.com/x/y/blob/main/notebooks/00_tour.ipynb"]
+    assert [v for _, v in _links(doc)] == ["../00_tour.html#how-to-read-a-check"]
 
 
 def test_the_colab_cell_is_recognised_and_nothing_else():

@@ -37,3 +37,13 @@ def test_at_most_150_frames_by_default_and_bad_input(empty_trace):
         animate_timeline("trace.json")
     with pytest.raises(ValueError, match="max_frames"):
         animate_timeline(engine_like(2), max_frames=1)
+
+
+def test_the_legend_sits_under_the_animation_not_beside_it(small_trace):
+    """At the side, the legend's long names took about 40 % of the width from the timeline; under the
+    slider, across the figure, the plots keep the whole width."""
+    fig = animate_timeline(small_trace)
+    legend = fig.layout.legend
+    assert legend.orientation == "h" and legend.y < 0 and legend.x == 0
+    # below the play button and the slider (they sit just under the plots, at y -0.02)
+    assert legend.y < min(m.y for m in fig.layout.updatemenus) - 0.1
