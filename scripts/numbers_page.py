@@ -594,6 +594,46 @@ def site_build(data: dict, name: str) -> str:
     return "\n\n".join(out)
 
 
+def outside_oracles(data: dict, name: str) -> str:
+    sources = data.get("sources", {})
+
+    def origin(suite: str) -> str:
+        src = sources.get("nanogpt" if suite == "interrupt" else suite, {})
+        if src.get("commit"):
+            return f"commit `{src['commit'][:12]}`"
+        return f"version {src['version']}" if src.get("version") else "—"
+
+    pinned = data.get("cpus_allowed")
+    out = [provenance(data, "bench_outside_oracles.py",
+                      load_text=f"{load(data.get('load_average_before'))} before, "
+                                f"{load(data.get('load_average_after'))} after",
+                      extra=f"CPUs the run was allowed: {pinned}; torch {data.get('torch')}.")]
+    rows = []
+    for suite in ("nanogpt", "examples", "d2l"):
+        s = dig(data, f"suites.{suite}")
+        if s is None:
+            rows.append([suite, data.get("skipped", {}).get(suite, "not run"), "—", "—", "—", "—"])
+            continue
+        rows.append([suite, origin(suite), num(s.get("runs"), 0), f"**{num(s.get('bitwise_equal'), 0)}**",
+                     f"{num(s.get('controls_detected'), 0)} of {num(s.get('controls'), 0)}",
+                     sec(s.get("seconds"), 0)])
+    out.append(table(["suite", "outside code", "runs", "bitwise eager's", "one-ulp controls found", "seconds"], rows))
+    mismatches = [m for suite in ("nanogpt", "examples", "d2l")
+                  for m in dig(data, f"suites.{suite}.mismatches", [])]
+    for m in mismatches:
+        out.append(f"Not eager's: {m.get('case')} ({m.get('build')}, {m.get('workers')} workers): "
+                   f"{m.get('error') or m.get('first_difference')}.")
+    s = dig(data, "suites.interrupt")
+    if s is not None:
+        o = s.get("outcomes", {})
+        out.append(table(["interrupted nanoGPT", "outside code", "trials", "finished (a state eager passes through)",
+                          "raised NotComputedError", "silent", "unclear error", "seconds"],
+                         [["real SIGINTs", origin("interrupt"), num(s.get("trials"), 0), num(o.get("finished", 0), 0),
+                           num(o.get("raised clearly", 0), 0), f"**{num(s.get('silent'), 0)}**",
+                           num(s.get("unclear_error"), 0), sec(s.get("seconds"), 0)]]))
+    return "\n\n".join(out)
+
+
 def generic(data: Any, name: str) -> str:
     """Any other result file: what it says it is, and every number in it (up to a screenful)."""
     flat: list[tuple[str, Any]] = []
@@ -671,6 +711,9 @@ SECTIONS: list[tuple[str, str, Callable[[Any, str], str], str]] = [
     ("dashboards.json", "Dashboards", dashboards, "A control changed, the experiment rerun, the figure updated in place."),
     ("torch_versions.json", "The torch version matrix", torch_versions,
      "The torch-facing tests on each tested torch, each in its own virtual environment."),
+    ("outside_oracles.json", "Other projects' training code, eager vs `asynchronous()`", outside_oracles,
+     "nanoGPT's train.py, pytorch/examples' word_language_model and mnist, the d2l package's classes, each run "
+     "eagerly and in a block (1 and 2 workers), every tensor compared bitwise; real SIGINTs in the nanoGPT loop."),
     ("claims.json", "How often each headline claim holds", claims,
      "Every headline claim, run five times in default mode, as is and beside two busy processes."),
     ("test_suite.json", "`make test` and `make test-fast`", test_suite, "The test tiers from a fresh clone."),
@@ -704,10 +747,11 @@ def render(results: Path = RESULTS) -> str:
             data = json.loads(files[filename].read_text())
             lines += [f"## {heading}", "", f"{intro} (`benchmarks/results/{filename}`)", "", renderer(data, filename), ""]
             done.add(filename)
-        if filename == "engine.json":  # the same script's other runs, beside other work
-            for other in sorted(n for n in files if n.startswith("engine_") and n.endswith(".json")):
+        if filename in ("engine.json", "outside_oracles.json"):  # the same script's other runs, beside other work
+            stem = filename.removesuffix(".json")
+            for other in sorted(n for n in files if n.startswith(stem + "_") and n.endswith(".json")):
                 data = json.loads(files[other].read_text())
-                lines += [f"### The same script, another run: `{other}`", "", engine(data, other), ""]
+                lines += [f"### The same script, another run: `{other}`", "", renderer(data, other), ""]
                 done.add(other)
     for other in sorted(set(files) - done):
         lines += [f"## `{other}`", "", generic(json.loads(files[other].read_text()), other), ""]
