@@ -51,7 +51,7 @@ lab: $(STAMP)
 # tests/one_core, the figures, the site); then the unit tests, a real browser, the site and a JupyterHub class.
 NBVAL := --nbval-lax --nbval-current-env --nbval-cell-timeout=900 --nbval-kernel-startup-timeout=300 -p tests.notebook_run
 test: $(STAMP) $(CHP) $(SITE_JS)
-	D2L_ASYNC_QUICK=1 $(PY) -m pytest notebooks tests $(NBVAL) -p no:cacheprovider $(PYTEST_FLAGS)
+	D2L_ASYNC_QUICK=1 $(PY) -m pytest notebooks tests $(NBVAL) -p no:cacheprovider --durations=25 $(PYTEST_FLAGS)
 
 # Under 2 minutes on two quiet cores: no notebook, browser, site, hub, rank or other process (tests/conftest.py),
 # its tests spread over every core (pytest-xdist; the full tier runs one at a time: it times things).

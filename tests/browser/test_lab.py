@@ -45,14 +45,28 @@ def _s(seconds: float) -> float:
     return seconds * LOAD
 
 
-def _wait_for_changed_figures(page, before: list, timeout_s: float) -> list:
-    """Read the figures until one differs from ``before`` (plotly.js applies an update after the kernel sent it)."""
+def _settled(page, now: list, deadline: float) -> tuple[list, float]:
+    """Read the figures again until they are the same on two reads a second apart (scaled by load): the kernel
+    sends a run's figures one after another, and under load the browser applies the second well after the
+    first.  Returns the settled figures and the ``time.monotonic()`` at which they were first read."""
+    seen = time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(_s(1.0))
+        again = _lab.read_figures(page, timeout_s=_s(30))
+        if [f and f["digest"] for f in again] == [f and f["digest"] for f in now]:
+            return again, seen
+        now, seen = again, time.monotonic()
+    return now, seen
+
+
+def _wait_for_changed_figures(page, before: list, timeout_s: float) -> tuple[list, float]:
+    """Read the figures until one differs from ``before`` (plotly.js applies an update after the kernel sent
+    it), then until they settle (:func:`_settled`)."""
     deadline = time.monotonic() + timeout_s
     while True:
         now = _lab.read_figures(page, timeout_s=_s(30))
-        digests = [f and f["digest"] for f in now]
-        if digests != [f and f["digest"] for f in before] or time.monotonic() > deadline:
-            return now
+        if [f and f["digest"] for f in now] != [f and f["digest"] for f in before] or time.monotonic() > deadline:
+            return _settled(page, now, deadline)
         time.sleep(0.25)
 
 
@@ -78,7 +92,7 @@ def check_dashboard(page, lab, name: str, shots: Path, *, ui: str = "lab", kerne
     _lab.run_all(page, url, timeout_s=_s(240))
     assert _lab.errors(page) == [], f"{name}: error output up to the dashboard"
     versions = page.locator(".jp-OutputArea-output").filter(has_text="versions:").first.inner_text() if kernel else ""
-    before = _lab.read_figures(page, timeout_s=_s(60))
+    before, _ = _settled(page, _lab.read_figures(page, timeout_s=_s(60)), time.monotonic() + _s(30))
     status_before = _lab.status(page)
     page.locator(_lab.DASHBOARD).first.screenshot(path=str(shots.with_name(shots.name + "-before.png")))
     assert status_before["kind"] == "ok", f"{name}: the dashboard's first run did not end well: {status_before}"
@@ -86,8 +100,8 @@ def check_dashboard(page, lab, name: str, shots: Path, *, ui: str = "lab", kerne
     moved = _lab.move_first_control(page, timeout_s=_s(30))
     released = time.monotonic()
     status_after = _lab.wait_for_new_run(page, status_before["runs"], timeout_s=_s(180))
-    after = _wait_for_changed_figures(page, before, timeout_s=_s(30))
-    latency = time.monotonic() - released
+    after, seen = _wait_for_changed_figures(page, before, timeout_s=_s(30))
+    latency = seen - released
     page.locator(_lab.DASHBOARD).first.screenshot(path=str(shots.with_name(shots.name + "-after.png")))
     assert status_after["kind"] == "ok", f"{name}: the rerun after the {moved} moved did not end well: {status_after}"
     assert _lab.blank(after) == [], f"{name}: figures drawn empty after the {moved} moved: {after}"
