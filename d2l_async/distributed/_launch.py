@@ -176,7 +176,8 @@ def is_alive(pid: int) -> bool:
 def _check(fn: Any, world_size: Any, backend: Any, timeout: Any, **optional: Any) -> None:
     """Every argument of :func:`launch`, the cheap ones first; ``fn``'s importability last, since a
     reader fixing a lambda should not then meet a refused ``world_size``."""
-    function("fn", fn, what="a function to run on each rank")
+    if not callable(fn):
+        raise TypeError(f"fn: launch expects a function to run on each rank, got {type(fn).__name__} {fn!r:.80}")
     if isinstance(world_size, bool) or not isinstance(world_size, int) or not 1 <= world_size <= 64:
         raise ValueError(f"world_size must be an integer between 1 and 64, got {world_size!r}")
     if backend not in BACKENDS:

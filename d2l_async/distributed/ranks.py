@@ -74,10 +74,14 @@ def profiled(ctx: RankContext, label: str, warmup: Callable[[], Any] | None = No
     if warmup is not None:
         function("warmup", warmup, what="a function of no arguments, or None")
     instance("ctx", ctx, RankContext, what="RankContext (the argument launch gives the rank function)")
-    if not dist.is_initialized():
+    try:
+        dist.barrier()
+    except ValueError as exc:  # torch's "Default process group has not been initialized"
+        if dist.is_initialized():
+            raise
         raise RuntimeError(f"profiled(ctx, {label!r}) runs inside a rank function started by "
-                           "d2l_async.distributed.launch, where the ranks' process group exists; this process has none")
-    dist.barrier()
+                           "d2l_async.distributed.launch, where the ranks' process group exists; this process has "
+                           "none") from exc
     if ctx.trace_dir is None:
         yield
         dist.barrier()
