@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-__all__ = ["NotANumber", "TRACE_HINT", "flag", "having", "instance", "integer", "max_workers", "number", "sequence",
-           "workers"]
+__all__ = ["NotANumber", "TRACE_HINT", "flag", "function", "having", "instance", "integer", "mapping", "max_workers",
+           "number", "path", "samples", "sequence", "span", "workers"]
 
 
 class NotANumber(TypeError, ValueError):
@@ -64,15 +66,22 @@ def integer(name: str, value: Any, *, minimum: int | None = None, maximum: int |
 
 
 def number(name: str, value: Any, *, minimum: float | None = None, maximum: float | None = None,
-           above: float | None = None) -> float:
-    """``value`` as a finite float within the bounds (``above``: strictly greater), else an error."""
+           above: float | None = None, finite: bool = True) -> float:
+    """``value`` as a finite float within the bounds (``above``: strictly greater), else an error.
+
+    ``finite=False`` lets ±inf and NaN through (a time that may be "never"): only the type is checked then,
+    with the bounds.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
         raise NotANumber(f"{name} must be a number{_range(minimum, maximum, above)}, got {type(value).__name__} "
                         f"{_shown(value)}")
     f = float(value)
-    if (not math.isfinite(f) or (minimum is not None and f < minimum) or (maximum is not None and f > maximum)
-            or (above is not None and f <= above)):
-        raise ValueError(f"{name} must be a finite number{_range(minimum, maximum, above)}, got {_shown(value)}")
+    if not finite and math.isnan(f):
+        return f
+    if ((finite and not math.isfinite(f)) or (minimum is not None and f < minimum)
+            or (maximum is not None and f > maximum) or (above is not None and f <= above)):
+        raise ValueError(f"{name} must be a {'finite ' if finite else ''}number{_range(minimum, maximum, above)}, "
+                         f"got {_shown(value)}")
     return f
 
 
@@ -151,6 +160,70 @@ def sequence(name: str, value: Any, *, what: str, empty: bool = True) -> tuple[A
     if not empty and not items:
         raise ValueError(f"{name} must hold at least one of {what}, got an empty {type(value).__name__}")
     return items
+
+
+def samples(name: str, value: Any, *, minimum: float | None = None, above: float | None = None,
+            what: str = "numbers") -> list[float]:
+    """Repeated measurements: one number or a non-empty sequence of finite numbers (each ``>= minimum``,
+    or ``> above``); ``what`` they are, for the message (``"seconds"``).
+
+    A string is refused as a whole (``"0.5"`` is text, and iterating it would judge its letters).
+    """
+    scalar = not hasattr(value, "__iter__") and hasattr(value, "__float__")  # e.g. numpy.float32
+    items = [value] if scalar and not isinstance(value, bool) else value
+    if isinstance(items, (str, bytes, Mapping)) or not hasattr(items, "__iter__"):
+        raise NotANumber(f"{name} must be a number or a sequence of {what} (one per run), got "
+                         f"{type(value).__name__} {_shown(value)}")
+    out = []
+    for x in items:
+        if isinstance(x, bool) or not isinstance(x, (int, float)) and not hasattr(x, "__float__"):
+            raise NotANumber(f"{name} must hold {what} only, got {type(x).__name__} {_shown(x)} in {_shown(value)}")
+        out.append(float(x))
+    if not out:
+        raise ValueError(f"{name} needs at least one sample, got an empty {type(value).__name__}")
+    bad = [x for x in out if not math.isfinite(x) or (minimum is not None and x < minimum)
+           or (above is not None and x <= above)]
+    if bad:
+        bound = f"positive {what}" if above == 0 and minimum is None else f"{what}{_range(minimum, None, above)}"
+        raise ValueError(f"{name} must be finite {bound}, got {_shown(bad[0])} in {_shown(value)}")
+    return out
+
+
+def span(name: str, value: Any) -> tuple[float, float]:
+    """A ``(start, end)`` pair of numbers with ``start < end`` (either may be infinite, neither NaN)."""
+    pair = tuple(value) if hasattr(value, "__iter__") and not isinstance(value, (str, bytes, Mapping)) else None
+    if (pair is None or len(pair) != 2
+            or any(isinstance(x, bool) or not isinstance(x, (int, float)) and not hasattr(x, "__float__") for x in pair)):
+        raise TypeError(f"{name} must be a (start, end) pair of numbers, got {type(value).__name__} {_shown(value)}")
+    lo, hi = float(pair[0]), float(pair[1])
+    if not lo < hi:  # NaN fails this too
+        raise ValueError(f"{name}={_shown(value)}: the start must come before the end")
+    return lo, hi
+
+
+def path(name: str, value: Any) -> Path:
+    """A file or folder path: a non-empty ``str`` or ``os.PathLike`` (``pathlib.Path``), as a ``Path``."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a file path or folder path (str or pathlib.Path), got {type(value).__name__} "
+                        f"{_shown(value)}")
+    if not os.fspath(value):
+        raise ValueError(f"{name} must be a file path or folder path (str or pathlib.Path), got the empty string "
+                         f"{value!r}")
+    return Path(value)
+
+
+def function(name: str, value: Any, *, what: str = "a function") -> Any:
+    """``value`` if it can be called, else a TypeError naming ``name`` (``what``: what it is called with)."""
+    if not callable(value):
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__} {_shown(value)}")
+    return value
+
+
+def mapping(name: str, value: Any, *, what: str) -> Mapping[Any, Any]:
+    """``value`` if it is a mapping (a ``dict``), else a TypeError naming ``name`` and ``what`` it maps."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a dict of {what}, got {type(value).__name__} {_shown(value)}")
+    return value
 
 
 #: Where a reader gets a Trace, for the messages that refuse something else.

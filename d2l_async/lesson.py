@@ -250,6 +250,9 @@ class Check:
 class CheckList(list):
     """The checks :func:`show` displayed; as a cell's last value it is not displayed again."""
 
+    def __init__(self, iterable: Any = (), /) -> None:
+        super().__init__(sequence("iterable", iterable, what="checks"))
+
     def _ipython_display_(self) -> None:
         if getattr(self, "_shown_in", None) != _execution_count():
             for c in self:
@@ -419,7 +422,8 @@ def show(checks: CheckLike | Iterable[CheckLike]) -> CheckList:
     Returns:
         The checks, as :class:`Check` objects, in order (a list).
     """
-    items = [checks] if isinstance(checks, (Check, tuple)) else list(checks)
+    items = [checks] if isinstance(checks, (Check, tuple)) else list(
+        sequence("checks", checks, what="checks (Check objects or (name, holds, shown) tuples)"))
     out = CheckList(_as_check(item) for item in items)
     for c in out:
         _display(c)

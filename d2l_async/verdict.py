@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ._args import number, samples
 from ._words import fmt_interval, spread_words
 
 __all__ = ["Verdict", "Trend", "compare", "compare_paired", "similar", "within", "at_least", "overruled", "trend", "spearman", "UNREPEATED_FACTOR", "LEVEL"]
@@ -57,17 +58,15 @@ _ALPHA = 0.05
 
 
 def _samples(name: str, xs: Sequence[float] | float) -> list[float]:
-    if isinstance(xs, (int, float)) and not isinstance(xs, bool):
-        xs = [xs]
-    try:
-        out = [float(x) for x in xs]
-    except TypeError as err:
-        raise TypeError(f"{name} must be a number or a sequence of numbers, got {xs!r}") from err
-    if not out:
-        raise ValueError(f"{name} needs at least one sample, got none")
-    if any(not math.isfinite(x) for x in out):
-        raise ValueError(f"{name} holds a non-finite sample: {out}")
-    return out
+    return samples(name, xs)
+
+
+def _fraction(name: str, value: Any) -> float:
+    """A relative tolerance, strictly between 0 and 1."""
+    f = number(name, value, above=0)
+    if not f < 1:
+        raise ValueError(f"{name} must be in (0, 1), got {value!r}")
+    return f
 
 
 def _ratio(a: float, b: float) -> float:
@@ -213,8 +212,7 @@ def similar(a: Sequence[float] | float, b: Sequence[float] | float, *, tolerance
         A frozen :class:`Verdict`: ``holds`` (True, False or None for can't tell), the ratio, its interval
         ``low``/``high`` and how it was decided (``method``, ``interval``, ``rule``).
     """
-    if not 0 < tolerance < 1:
-        raise ValueError(f"tolerance must be in (0, 1), got {tolerance!r}")
+    _fraction("tolerance", tolerance)
     v = compare_paired(a, b, names=names) if paired else compare(a, b, names=names)
     lo, hi = 1 / (1 + tolerance), 1 + tolerance
     if v.n_a == 1 and v.n_b == 1:
@@ -270,8 +268,7 @@ def within(samples: Sequence[float] | float, target: float, *, tolerance: float,
     """
     if isinstance(target, bool) or not isinstance(target, (int, float)) or not target > 0:
         raise ValueError(f"target must be a positive number, got {target!r}")
-    if not 0 < tolerance < 1:
-        raise ValueError(f"tolerance must be in (0, 1), got {tolerance!r}")
+    _fraction("tolerance", tolerance)
     xs = _samples("samples", samples)
     v = compare(xs, [float(target)] * 3 if len(xs) >= 3 else [float(target)] * len(xs), names=names)
     lo, hi = 1 - tolerance, 1 + tolerance

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..trace import Kind, Trace
+from ..trace import Kind, Trace, TraceError
 from ._common import check_trace
 
 __all__ = ["busy_idle", "overlap", "Overlap", "BUSY_COLUMNS"]
@@ -137,10 +137,12 @@ def overlap(trace: Trace, lane_a: str, lane_b: str) -> Overlap:
         span and the rest 0.
     """
     check_trace(trace)
-    for name in (lane_a, lane_b):
+    lanes = [lane.name for lane in trace.lanes]
+    for arg, name in (("lane_a", lane_a), ("lane_b", lane_b)):
         if not isinstance(name, str):
-            raise TypeError(f"lanes are given by name (str), got {type(name).__name__}")
-        trace.lane(name)  # TraceError listing the lanes when unknown
+            raise TypeError(f"{arg} must be a lane's name (str), got {type(name).__name__} {name!r}; lanes are {lanes}")
+        if name not in lanes:
+            raise TraceError(f"{arg}: no lane {name!r}; lanes are {lanes}")
     if lane_a == lane_b:
         raise ValueError(f"overlap needs two different lanes, got {lane_a!r} twice")
     lo, hi = _window(trace)

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
+from .._args import integer
+from .._args import path as as_path
 from ..trace import Trace, read_trace_dir
 from ._launch import BACKENDS, LaunchResult, launch
 
@@ -104,7 +106,7 @@ def where(backend: str, ranks: int) -> Where:
 @contextmanager
 def _trace_root(trace_dir: str | Path | None) -> Iterator[Path]:
     if trace_dir is not None:
-        path = Path(trace_dir)
+        path = as_path("trace_dir", trace_dir)
         path.mkdir(parents=True, exist_ok=True)
         yield path
         return
@@ -124,6 +126,7 @@ def run_and_load(fn: Callable[..., Any], ranks: int, *, backend: str, labels: tu
         The launch result and ``{label: merged Trace}`` (one lane group per rank).  The files are
         deleted afterwards unless ``trace_dir`` was given.
     """
+    ranks = integer("ranks", ranks, minimum=1, maximum=64)
     with _trace_root(trace_dir) as root:
         res = launch(fn, ranks, backend=backend, trace_dir=root, timeout=timeout, options=options)
         traces = {label: read_trace_dir(root / label) for label in labels}

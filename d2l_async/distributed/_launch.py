@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ._rank import RankContext, _rank_main, run_rank
-from .._args import instance, integer
+from .._args import flag, function, instance, integer, mapping, path
 
 __all__ = ["BACKENDS", "DistributedError", "LaunchResult", "RankContext", "RankDied", "RankError", "RankTimeout",
            "free_port", "is_alive", "launch"]
@@ -173,20 +173,32 @@ def is_alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
 
 
-def _check(fn: Any, world_size: Any, backend: Any, timeout: Any) -> None:
+def _check(fn: Any, world_size: Any, backend: Any, timeout: Any, **optional: Any) -> None:
+    """Every argument of :func:`launch`, the cheap ones first; ``fn``'s importability last, since a
+    reader fixing a lambda should not then meet a refused ``world_size``."""
     if not callable(fn):
-        raise TypeError(f"launch expects a function to run on each rank, got {type(fn).__name__}")
-    module = getattr(fn, "__module__", None)
-    if module in (None, "__main__") or getattr(fn, "__qualname__", "").count("<"):
-        raise ValueError(f"{getattr(fn, '__qualname__', fn)!r} is defined in {module or 'no module'} (a notebook cell, "
-                         "a lambda or a nested function): spawned ranks import the function by name, so it must "
-                         "be a top-level function of a module file (e.g. d2l_async.distributed.ranks)")
+        raise TypeError(f"fn: launch expects a function to run on each rank, got {type(fn).__name__} {fn!r:.80}")
     if isinstance(world_size, bool) or not isinstance(world_size, int) or not 1 <= world_size <= 64:
         raise ValueError(f"world_size must be an integer between 1 and 64, got {world_size!r}")
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r}: use one of {BACKENDS}")
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    if optional.get("trace_dir") is not None:
+        path("trace_dir", optional["trace_dir"])
+    if "profile" in optional:
+        flag("profile", optional["profile"])
+    if optional.get("options") is not None:
+        mapping("options", optional["options"], what="keyword arguments for the rank function")
+    if optional.get("on_start") is not None:
+        function("on_start", optional["on_start"], what="a function of the ranks' process ids, or None")
+    if "start_method" in optional and optional["start_method"] not in ("auto", "forkserver", "spawn"):
+        raise ValueError(f"start_method={optional['start_method']!r}: use 'auto', 'forkserver' or 'spawn'")
+    module = getattr(fn, "__module__", None)
+    if module in (None, "__main__") or getattr(fn, "__qualname__", "").count("<"):
+        raise ValueError(f"fn={getattr(fn, '__qualname__', fn)!r} is defined in {module or 'no module'} (a notebook "
+                         "cell, a lambda or a nested function): spawned ranks import the function by name, so it "
+                         "must be a top-level function of a module file (e.g. d2l_async.distributed.ranks)")
 
 
 def launch(fn: Callable[[RankContext], Any], world_size: int = 2, *, backend: str = "gloo",
@@ -220,9 +232,8 @@ def launch(fn: Callable[[RankContext], Any], world_size: int = 2, *, backend: st
         DistributedError: a rank died without reporting (killed, out of memory, a crash in C++).
         ValueError: bad arguments, or NCCL without a GPU for every rank.
     """
-    _check(fn, world_size, backend, timeout)
-    if start_method not in ("auto", "forkserver", "spawn"):
-        raise ValueError(f"start_method={start_method!r}: use 'auto', 'forkserver' or 'spawn'")
+    _check(fn, world_size, backend, timeout, trace_dir=trace_dir, profile=profile, options=options, on_start=on_start,
+           start_method=start_method)
     if backend == "nccl":
         _check_gpus(world_size)
     if profile:

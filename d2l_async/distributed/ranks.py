@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from ._launch import RankContext
-from .._args import having, integer
+from .._args import function, having, instance, integer
 
 __all__ = ["DEFAULT_NUMEL", "DEFAULT_SIZE", "MODES", "STEP_LABEL", "collective_rank", "mlp", "profiled", "raising_rank",
            "training_rank"]
@@ -69,7 +69,19 @@ def profiled(ctx: RankContext, label: str, warmup: Callable[[], Any] | None = No
     import torch.distributed as dist
     from torch.profiler import ProfilerActivity, profile, schedule
 
-    dist.barrier()
+    if not isinstance(label, str) or not label or "/" in label or "\\" in label:
+        raise ValueError(f"label must be a non-empty folder name (str, no '/'), got {label!r}")
+    if warmup is not None:
+        function("warmup", warmup, what="a function of no arguments, or None")
+    instance("ctx", ctx, RankContext, what="RankContext (the argument launch gives the rank function)")
+    try:
+        dist.barrier()
+    except ValueError as exc:  # torch's "Default process group has not been initialized"
+        if dist.is_initialized():
+            raise
+        raise RuntimeError(f"profiled(ctx, {label!r}) runs inside a rank function started by "
+                           "d2l_async.distributed.launch, where the ranks' process group exists; this process has "
+                           "none") from exc
     if ctx.trace_dir is None:
         yield
         dist.barrier()

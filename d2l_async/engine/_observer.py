@@ -41,6 +41,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
+from .._args import instance, sequence
 from ..trace import Kind, Lane, LaneRole, Trace
 from ..trace import Coded, Ragged, segments
 from ._source import format_source
@@ -126,7 +127,8 @@ class Recorder:
                  limit: int = RECORD_LIMIT, label_prefix: str = "a") -> None:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ValueError(f"limit={limit!r}: pass a positive int (events to record)")
-        self.devices = tuple(devices)
+        self.devices = tuple(instance("devices", d, str, what="device name (str) in each place")
+                             for d in sequence("devices", devices, what="device names (str)"))
         self.workers = workers
         self.engine = engine
         self.t0 = time.perf_counter() if t0 is None else t0

@@ -23,6 +23,7 @@ from typing import Sequence
 
 import torch
 
+from .._args import integer, sequence
 from ._engine import make_engine
 
 __all__ = ["SchedulingOverhead", "measure_scheduling_overhead", "quantiles"]
@@ -101,11 +102,11 @@ def measure_scheduling_overhead(workers: Sequence[int] = (1, 2, 4, 8, 16), ops: 
         from :func:`~d2l_async.engine.make_engine`: with ``D2L_ASYNC_ENGINE=naive`` every count
         runs on a naive engine (no worker threads at all), so the counts do not differ in kind.
     """
-    counts = tuple(workers)
-    if not counts or any(isinstance(w, bool) or not isinstance(w, int) or w < 1 for w in counts):
+    counts = tuple(sequence("workers", workers, what="worker thread counts, e.g. (1, 2, 4)", empty=False))
+    if any(isinstance(w, bool) or not isinstance(w, int) or w < 1 for w in counts):
         raise ValueError(f"workers={workers!r}: pass positive ints, e.g. (1, 2, 4)")
-    if ops < 1 or repeats < 1:
-        raise ValueError(f"ops={ops}, repeats={repeats}: both must be positive")
+    ops = integer("ops", ops, minimum=1)
+    repeats = integer("repeats", repeats, minimum=1)
     out = []
     for w in counts:
         with make_engine(workers=w, devices=("cpu:0",), record=record) as eng:

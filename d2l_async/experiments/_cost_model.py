@@ -52,7 +52,7 @@ class CostModel:
     t2_source: str = "backend pace"
 
     def __post_init__(self) -> None:
-        if self.t2_source not in _T2_SOURCES:
+        if not isinstance(self.t2_source, str) or self.t2_source not in _T2_SOURCES:
             raise ValueError(f"t2_source must be one of {sorted(_T2_SOURCES)}, got {self.t2_source!r}")
 
     @property

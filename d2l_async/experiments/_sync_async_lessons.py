@@ -26,7 +26,7 @@ import statistics
 from typing import Any
 
 from d2l_async import claims, lesson
-from d2l_async._args import having
+from d2l_async._args import having, samples
 
 from . import _cuda_why as cuda_why
 from ._common import backend_work
@@ -135,12 +135,10 @@ def book_loop_check(sync_s: Any, async_s: Any, *, ops: int, machine: Any = None,
     """
     from d2l_async.verdict import compare
 
-    sync_runs = tuple(sync_s) if isinstance(sync_s, (tuple, list)) else (sync_s,)
-    async_runs = tuple(async_s) if isinstance(async_s, (tuple, list)) else (async_s,)
+    sync_runs = tuple(samples("sync_s", sync_s, above=0, what="seconds"))
+    async_runs = tuple(samples("async_s", async_s, above=0, what="seconds"))
     if isinstance(ops, bool) or not isinstance(ops, int) or ops < 1:
         raise ValueError(f"ops must be a positive int, got {ops!r}")
-    if not sync_runs or not async_runs or min(sync_runs + async_runs) <= 0:
-        raise ValueError(f"sync_s and async_s must be positive seconds, got {sync_s!r} and {async_s!r}")
     if machine is not None:
         having("machine", machine, ("usable_cpus",), what="a d2l_async.devices.machine() snapshot or None")
     if backend not in ("engine", "cuda"):

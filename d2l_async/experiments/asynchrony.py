@@ -24,7 +24,7 @@ from typing import Any, Mapping
 
 from d2l_async import claims, config, lesson
 
-from d2l_async._args import TRACE_HINT, having, instance
+from d2l_async._args import TRACE_HINT, having, instance, number, samples
 from d2l_async.trace import Trace
 
 from ._common import Setup, backend_work, choice, launches, make_measurement, positive_int, resolve_backend, time_runs
@@ -273,6 +273,7 @@ def ran_ahead_check(trace: Any, machine: Any = None, *, share: float = 0.5) -> l
     if machine is not None:
         having("machine", machine, ("usable_cpus",), what="a d2l_async.devices.machine() snapshot or None")
     instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
+    share = number("share", share, above=0, maximum=1)
     a = issue_and_finish(trace)
     cause, facts = _why_behind(trace, machine)
     return RAN_AHEAD.check(a.finished > 0 and a.issued < share * a.finished, cause=cause,
@@ -304,10 +305,8 @@ def timer_check(naive_s: Any, synced_s: Any, machine: Any = None, *, trace: Any 
     choice("backend", backend, ("engine", "cuda"))
     from d2l_async.verdict import compare
 
-    naive = tuple(naive_s) if isinstance(naive_s, (tuple, list)) else (naive_s,)
-    synced = tuple(synced_s) if isinstance(synced_s, (tuple, list)) else (synced_s,)
-    if not naive or not synced or min(naive) < 0 or min(synced) <= 0:
-        raise ValueError(f"timings must be seconds >= 0 (synchronized > 0), got {naive_s!r}, {synced_s!r}")
+    naive = tuple(samples("naive_s", naive_s, minimum=0, what="seconds"))
+    synced = tuple(samples("synced_s", synced_s, above=0, what="seconds"))
     v = compare(naive, synced, by=0.5, names=("naive", "synchronized"))
     cause, facts = _why_behind(trace, machine)
     if v.holds is None and cause is not lesson.Cause.NO_WORKER_THREAD:

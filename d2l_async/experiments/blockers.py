@@ -32,7 +32,7 @@ from ._show import Displayed, ran_on
 from ._why import cpu_cause, machine_words
 from .sizing import device_sizes
 from d2l_async.trace import Trace
-from d2l_async._args import TRACE_HINT, having, instance
+from d2l_async._args import TRACE_HINT, having, instance, integer
 
 __all__ = ["BLOCKERS", "BLOCKER_DEMO", "BlockEvent", "BlockersResult", "run_blockers", "checks", "report_check",
            "SAME_COST", "EVERY_STEP", "EACH_WAITED"]
@@ -446,6 +446,7 @@ def report_check(trace: Any, *, expected: int, size: int, machine: Any = None) -
     instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     if machine is not None:
         having("machine", machine, ("usable_cpus", "spare_cpus"), what="a d2l_async.devices.machine() snapshot or None")
+    expected = integer("expected", expected, minimum=0)
     blocks = trace.where(kind="block")
     sources = {str(s) for s, r in zip(blocks["source"], blocks["reason"]) if str(r) != "waitall"}
     reasons = sorted({str(r) for r in blocks["reason"]} - {"waitall"})

@@ -72,5 +72,5 @@ def book_number(key: str) -> BookNumber:
     """
     try:
         return BOOK[key]
-    except KeyError:
+    except (KeyError, TypeError):  # TypeError: an unhashable key, a list
         raise ValueError(f"no book number {key!r}; known: {sorted(BOOK)}") from None

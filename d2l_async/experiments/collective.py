@@ -24,7 +24,7 @@ from .. import claims, config, lesson
 from ..verdict import compare_paired, overruled
 from .._words import fmt_time
 from ..trace import Trace, rank_lanes
-from .._args import having
+from .._args import TRACE_HINT, having, instance
 from ..distributed import OnRanks, Where, check_backend, run_and_load, where
 from ..distributed.ranks import DEFAULT_NUMEL, DEFAULT_SIZE, collective_rank
 from ._show import Displayed
@@ -152,6 +152,7 @@ def returned_early(trace: Trace) -> dict[int, dict[str, bool]]:
     """Per rank, read from the trace: did the frontend's ``c10d::allreduce_`` call end before the
     collective did (``returned``), and did the independent matmul begin before it ended
     (``overlapped``: the frontend went on while the reduction was in flight)?"""
+    instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     out: dict[int, dict[str, bool]] = {}
     lane, name, start, end = trace["lane"], trace["name"], trace["start"], trace["end"]
     for rl in rank_lanes(trace):

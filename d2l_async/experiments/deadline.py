@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
+from .._args import number
 from ..engine import wait_limit
 
 __all__ = ["RunStopped", "RunSuperseded", "Deadline", "deadline", "checkpoint", "ABANDON_EVERY_S"]
@@ -118,6 +119,7 @@ def deadline(limit_s: float | None, *, what: str = "this run", min_progress_s: f
         ValueError: a non-positive limit.
         TypeError: ``abandon`` is not callable.
     """
+    min_progress_s = number("min_progress_s", min_progress_s, minimum=0)
     if abandon is not None and not callable(abandon):
         raise TypeError(f"abandon must be a callable returning a reason or None, got {type(abandon).__name__}")
     if limit_s is None and abandon is not None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from d2l_async import config
+from d2l_async._args import integer
 
 from ._common import engine_label, positive_int, positive_ints, stable_matrix
 from ._show import DisplayedTuple
@@ -225,11 +226,12 @@ def run_expression(
     tree = check_expression(expression)
     size = positive_int("size", size, maximum=4096)
     workers = positive_int("workers", workers, maximum=64)
+    seed = integer("seed", seed)
     import torch
 
     from d2l_async.engine import make_engine
 
-    gen = torch.Generator().manual_seed(int(seed))
+    gen = torch.Generator().manual_seed(seed)
     tensors = {name: torch.rand(size, size, generator=gen) + 0.5 for name in NAMES}
     expected = _evaluate(tree, dict(tensors))
     expected = expected.numpy() if hasattr(expected, "numpy") else expected

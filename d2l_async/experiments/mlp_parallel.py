@@ -22,7 +22,7 @@ from ._common import Setup, backend_work, positive_int
 from ._show import Displayed
 from .parallel_lessons import RunFacts, run_facts
 from .parallelism import device_setup
-from d2l_async._args import TRACE_HINT, instance
+from d2l_async._args import TRACE_HINT, function, instance
 
 __all__ = ["MLPResult", "run_mlp_parallel", "compute_comm_overlap", "timed_after_warmup"]
 
@@ -273,6 +273,9 @@ def timed_after_warmup(run: Callable[[], None], reset: Callable[[], None],
     """Seconds of ``run()``'s second call: the first, untimed, pays CUDA's one-time costs (cuBLAS
     handles, pinned host memory, peer access between the GPUs, kernel loading), which are not the
     training loop's; ``reset()`` runs before each call."""
+    function("run", run, what="a function of no arguments (one training loop)")
+    function("reset", reset, what="a function of no arguments (resets the weights)")
+    function("clock", clock, what="a function of no arguments returning seconds (time.perf_counter)")
     reset()
     run()
     reset()

@@ -33,7 +33,7 @@ from typing import Any
 from .. import claims, config
 from .._words import fmt_time
 from ..trace import Lane, LaneRole, Trace
-from .._args import having, instance, number
+from .._args import having, instance, integer, number, samples, sequence
 from ._show import Displayed
 
 __all__ = ["LinkModel", "ModelledOverlap", "run_modelled_overlap", "schedule", "checks", "LABEL", "MODELLED_STEP"]
@@ -79,8 +79,13 @@ def schedule(ready_s: list[float], nbytes: list[int], *, bucket_bytes: float, en
         step ends (seconds from the backward's start).
     """
     instance("link", link, LinkModel, what="d2l_async.experiments.modelled_link.LinkModel")
-    if len(ready_s) != len(nbytes) or not ready_s:
-        raise ValueError("schedule needs one ready time per gradient, at least one")
+    ready_s = samples("ready_s", ready_s, minimum=0, what="seconds")
+    nbytes = [integer("nbytes", b, minimum=0) for b in sequence("nbytes", nbytes, what="byte counts (int)", empty=False)]
+    bucket_bytes = number("bucket_bytes", bucket_bytes, above=0)
+    end_s = number("end_s", end_s, minimum=0)
+    if len(ready_s) != len(nbytes):
+        raise ValueError(f"ready_s and nbytes must have one entry per gradient each, got {len(ready_s)} and "
+                         f"{len(nbytes)}")
     buckets, size, last_ready = [], 0, 0.0
     for t, b in zip(ready_s, nbytes):
         size, last_ready = size + b, max(last_ready, t)
@@ -189,12 +194,11 @@ def run_modelled_overlap(*, width: int | None = None, depth: int | None = None, 
     Raises:
         ValueError: a size or ``repeats`` below 1, or ``bucket_cap_mb`` outside (0, 1024].
     """
-    width = int(width if width is not None else 512)
-    depth = int(depth if depth is not None else config.scale(6, 4))
-    batch = int(batch if batch is not None else config.scale(128, 64))
-    repeats = int(repeats if repeats is not None else config.scale(7, 5))
-    if min(width, depth, batch, repeats) < 1 or not 0 < bucket_cap_mb <= 1024:
-        raise ValueError("width, depth, batch, repeats must be >= 1 and bucket_cap_mb in (0, 1024]")
+    width = integer("width", width if width is not None else 512, minimum=1)
+    depth = integer("depth", depth if depth is not None else config.scale(6, 4), minimum=1)
+    batch = integer("batch", batch if batch is not None else config.scale(128, 64), minimum=1)
+    repeats = integer("repeats", repeats if repeats is not None else config.scale(7, 5), minimum=1)
+    bucket_cap_mb = number("bucket_cap_mb", bucket_cap_mb, above=0, maximum=1024)
     if link is not None:
         instance("link", link, LinkModel, what="d2l_async.experiments.modelled_link.LinkModel or None")
     link = link or LinkModel()

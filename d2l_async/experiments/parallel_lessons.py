@@ -30,7 +30,7 @@ from d2l_async._words import fmt_time
 from d2l_async.analysis import intersection_seconds, intervals_union, union_seconds
 from d2l_async.verdict import compare, overruled
 from d2l_async.trace import Trace
-from d2l_async._args import TRACE_HINT, having, instance, sequence
+from d2l_async._args import TRACE_HINT, having, instance, integer, sequence
 
 __all__ = ["RunFacts", "run_facts", "DevicePlan", "plan_devices", "device_intervals", "busy_seconds", "overlap_seconds",
            "max_concurrency", "gap_after", "two_device_checks", "independence_checks", "mlp_checks",
@@ -104,6 +104,7 @@ def plan_devices(facts: RunFacts | None = None, *, needed: int = 2) -> DevicePla
     """
     if facts is not None:
         having("facts", facts, ("spare_cpus",), what="the machine's facts (run_facts()) or None")
+    needed = integer("needed", needed, minimum=1)
     facts = run_facts() if facts is None else facts
     spare = facts.spare_cpus
     if spare >= needed - 0.25:
@@ -126,7 +127,9 @@ def device_intervals(trace: Any, device: str | None = None, *, kinds: Sequence[s
     instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
     from d2l_async.trace import BACKEND_KINDS
 
-    work = trace.where(kind=list(kinds) if kinds is not None else list(BACKEND_KINDS),
+    if kinds is not None:
+        kinds = [instance("kinds", k, str, what="event kind (str)") for k in sequence("kinds", kinds, what="event kinds")]
+    work = trace.where(kind=kinds if kinds is not None else list(BACKEND_KINDS),
                        lane=[lane.name for lane in trace.backend_lanes])
     out = [(float(work["start"][i]), float(work["end"][i])) for i in range(len(work))
            if device is None or str(work["device"][i]) == device]
@@ -135,7 +138,12 @@ def device_intervals(trace: Any, device: str | None = None, *, kinds: Sequence[s
 
 def busy_seconds(iv: list[tuple[float, float]]) -> float:
     """Seconds covered by the intervals (each instant counted once)."""
-    return union_seconds(np.array([a for a, _ in iv]), np.array([b for _, b in iv]))
+    iv = sequence("iv", iv, what="(start, end) pairs of seconds")
+    try:
+        ends = np.array(iv, dtype=float).reshape(len(iv), 2)
+    except (TypeError, ValueError):
+        raise TypeError(f"iv must hold (start, end) pairs of seconds, got {iv!r:.80}") from None
+    return union_seconds(ends[:, 0], ends[:, 1])
 
 
 def _union(iv: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:

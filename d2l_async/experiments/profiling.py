@@ -25,6 +25,7 @@ from ._show import Displayed
 from .queue_memory import SampleQueueSummary, sample_queue_summary
 from d2l_async.trace import Trace
 from d2l_async._args import TRACE_HINT, having, instance, sequence
+from d2l_async._args import path as as_path
 
 __all__ = ["ProfilingResult", "run_profiling", "sample_summaries", "export_perfetto", "PROFILE_SAMPLES", "checks",
            "sample_checks", "hta_check", "Samples", "NO_CPU_QUEUE", "GPU_QUEUE", "DEEP_QUEUES", "HTA_AGREES"]
@@ -142,6 +143,7 @@ def sample_summaries(names: tuple[str, ...] = PROFILE_SAMPLES) -> "Samples":
     """
     if isinstance(names, str):
         names = (names,)
+    names = sequence("names", names, what="sample names (d2l_async.data.SAMPLES)")
     return Samples(sample_queue_summary(n) for n in names)
 
 
@@ -155,7 +157,7 @@ def export_perfetto(trace: Any, path: str | Path) -> Path:
         ValueError: ``path`` does not end in ``.json`` or ``.json.gz``.
     """
     instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
-    path = Path(path)
+    path = as_path("path", path)
     if not (path.name.endswith(".json") or path.name.endswith(".json.gz")):
         raise ValueError(f"path must end in .json or .json.gz (Perfetto reads Chrome Trace JSON), got {path}")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -252,6 +254,9 @@ def hta_check(summary: SampleQueueSummary) -> lesson.Check:
 
 class Samples(tuple):
     """:func:`sample_summaries`'s summaries; displayed, a table of their queues and :func:`sample_checks`."""
+
+    def __new__(cls, iterable: Any = (), /) -> "Samples":
+        return super().__new__(cls, sequence("iterable", iterable, what="sample summaries"))
 
     def checks(self) -> list[lesson.Check]:
         """The checks of the recorded traces' claim (:func:`sample_checks`)."""

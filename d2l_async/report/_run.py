@@ -23,7 +23,7 @@ from typing import Any, Sequence
 from ._html import page_html, section_html, write_json, write_text
 from ._steps import STEPS, Backends, Step, StepOutput, failed_output
 from ._table import Row, format_table, wrap_line
-from .._args import flag, instance
+from .._args import flag, instance, sequence
 
 __all__ = ["DEVICES", "ReportResult", "check_device", "run_report"]
 
@@ -112,8 +112,7 @@ def run_report(
     output = Path(output)
     if output.suffix.lower() not in (".html", ".htm"):
         raise ValueError(f"--output must end in .html, got {str(output)!r}")
-    if not steps:
-        raise ValueError("no steps to run")
+    steps = sequence("steps", steps, what="report steps (d2l_async.report.STEPS)", empty=False)
     stream = stream if stream is not None else sys.stdout
     old_quick = os.environ.get("D2L_ASYNC_QUICK")
     if quick is not None:

@@ -18,7 +18,7 @@ from .. import claims, lesson
 from ..verdict import compare
 from .._words import fmt_time
 from ..trace import Trace
-from .._args import TRACE_HINT, having, instance, integer
+from .._args import TRACE_HINT, having, instance, integer, number, samples, sequence
 
 __all__ = ["returned_before_done", "narrow_waits", "blockers_recorded", "increments", "largest_stall"]
 
@@ -80,6 +80,8 @@ def returned_before_done(returned_s: float, finished_s: float, eager_s: float, n
     """
     if machine is not None:
         having("machine", machine, ("usable_cpus",), what="a d2l_async.devices.machine() snapshot or None")
+    returned_s, finished_s, eager_s = (number(k, v, minimum=0) for k, v in (
+        ("returned_s", returned_s), ("finished_s", finished_s), ("eager_s", eager_s)))
     cause, facts = _cpu(machine, "the frontend and the worker")
     return lesson.CheckList([PT_RETURNS.check(returned_s < 0.25 * finished_s, cause=cause, facts={
         **facts, "n": n, "returned": fmt_time(returned_s), "finished": fmt_time(finished_s)},
@@ -98,6 +100,8 @@ def narrow_waits(item_two_s: float, done_two_s: float, item_one_s: float, done_o
     """
     if machine is not None:
         having("machine", machine, ("usable_cpus",), what="a d2l_async.devices.machine() snapshot or None")
+    item_two_s, done_two_s, item_one_s, done_one_s = (number(k, v, minimum=0) for k, v in (
+        ("item_two_s", item_two_s), ("done_two_s", done_two_s), ("item_one_s", item_one_s), ("done_one_s", done_one_s)))
     cause, facts = _cpu(machine, "the two workers")
     return lesson.CheckList([
         PT_NARROW.check(item_two_s < 0.5 * done_two_s, cause=cause,  # two instants of the same run: a fact
@@ -119,8 +123,11 @@ def blockers_recorded(blocks: Iterable[tuple[str, str, float]], expected: Iterab
     """
     if machine is not None:
         having("machine", machine, ("usable_cpus",), what="a d2l_async.devices.machine() snapshot or None")
-    blocks = [b for b in blocks if b[0] != "waitall"]
-    expected = list(expected)
+    blocks = [b for b in sequence("blocks", blocks, what="(reason, source, seconds) tuples")
+              if _block("blocks", b)[0] != "waitall"]
+    expected = [instance("expected", r, str, what="blocker reason (str)")
+                for r in sequence("expected", expected, what="blocker reasons (str)")]
+    product_s = number("product_s", product_s, minimum=0)
     need, have = Counter(expected), Counter(r for r, _, _ in blocks)
     missing = [f"{r} ({have[r]} of {k})" for r, k in need.items() if have[r] < k]
     unnamed = [r for r, src, _ in blocks if not src]
@@ -136,12 +143,20 @@ def blockers_recorded(blocks: Iterable[tuple[str, str, float]], expected: Iterab
                  **{f"recorded {r}": have[r] for r in need}, **{f"expected {r}": k for r, k in need.items()}})])
 
 
+def _block(name: str, b: Any) -> tuple[str, str, float]:
+    if (not isinstance(b, (tuple, list)) or len(b) != 3 or not isinstance(b[0], str)
+            or isinstance(b[2], bool) or not hasattr(b[2], "__float__")):
+        raise TypeError(f"{name} must hold (reason, source, seconds) tuples, got {b!r}")
+    return b
+
+
 def largest_stall(trace: Any, loops: tuple[int, ...] = ()) -> tuple[float, float]:
     """``(seconds, share)``: the longest gap between two consecutive frontend pushes of a trace, and
     its share of the span of the loop it fell in (0, 0 without two pushes).  ``loops``: the push
     counts of the timed loops that end the trace, in order (e.g. ``(n, n)``); gaps between loops and
     before them (untimed set-up) are not counted.  One stall that is most of a loop is a pause of the
     whole process (Python's garbage collector, the OS), not a per-op cost."""
+    loops = tuple(integer("loops", k, minimum=0) for k in sequence("loops", loops, what="push counts (int)"))
     if trace is None:
         return 0.0, 0.0
     instance("trace", trace, Trace, what="d2l_async.trace.Trace or None", hint=TRACE_HINT)
@@ -181,7 +196,8 @@ def increments(sync_s: Any, async_s: Any, eager_s: Any, n: int, machine: Any = N
     integer("n", n, minimum=1)
     import statistics
 
-    runs = [tuple(v) if isinstance(v, (tuple, list)) else (v,) for v in (sync_s, async_s, eager_s)]
+    runs = [tuple(samples(k, v, minimum=0, what="seconds"))
+            for k, v in (("sync_s", sync_s), ("async_s", async_s), ("eager_s", eager_s))]
     sync_runs, async_runs, eager_runs = runs
     sync_m, async_m, eager_m = (statistics.median(r) for r in runs)
     loops = (n,) * (len(sync_runs) + len(async_runs))  # the trace ends with the timed loops, in order

@@ -57,6 +57,8 @@ from typing import Any
 
 import numpy as np
 
+from .._args import flag
+from .._args import path as as_path
 from ._columns import Coded, Ragged
 from ._convert import check_values
 from ._jax import refuse_jax_file
@@ -111,10 +113,9 @@ def read_chrome_trace(path: str | os.PathLike[str], *, python_stack: bool = True
         UnplacedDeviceEvents: device events in categories the reader does not know.
         NameConflict: one process named twice, differently.
     """
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"read_chrome_trace expects a file path (str or os.PathLike), got {type(path).__name__}")
+    path = as_path("path", path)
+    python_stack = flag("python_stack", python_stack)
     max_bytes = check_max_bytes(max_bytes)
-    path = Path(path)
     try:
         return _read(path, python_stack, max_bytes)
     except MemoryError:

@@ -67,6 +67,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from .._args import path as as_path
 from ._json import HAVE_MSGSPEC, PEAK_FACTOR, SLOW_PEAK_FACTOR, check_max_bytes, default_max_bytes, read_bytes
 from ._lanes import unique_name
 from ._model import Kind, Lane, LaneRole, Trace, TraceError
@@ -188,8 +189,7 @@ def read_jax_trace(path: str | os.PathLike[str], *, max_bytes: int | None = None
             CPU backend's traces are read), holds no JAX work, or has malformed events; the message names
             the file and what it holds.
     """
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"read_jax_trace expects a file or folder path (str or os.PathLike), got {type(path).__name__}")
+    path = as_path("path", path)
     max_bytes = check_max_bytes(max_bytes)
     file = find_jax_file(path)
     if max_bytes is None:  # the events become Python dicts: the standard library's peak, not the lean reader's

@@ -262,7 +262,8 @@ def _open_regular(path: Path):
         st = os.stat(path)
     except FileNotFoundError:
         broken = " (a broken symbolic link)" if os.path.islink(path) else ""
-        raise TraceError(f"{path}: no such file{broken}") from None
+        where = "" if path.is_absolute() else f", looked for in {os.getcwd()}"
+        raise TraceError(f"{path}: no such file{broken}; check path={str(path)!r}{where}") from None
     except OSError as exc:  # a loop of symbolic links, a permission, a name too long
         raise TraceError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
     if stat.S_ISDIR(st.st_mode):

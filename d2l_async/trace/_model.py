@@ -214,9 +214,15 @@ class Trace:
 
     # -- construction ----------------------------------------------------------------------
     def __post_init__(self) -> None:
+        if not isinstance(self.lanes, (tuple, list)) or not all(isinstance(lane, Lane) for lane in self.lanes):
+            raise TypeError(f"lanes must be a tuple of d2l_async.trace.Lane, got {type(self.lanes).__name__} "
+                            f"{self.lanes!r:.80}")
+        if not isinstance(self.columns, Mapping):
+            raise TypeError(f"columns must be a dict of column name -> array, got {type(self.columns).__name__} "
+                            f"{self.columns!r:.80}; build a trace with Trace.from_events or Trace.from_columns")
         missing = set(COLUMNS) - set(self.columns)
         if missing:
-            raise TraceError(f"trace is missing columns {sorted(missing)}")
+            raise TraceError(f"columns is missing {sorted(missing)}: from_columns fills in the defaults")
         lean = isinstance(self.columns, LeanColumns)  # lean columns are not decoded here
         lengths = ({len(self.columns.raw(k)) for k in self.columns} if lean
                    else {len(v) for v in self.columns.values()})

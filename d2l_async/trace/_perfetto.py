@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from .._args import path as as_path
 from ._chrome import _FORMAT_KEY, _KIND_TO_CAT
 from ._model import Trace, TraceError
 from ._queue import queue_steps, queued_mask
@@ -87,7 +88,7 @@ def write_chrome_trace(trace: Trace, path: str | os.PathLike[str]) -> Path:
     """
     if not isinstance(trace, Trace):
         raise TypeError(f"write_chrome_trace expects a Trace, got {type(trace).__name__}")
-    path = Path(path)
+    path = as_path("path", path)
     # the profiler's clock: the original ts numbers again (times from the trace start for traces
     # without one: engine recordings)
     base_ns, zero_us = _clock(trace)
@@ -342,7 +343,7 @@ def write_trace_dir(trace: Trace, folder: str | os.PathLike[str]) -> list[Path]:
     """
     if not isinstance(trace, Trace):
         raise TypeError(f"write_trace_dir expects a Trace, got {type(trace).__name__}")
-    folder = Path(folder)
+    folder = as_path("folder", folder)
     if trace.ranks:
         parts = split_ranks(trace)
     else:

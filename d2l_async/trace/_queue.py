@@ -95,6 +95,9 @@ def launch_calls(trace: Trace, on_back: np.ndarray | None = None) -> np.ndarray:
     c = trace.columns
     if on_back is None:
         on_back = isin(c["lane"], [l.name for l in trace.backend_lanes])
+    elif (not isinstance(on_back, np.ndarray) or on_back.dtype != bool or on_back.shape != (len(trace),)):
+        raise TypeError(f"on_back must be a boolean array of len(trace)={len(trace)} (True for events on backend lanes) "
+                        f"or None, got {type(on_back).__name__} {getattr(on_back, 'shape', on_back)!r:.80}")
     launch = c["kind"] == Kind.LAUNCH.value
     held = c["kind"] == Kind.BLOCK.value
     if held.any():
@@ -143,6 +146,7 @@ def queue_steps(trace: Trace, lane: str, *, in_flight: bool = False, mask: np.nd
         ValueError: ``hta_order`` is not None or one of :data:`HTA_ORDERS`, or is given with ``in_flight``.
     """
     instance("trace", trace, Trace, what="d2l_async.trace.Trace", hint=TRACE_HINT)
+    instance("lane", lane, str, what="lane's name (str)")
     if hta_order is not None and hta_order not in HTA_ORDERS:
         raise ValueError(f"hta_order must be None or one of {HTA_ORDERS}, got {hta_order!r}")
     if hta_order is not None and in_flight:

@@ -47,6 +47,7 @@ from ._kineto import COLLECTIVE_PREFIXES
 from ._model import COLUMNS, Lane, Trace, TraceError
 from ._stack import PYTHON_GROUP
 from .._args import TRACE_HINT, instance
+from .._args import path as as_path
 
 __all__ = ["merge_ranks", "split_ranks", "read_trace_dir", "rank_lanes", "RankLanes",
            "SkippedEntries", "MissingRanks"]
@@ -305,9 +306,9 @@ def trace_dir_files(path: str | os.PathLike[str]) -> tuple[list[Path], list[str]
     """The trace files of a ``trace_dir`` (``*.json`` and ``*.json.gz``; HTA: ``*.json``, ``*.gz``),
     and why each other entry so named was skipped: a broken or looping link, a folder, a FIFO, a
     device (a trace is read only from a regular file)."""
-    folder = Path(path)
+    folder = as_path("path", path)
     if not folder.is_dir():
-        raise TraceError(f"{folder}: not a folder; read_trace_dir expects a folder of per-rank traces"
+        raise TraceError(f"{folder}: not a folder; path= must be a folder of per-rank traces"
                          + (" (for one file use read_chrome_trace)" if folder.is_file() else ""))
     files, skipped = [], []
     for p in sorted(folder.iterdir()):

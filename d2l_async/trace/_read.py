@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .._args import path as as_path
 from ._chrome import read_chrome_trace
 from ._jax import find_jax_file, looks_like_jax, read_jax_trace
 from ._model import Trace, TraceError
@@ -39,9 +40,7 @@ def read_trace(path: str | os.PathLike[str], *, max_bytes: int | None = None) ->
     Raises:
         TraceError: as the chosen reader raises it (a missing file, a format no reader knows, ...).
     """
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"read_trace expects a file or folder path (str or os.PathLike), got {type(path).__name__}")
-    p = Path(path)
+    p = as_path("path", path)
     if p.is_dir():
         try:
             file = find_jax_file(p)

@@ -16,7 +16,7 @@ from plotly.subplots import make_subplots
 
 from ..trace import Trace
 from . import style
-from ._common import check_positive_int, check_trace, empty_figure, fit_title, modelled_note
+from ._common import check_positive_int, check_title, check_trace, empty_figure, fit_title, modelled_note
 from ._controls import animation_controls
 from ._queue import draw_queue, queue_data
 from ._series import queue_length_series
@@ -36,7 +36,11 @@ def queue_at(trace: Trace, times: np.ndarray) -> dict[str, np.ndarray]:
         that never queued are absent.
     """
     trace = check_trace(trace, "queue_at")
-    times = np.asarray(times, dtype=float)
+    try:
+        times = np.asarray(times, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"times must be numbers (seconds, an array or a list), got {type(times).__name__} "
+                        f"{times!r:.80}") from None
     df = queue_length_series(trace)
     out = {}
     for lane in [l.name for l in trace.backend_lanes]:
@@ -67,9 +71,11 @@ def animate_timeline(trace: Trace, *, max_frames: int = 150, max_events: int = 2
         and a live queue counter; ``layout.meta["fact"]`` states the timeline's fact, the peak queue and the frame
         count. An empty figure that says so for an empty trace.
     """
+    title = check_title(title)
     trace = check_trace(trace, "animate_timeline")
     # each frame holds its own copy of the queue bars: past a thousand the figure is too heavy to play
     max_frames = check_positive_int(max_frames, "max_frames", minimum=2, maximum=1000)
+    max_events = check_positive_int(max_events, "max_events")
     title = modelled_note(title if title is not None else default_title(trace, "Timeline, animated"), trace.meta)
     if not len(trace):
         return empty_figure(title)

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from .. import analysis
 from ..trace import Trace
 from . import style
-from ._common import check_positive_int, check_trace, empty_figure, fit_title
+from ._common import check_positive_int, check_title, check_trace, empty_figure, fit_title
 from ._describe import describe, format_time
 from ._series import blocked_table
 from ._timeline import default_title
@@ -36,6 +36,7 @@ def plot_blocked_time(trace: Trace, *, by: str = "cause", top: int = 15, title: 
         A plotly Figure with one horizontal bar per cause (at most ``top``), its fact the total wait and the number
         of waits; an empty figure that says so when the trace is empty or the frontend never blocked.
     """
+    title = check_title(title)
     trace = check_trace(trace, "plot_blocked_time")
     top = check_positive_int(top, "top")
     if by not in _BY:

@@ -27,7 +27,7 @@ from plotly.subplots import make_subplots
 from ..analysis import union_seconds
 from ..trace import Trace, rank_lanes
 from . import style
-from ._common import empty_figure, fit_title, wrap_categories
+from ._common import check_title, empty_figure, fit_title, wrap_categories
 from ._describe import describe, format_time
 
 __all__ = ["comm_table", "join_wait", "plot_comm_overlap"]
@@ -94,7 +94,7 @@ def comm_table(rows: Any) -> pd.DataFrame:
             raise TypeError("comm_table expects records (mappings) with setting, rank, hidden_s, exposed_s")
         df = pd.DataFrame(rows)
     else:
-        raise TypeError(f"comm_table expects records or a DataFrame, got {type(rows).__name__}")
+        raise TypeError(f"comm_table expects records or a DataFrame for rows, got {type(rows).__name__} {rows!r:.80}")
     if not len(df):
         return pd.DataFrame(columns=[*_COLUMNS, "label"])
     missing = [c for c in _COLUMNS if c not in df.columns]
@@ -163,6 +163,7 @@ def plot_comm_overlap(rows: Any, *, title: str | None = None) -> go.Figure:
         A plotly Figure of stacked hidden/exposed (and, for a straggler run, waiting) milliseconds per setting and
         rank, with the median step times; an empty figure saying "no communication in these runs" for no rows.
     """
+    title = check_title(title)
     df = comm_table(rows)
     if not len(df):
         return empty_figure(title, "no communication in these runs")

@@ -33,6 +33,14 @@ def check_positive_int(value: Any, name: str, minimum: int = 1, maximum: int | N
     return int(value)
 
 
+def check_title(title: Any) -> str | None:
+    """A figure's ``title=``: a str or None (plotly's own refusal of anything else names its layout, not the
+    argument)."""
+    if title is not None and not isinstance(title, str):
+        raise TypeError(f"title must be a str or None, got {type(title).__name__} {title!r:.80}")
+    return title
+
+
 def two_line_title(head: str, details: str = "") -> str:
     """A short first line and, when given, the details in a smaller second line.
 

@@ -35,7 +35,7 @@ from ..trace import BACKEND_KINDS, Trace
 from . import style
 from ._common import check_positive_int, check_trace
 from ._graph_layout import _layout, lane_device  # noqa: F401 (lane_device: re-exported)
-from .._args import instance
+from .._args import instance, number
 
 __all__ = ["DependencyGraph", "dependency_graph", "expression_graph", "node_states", "frontend_status",
            "frame_times", "user_names", "OP_STATES", "ARRAY_STATES"]
@@ -278,13 +278,22 @@ def expression_graph(expr: str, *, push_time: float = 0.25, op_time: float = 1.0
         ValueError: the text is not Python, or uses a construct other than assignments, names,
             numbers, operators and calls.
     """
+    return _expression_graph(expr, "expr", push_time=push_time, op_time=op_time, workers=workers)
+
+
+def _expression_graph(expr: Any, name: str, *, push_time: Any = 0.25, op_time: Any = 1.0,
+                      workers: Any = 1) -> DependencyGraph:
+    """:func:`expression_graph`, its messages naming the argument ``name`` (the caller's)."""
     if not isinstance(expr, str):
-        raise TypeError(f"expression_graph() expects a string such as 'z = x * y + 2', got {type(expr).__name__}")
+        raise TypeError(f"{name} must be a string such as 'z = x * y + 2', got {type(expr).__name__} {expr!r}")
+    push_time = number("push_time", push_time, minimum=0)
+    op_time = number("op_time", op_time, above=0)
+    workers = check_positive_int(workers, "workers", maximum=64)  # a schematic: one lane per worker
     try:
         tree = ast.parse(expr.strip())
     except SyntaxError as exc:
-        raise ValueError(f"could not parse {expr!r} as Python: {exc.msg}") from exc
-    workers = check_positive_int(workers, "workers", maximum=64)  # a schematic: one lane per worker
+        raise ValueError(f"could not parse {name}={expr!r} as Python ({exc.msg}): write statements such as "
+                         "'z = x * y + 2'") from exc
     b = _Builder()
     free = [0.0] * workers
     clock = {"t": 0.0, "n": 0}
@@ -340,7 +349,7 @@ def expression_graph(expr: str, *, push_time: float = 0.25, op_time: float = 1.0
             raise ValueError(f"unsupported statement {ast.unparse(stmt)!r}: use 'name = expression' or an expression")
     nodes, edges = b.frame()
     if not (nodes["type"] == "op").any():
-        raise ValueError(f"{expr!r} has no operation to draw: write one such as 'z = x * y + 2'")
+        raise ValueError(f"{name}={expr!r} has no operation to draw: write one such as 'z = x * y + 2'")
     nodes = _ready_times(_layout(nodes, edges), edges)
     frontend = pd.DataFrame(front, columns=["start", "end", "text"]).assign(blocked=False)
     return DependencyGraph(nodes, edges, frontend, schematic=True, n_ops_total=int((nodes["type"] == "op").sum()),
@@ -356,6 +365,7 @@ def node_states(graph: DependencyGraph, t: float) -> np.ndarray:
         An object array of state names, one per row of ``graph.nodes``.
     """
     instance("graph", graph, DependencyGraph, what="d2l_async.viz.DependencyGraph (from dependency_graph(trace))")
+    t = number("t", t, finite=False)
     n = graph.nodes
     typ = n["type"].to_numpy()
     issue = np.nan_to_num(n["issue"].to_numpy(float), nan=-np.inf)
@@ -376,6 +386,7 @@ def frontend_status(graph: DependencyGraph, t: float) -> tuple[str, bool]:
         no frontend rows.
     """
     instance("graph", graph, DependencyGraph, what="d2l_async.viz.DependencyGraph (from dependency_graph(trace))")
+    t = number("t", t, finite=False)
     f = graph.frontend
     if not len(f):
         return "", False

@@ -20,7 +20,8 @@ from . import style
 from ._common import check_positive_int, empty_figure, fit_title, modelled_note, two_line_title
 from ._controls import animation_controls
 from ._describe import describe, format_time
-from ._graph import OP_STATES, DependencyGraph, dependency_graph, expression_graph, frame_times, frontend_status, node_states
+from ._graph import (OP_STATES, DependencyGraph, _expression_graph, dependency_graph, frame_times, frontend_status,
+                     node_states)
 
 __all__ = ["plot_dependency_graph"]
 
@@ -91,8 +92,12 @@ def plot_dependency_graph(source: Trace | str | DependencyGraph, *, max_ops: int
         A plotly Figure of the graph with one animation frame per sampled time (nodes coloured by state, the
         frontend's statement written in each frame); an empty figure that says so for a trace without events or ops.
     """
+    max_ops = check_positive_int(max_ops, "max_ops")
+    max_frames = check_positive_int(max_frames, "max_frames", minimum=2)
+    if title is not None and not isinstance(title, str):
+        raise TypeError(f"title must be a str or None, got {type(title).__name__} {title!r}")
     if isinstance(source, str):
-        graph = expression_graph(source)
+        graph = _expression_graph(source, "source")
     elif isinstance(source, DependencyGraph):
         graph = source
     elif isinstance(source, Trace):
@@ -100,7 +105,6 @@ def plot_dependency_graph(source: Trace | str | DependencyGraph, *, max_ops: int
     else:
         raise TypeError(f"plot_dependency_graph() expects a d2l_async.trace.Trace, an expression string or "
                         f"a DependencyGraph, got {type(source).__name__}")
-    max_frames = check_positive_int(max_frames, "max_frames", minimum=2)
     if title is None:
         title = "Dependency graph"
         if graph is not None and graph.schematic:

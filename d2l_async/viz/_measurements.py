@@ -17,7 +17,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from . import style
-from ._common import empty_figure, fit_title, wrap_categories
+from .._args import mapping
+from ._common import check_title, empty_figure, fit_title, wrap_categories
 from ._describe import describe, format_time
 
 __all__ = ["plot_measurements", "plot_scheduling_overhead", "measurement_table", "book_column"]
@@ -101,8 +102,9 @@ def plot_measurements(measurements: Any, *, book: Mapping[str, float] | None = N
         A plotly Figure with one box of raw runs per label (and the book's marks), its fact the medians; an empty
         figure saying "no measurements" when there is none.
     """
+    title = check_title(title)
     table = measurement_table(measurements)
-    book = dict(book or {})
+    book = dict(mapping("book", book, what="label -> seconds the book printed") if book is not None else {})
     for label, value in book.items():
         if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or not np.isfinite(value):
             raise TypeError(f"book[{label!r}] must be a number of seconds, got {value!r}")
@@ -204,6 +206,7 @@ def plot_scheduling_overhead(rows: Any, *, title: str | None = None) -> go.Figur
         A plotly Figure of the median per-op cost (µs) against the worker count, one line per label with the runs or
         spread as error bars, its fact the medians; an empty figure saying "no measurements" when there is none.
     """
+    title = check_title(title)
     df = _overhead_rows(rows)
     title = title if title is not None else "Scheduling overhead of the engine (CPU threads)"
     if not len(df):

@@ -23,7 +23,8 @@ from plotly.subplots import make_subplots
 
 from ..trace import Trace, last_step_starts
 from . import style
-from ._common import check_positive_int, check_trace, decimate_steps, empty_figure, fit_title, time_span
+from ._common import (check_positive_int, check_title, check_trace,
+                      decimate_steps, empty_figure, fit_title, time_span)
 from ._describe import describe
 from ._series import pending_memory_series, queue_length_series
 from ._timeline import _notes, default_title, draw_timeline, timeline_data, timeline_fact
@@ -206,6 +207,7 @@ def plot_queue_length(trace: Trace, *, in_flight: bool = False, cap: float | Non
         A plotly Figure with one step line per backend lane (and the cap, in-flight and memory traces asked for),
         its fact the peak queue; an empty figure that says so when the trace is empty or nothing was queued.
     """
+    title = check_title(title)
     trace = check_trace(trace, "plot_queue_length")
     title = title if title is not None else default_title(trace, "Queue length")
     if not len(trace):
@@ -242,6 +244,7 @@ def plot_trace(trace: Trace, *, in_flight: bool = False, cap: float | None | Lit
         A plotly Figure with the timeline above the queue length on one shared time axis, its fact both figures'
         facts; an empty figure that says so for an empty trace.
     """
+    title = check_title(title)
     trace = check_trace(trace, "plot_trace")
     title = title if title is not None else default_title(trace, "Timeline and queue length")
     if not len(trace):

@@ -14,7 +14,8 @@ from typing import Any
 import plotly.graph_objects as go
 
 from . import style
-from ._common import empty_figure, fit_title, two_line_title
+from .._args import mapping
+from ._common import check_title, empty_figure, fit_title, two_line_title
 from ._describe import describe
 
 __all__ = ["sweep_table", "plot_sweep"]
@@ -57,9 +58,10 @@ def plot_sweep(sweep: Any, *, by: str = "ops", reference: Mapping[str, float] | 
         A plotly Figure with one ratio line per tensor size (or per op count), the 1× line and any reference lines,
         its fact the lowest and highest ratio; an empty figure saying "no sweep points" when there is none.
     """
+    title = check_title(title)
     if by not in ("ops", "numel"):
         raise ValueError(f"by must be 'ops' or 'numel', got {by!r}")
-    reference = dict(reference or {})
+    reference = dict(mapping("reference", reference, what="label -> a published ratio") if reference is not None else {})
     for label, value in reference.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
             raise TypeError(f"reference[{label!r}] must be a positive ratio, got {value!r}")

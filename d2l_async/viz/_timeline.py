@@ -36,7 +36,8 @@ import plotly.graph_objects as go
 
 from ..trace import BACKEND_KINDS, Lane, Trace, is_python_lane
 from . import style
-from ._common import check_positive_int, check_trace, empty_figure, fit_title, modelled_note, time_span, two_line_title
+from ._common import (check_positive_int, check_title, check_trace, empty_figure,
+                      fit_title, modelled_note, time_span, two_line_title)
 from ._describe import describe, format_time
 from ._roles import ROLE_COLOURS, bar_labels, bar_roles, role_color
 
@@ -495,6 +496,7 @@ def plot_timeline(trace: Trace, *, max_events: int = 4000, max_connectors: int =
     Returns:
         A ``plotly.graph_objects.Figure``; an empty trace gives a figure saying "no events".
     """
+    title = check_title(title)
     trace = check_trace(trace, "plot_timeline")
     title = title if title is not None else default_title(trace, "Frontend and backend timeline")
     title = modelled_note(title, trace.meta)  # modelled devices say so on every figure

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .._args import having
+from .._args import having, integer, number
 
 __all__ = [
     "OKABE_ITO", "KIND_COLORS", "STATE_COLORS", "FONT", "time_unit", "time_axis_title",
@@ -68,7 +68,7 @@ MONO = "Menlo, DejaVu Sans Mono, monospace"
 
 def series_color(i: int) -> str:
     """The ``i``-th series colour (cycles through the palette)."""
-    return OKABE_ITO[_SERIES[i % len(_SERIES)]]
+    return OKABE_ITO[_SERIES[integer("i", i) % len(_SERIES)]]
 
 
 def kind_color(kind: str) -> str:
@@ -81,7 +81,8 @@ def time_unit(span_seconds: float) -> tuple[str, float]:
 
     The factor multiplies seconds into the unit.
     """
-    span = abs(float(span_seconds)) if span_seconds == span_seconds else 0.0
+    span_seconds = number("span_seconds", span_seconds, finite=False)
+    span = abs(span_seconds) if span_seconds == span_seconds else 0.0
     if span < 1e-3:
         return "µs", 1e6
     if span < 1.0:
@@ -95,6 +96,7 @@ def time_axis_title(unit: str) -> str:
 
 def bytes_unit(max_bytes: float) -> tuple[str, float]:
     """``(unit, divisor)`` for a byte count: B, KiB, MiB or GiB."""
+    max_bytes = number("max_bytes", max_bytes, finite=False)
     for unit, div in (("GiB", 2.0**30), ("MiB", 2.0**20), ("KiB", 2.0**10)):
         if max_bytes >= div:
             return unit, div

@@ -144,7 +144,7 @@ def dropdown(description: str, options: Sequence[Any], value: Any = None) -> wid
                         f"got {type(options).__name__}")
     options = list(options)
     if not options:
-        raise ValueError(f"{description}: a dropdown needs at least one option")
+        raise ValueError(f"{description}: options is empty; a dropdown needs at least one option")
     values = [o[1] if isinstance(o, tuple) else o for o in options]
     if value is None:
         value = values[0]
@@ -169,6 +169,7 @@ def backends(*, min_gpus: int = 1) -> tuple[str, ...]:
     Returns:
         ``("engine", "cuda")`` when at least ``max(min_gpus, 1)`` CUDA devices are usable, else ``("engine",)``.
     """
+    min_gpus = integer("min_gpus", min_gpus, minimum=0)
     try:
         import torch
 
@@ -185,6 +186,7 @@ def backend_dropdown(value: str = "engine", *, min_gpus: int = 1) -> widgets.Dro
         A ``Dropdown`` labelled "backend" offering ``"engine"`` and, when :func:`backends` allows it, ``"cuda"``; an
         invalid value is answered with the allowed ones.
     """
+    min_gpus = integer("min_gpus", min_gpus, minimum=0)
     cuda = [("cuda (this machine's GPU)", "cuda")] if "cuda" in backends(min_gpus=min_gpus) else []
     return dropdown("backend", [("engine (virtual devices)", "engine"), *cuda], value)
 

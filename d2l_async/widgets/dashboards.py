@@ -35,6 +35,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from d2l_async._args import sequence, span
 from d2l_async._words import fmt_change, fmt_time
 
 from ._controls import backend_dropdown, blocker_dropdown, dropdown, expression_dropdown, int_slider, log_slider
@@ -400,14 +401,12 @@ def window_trace(trace: Any, *, window: tuple[float, float], lanes: tuple[str, .
 
     if not isinstance(trace, Trace):
         raise TypeError(f"window_trace() expects a d2l_async.trace.Trace, got {type(trace).__name__}")
-    lo, hi = (float(w) for w in window)
-    if not lo < hi:
-        raise ValueError(f"window={window!r}: the start must come before the end")
+    lo, hi = span("window", window)
     names = [l.name for l in trace.lanes]
-    lanes = tuple(names) if lanes is None else tuple(lanes)
+    lanes = tuple(names) if lanes is None else sequence("lanes", lanes, what="lane names (str)")
     unknown = [l for l in lanes if l not in names]
     if unknown:
-        raise ValueError(f"lanes {unknown} are not in the trace; its lanes are {names}")
+        raise ValueError(f"lanes={lanes!r}: {unknown} are not in the trace; its lanes are {names}")
     first = np.fmin(trace["issue"], trace["start"])
     mask = (trace["end"] >= lo) & (first <= hi) & np.isin(trace["lane"], list(lanes))
     cols = {k: v[mask] for k, v in trace.columns.items()}

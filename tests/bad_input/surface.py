@@ -10,11 +10,14 @@ An outcome is one of:
 - ``ok``: the call returned (a returned context manager is entered and left, since ``with f(...)``
   is how a reader uses it, and that is where some of them start threads);
 - ``clear``: a ``TypeError``/``ValueError`` or one of the package's own exceptions whose message names
-  the argument and shows the value or what is accepted;
+  the argument and shows the value or what is accepted (or what to pass instead), in the package's own
+  words: Python's or numpy's words from deep inside (:data:`PYTHON_WORDS`) are never clear, even from
+  a function of one argument;
 - ``unclear``: such an exception whose message does not (the reader cannot tell which argument);
 - ``raw``: any other exception (``AttributeError``, ``KeyError``, ``IndexError``, ``ZeroDivisionError``,
   ``RecursionError``, ``OverflowError``, ...): the reader sees the package's insides, not their mistake;
-- ``blocked``: refused, clearly, on another argument's stand-in value (not a judgement of this one);
+- ``blocked``: refused, clearly, on another argument's stand-in value (not a judgement of this one): the
+  message names that argument, or shows its stand-in (a path or a piece of source text) and not this one;
 - ``hang``: no answer before the deadline (the worker process is killed and a fresh one continues);
 - ``crash``: the worker process died.
 
@@ -72,7 +75,19 @@ CLEAR_TYPES = (TypeError, ValueError)
 #: Words that say what is accepted, when the message does not repeat the value itself.
 ACCEPTED = re.compile(r"must|expect|one of|between|at most|at least|accept|use |should|only|>=|<=|"
                       r"positive|non-negative|integer|number|not allowed|cannot|can't|needs?|requires?|"
-                      r"refus|invalid|unknown|no such|not a|not found|limit|maximum|minimum", re.I)
+                      r"refus|invalid|unknown|no such|not a|not found|limit|maximum|minimum|\bpass\b|drop it", re.I)
+
+#: Python's and numpy's own words from deep inside a function: they name no argument of the reader's
+#: and say nothing of what to pass, whatever else the message happens to contain (the type's name, a
+#: word that matches an argument).
+PYTHON_WORDS = re.compile(
+    r"object is not (iterable|callable|subscriptable)|not supported between instances of|unsupported operand "
+    r"type|bad operand type for|unhashable type|has no len\(\)|could not convert string to float|cannot convert "
+    r"float NaN to integer|cannot be interpreted as an integer|argument must be a string|expected str, bytes or "
+    r"os\.PathLike|not enough values to unpack|too many values to unpack|operands could not be broadcast|"
+    r"did not contain a loop with signature|can't multiply sequence by non-int|dictionary update sequence "
+    r"element|only 0-dimensional arrays can be converted|no median for empty data|Invalid value of type "
+    r"'builtins\.", re.I)
 
 # The public modules whose ``__all__`` is the surface; the count floor keeps the walk from
 # silently finding nothing.
@@ -224,7 +239,10 @@ def cases(surface: list[tuple[str, Callable[..., Any]]]) -> list[Case]:
     return out
 
 
-def _call(fn: Callable[..., Any], sig: inspect.Signature, param: str, value: Any, trace: Any, tmp: Path) -> Any:
+def _call(fn: Callable[..., Any], sig: inspect.Signature, param: str, value: Any, trace: Any, tmp: Path,
+          stand_ins: list[Any] | None = None) -> Any:
+    """Call ``fn`` with ``value`` for ``param`` and stand-ins for its other required parameters (appended
+    to ``stand_ins`` when given, for :func:`classify`)."""
     args, kwargs = [], {}
     for p in _params(sig):
         if p.name == param:
@@ -235,6 +253,8 @@ def _call(fn: Callable[..., Any], sig: inspect.Signature, param: str, value: Any
             known, v = _good_by_name(p.name, trace, tmp)
             if not known:
                 v = _good_by_annotation(p.annotation, trace)
+            if stand_ins is not None:
+                stand_ins.append(v)
         if p.kind == p.POSITIONAL_ONLY:
             args.append(v)
         else:
@@ -263,13 +283,24 @@ def _shows(message: str, bad: str, value: Any) -> bool:
     return any(s and s in message for s in shown) or ACCEPTED.search(message) is not None
 
 
+def _shows_stand_in(message: str, stand_ins: tuple[Any, ...]) -> bool:
+    """Whether the message quotes another argument's stand-in: a path or a text of 4+ characters."""
+    for v in stand_ins:
+        text = os.fspath(v) if isinstance(v, (str, os.PathLike)) else getattr(v, "__qualname__", None)
+        if isinstance(text, str) and len(text) >= 4 and text in message:
+            return True
+    return False
+
+
 def classify(exc: BaseException | None, param: str, bad: str, value: Any, *, others: tuple[str, ...] = (),
-             aliases: tuple[str, ...] = ()) -> tuple[str, str]:
+             aliases: tuple[str, ...] = (), stand_ins: tuple[Any, ...] = ()) -> tuple[str, str]:
     """``(outcome, detail)`` of one call; see the module docstring for the outcomes.
 
     ``others``: the call's other parameters that got a stand-in value; an error that names one of
     them and not ``param`` judged the stand-in, not the bad value (outcome ``blocked``, not counted).
     ``aliases``: other words that name the argument (an Enum's class name for ``Kind(value)``).
+    ``stand_ins``: the values those other parameters got; a message that quotes one (a path, a text)
+    and does not name ``param`` judged the stand-in too (``blocked``).
     A ``RuntimeError`` raised by the package's own code (its last frame under ``d2l_async/``) that names
     the argument is a state error said clearly (``make_async(runtime=None)`` outside a block).
     """
@@ -281,9 +312,11 @@ def classify(exc: BaseException | None, param: str, bad: str, value: Any, *, oth
     own = type(exc).__module__.startswith("d2l_async")
     names = any(_names(message, n) for n in (param, *aliases))
     if isinstance(exc, CLEAR_TYPES) or own or (type(exc) is RuntimeError and _raised_by_package(exc)):
-        if names and _shows(message, bad, value):
+        python_words = PYTHON_WORDS.search(message) is not None
+        if names and _shows(message, bad, value) and not python_words:
             return "clear", detail
-        if not names and any(_names(message, o) for o in others):
+        named_here = any(_names(message, n) for n in (param, *aliases) if n)
+        if not named_here and (any(_names(message, o) for o in others) or _shows_stand_in(message, stand_ins)):
             return "blocked", detail
         return ("unclear" if not type(exc) is RuntimeError else "raw"), detail
     return "raw", detail
@@ -325,8 +358,9 @@ def worker(shard: int, shards: int, start: int, fd: int) -> None:
         sig = _signature(fn)
         value = BAD[c.bad]()
         exc: BaseException | None = None
+        stand_ins: list[Any] = []
         try:
-            _call(fn, sig, c.param, value, trace, tmp)
+            _call(fn, sig, c.param, value, trace, tmp, stand_ins)
         except (KeyboardInterrupt, SystemExit) as e:  # a public function must not end the kernel either
             exc = e
         except BaseException as e:  # noqa: BLE001 - every exception is an outcome to classify
@@ -339,7 +373,8 @@ def worker(shard: int, shards: int, start: int, fd: int) -> None:
         aliases = (fn.__name__,) if _is_enum(fn) or first else ()
         if len(params) == 1 or (_is_enum(fn)):
             aliases += ("",)
-        outcome, detail = classify(exc, c.param, c.bad, value, others=others, aliases=aliases)
+        outcome, detail = classify(exc, c.param, c.bad, value, others=others, aliases=aliases,
+                                   stand_ins=tuple(stand_ins))
         out.write(json.dumps({"i": i, "outcome": outcome, "detail": detail}) + "\n")
     out.write(json.dumps({"end": True}) + "\n")
 

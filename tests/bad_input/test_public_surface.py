@@ -17,10 +17,11 @@ pytestmark = pytest.mark.timeout(900)
 #: experiment) takes well under a second; 20 s leaves room for a machine at load 6+.
 CALL_TIMEOUT_S = 20.0
 
-#: Calls whose message does not yet name the argument (Python's own "'object' object is not
-#: iterable", a TraceError about the file rather than the argument, ...).  Counted, not allowed to
-#: grow: lower it when a change makes messages clearer.
-UNCLEAR_CEILING = 560  # 543 on the 2-core CPU machine when this was written
+#: Calls whose message does not name the argument, or answers in Python's or numpy's words from deep
+#: inside ("'object' object is not iterable").  Counted, not allowed to grow: lower it when a change
+#: makes messages clearer.  The margin is for callables whose outcome depends on the machine (a GPU, the
+#: threads the OS allows).
+UNCLEAR_CEILING = 10  # 0 of 10,267 calls on the 2-core CPU machine at load 8-10 when this was written
 
 
 @pytest.fixture(scope="module")
