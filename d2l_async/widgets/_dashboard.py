@@ -53,7 +53,7 @@ from d2l_async.experiments.deadline import RunStopped, RunSuperseded, deadline
 from ._guards import Guard
 from ._kernel import current_message_id, pending_updates
 from ._live import Live, LiveFigure, LiveRun, Poller
-from ._views import FigureView, OutputView, make_view, resolve_mode
+from ._views import FigureView, OutputView, drawn_size, make_view, resolve_mode
 from .._args import flag, instance
 
 __all__ = ["Dashboard", "FigureSpec", "DEFAULT_TIME_LIMIT_S"]
@@ -424,13 +424,18 @@ class Dashboard:
                 raise TypeError(f"figure {name!r} is a {type(fig).__name__}, not a plotly go.Figure")
         for name, fig in new.items():
             view = self.views.get(name)
-            if view is None or (fig.frames and isinstance(view, FigureView)):
-                self._add_view(name, fig)  # made with its first figure: its first message carries it
+            if view is None or isinstance(view, FigureView):
+                # a FigureWidget view per drawing, made with its figure (its first message carries it):
+                # plotly's widget redraws a view from the state it had when the view was attached, so a
+                # restyle that arrives while JupyterLab re-attaches it (a scroll) left it showing the
+                # last run but one; a new widget has nothing to miss
+                self._add_view(name, fig)
             else:
                 view.show(fig)
 
     def _add_view(self, name: str, figure: go.Figure) -> FigureView | OutputView:
-        """A view for figure ``name``, made at its first drawing, showing ``figure``.
+        """A view for figure ``name`` showing ``figure``, in the place of the one before (closed); made at
+        every drawing of a ``FigureWidget`` figure, at the first of an output one.
 
         An animation (a figure with frames) always gets the output view: ``FigureWidget`` does not
         support frames, and its play button would do nothing.
@@ -439,11 +444,13 @@ class Dashboard:
         old = self.views.get(name)
         self.views[name] = view
         children = list(self._figure_box.children)
-        if old is not None and old.widget in children:  # the only case a view is replaced
+        if old is not None and old.widget in children:
             children[children.index(old.widget)] = view.widget
         else:
             children.append(view.widget)
         self._figure_box.children = tuple(children)
+        if old is not None and old.widget is not view.widget:
+            old.widget.close()  # its comm and its model in every front end
         return view
 
     def _revert(self) -> None:
@@ -473,8 +480,13 @@ class Dashboard:
 
     def _say(self, kind: str, message: str) -> None:
         colour = _COLOURS[kind]
-        self.status.value = (f'<span style="color:{colour}" data-kind="{kind}" data-runs="{self.runs}">'
-                             f"{html.escape(message)}</span>")
+        # what each figure holds now, as a browser counts it: a test waits for the page to show it
+        shown = [view.figure for view in self.views.values()]
+        if self.live_view is not None and self.live_view.figure is not None:  # above the others on the page
+            shown.insert(0, self.live_view.figure)
+        drawn = ",".join("{}:{}".format(*drawn_size(figure)) for figure in shown)
+        self.status.value = (f'<span style="color:{colour}" data-kind="{kind}" data-runs="{self.runs}" '
+                             f'data-figures="{drawn}">{html.escape(message)}</span>')
 
     @staticmethod
     def _describe(values: Mapping[str, Any]) -> str:

@@ -234,20 +234,20 @@ class LiveFigure:
         self.draw(())
 
     def publish(self) -> None:
-        """After a run: make the figure with the last ticks (first run), or copy them into the state new
-        front-end views are drawn from."""
+        """After a run: a new figure widget with the run's last ticks, in the place of the one before."""
         with self._lock:
             if self.mode != "figurewidget":
                 return
-            if self.view is None:
-                fig = live_figure()
-                cols = live_columns(self._samples)
-                for trace, key in zip(fig.data, ("pending", "running", "mib")):
-                    trace.x, trace.y = cols["t"], cols[key]
-                self.view = FigureView(fig)
-                self.widget.children = (self.view.widget,)
-            else:
-                self.view.publish()
+            # a new widget with the run's last ticks, also after later runs: their ticks streamed to the
+            # widget on screen, and a tick that reached a view while JupyterLab re-attached it is lost there
+            fig = live_figure()
+            cols = live_columns(self._samples)
+            for trace, key in zip(fig.data, ("pending", "running", "mib")):
+                trace.x, trace.y = cols["t"], cols[key]
+            old, self.view = self.view, FigureView(fig)
+            self.widget.children = (self.view.widget,)
+            if old is not None:
+                old.widget.close()
 
     def draw(self, samples: Sequence[Sample]) -> None:
         """Show ``samples`` (called from the poller thread)."""

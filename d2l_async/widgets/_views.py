@@ -29,7 +29,7 @@ import numpy as np
 import plotly.graph_objects as go
 from .._args import instance
 
-__all__ = ["MODES", "MODE_VARIABLE", "FigureView", "OutputView", "apply_figure", "figure_widget", "publish_state",
+__all__ = ["MODES", "MODE_VARIABLE", "FigureView", "OutputView", "apply_figure", "drawn_size", "figure_widget", "publish_state",
            "view_state", "resolve_mode", "make_view"]
 
 #: The display modes a dashboard accepts.
@@ -141,6 +141,23 @@ def apply_figure(widget: go.FigureWidget, figure: go.Figure) -> None:
         widget.add_traces(list(figure.data[keep:]))
 
 
+def drawn_size(figure: Any) -> tuple[int, int]:
+    """What a browser holds of ``figure`` once it drew it: its traces, and their points (each trace's
+    longest data array of x, y, z, values and base, summed), counted as a test reads plotly.js's ``gd.data``.
+
+    Returns:
+        ``(traces, points)``; ``(0, 0)`` for ``None`` (nothing shown yet).
+    """
+    if figure is None:
+        return 0, 0
+    points = 0
+    for trace in figure.data:
+        sizes = [np.size(v) for k in ("x", "y", "z", "values", "base")
+                 if not isinstance(v := getattr(trace, k, None), (str, type(None))) and np.ndim(v) > 0]
+        points += max(sizes, default=0)
+    return len(figure.data), points
+
+
 def publish_state(widget: go.FigureWidget) -> None:
     """Copy what ``widget`` shows into the synced state that a new front-end view is drawn from.
 
@@ -236,10 +253,12 @@ class _OpenedWhenReady(go.FigureWidget):
 
 
 class FigureView:
-    """A ``go.FigureWidget`` that is created once (with its first figure) and updated in place.
+    """A ``go.FigureWidget`` made with its first figure (its first message to a front end carries it),
+    then updated in place by :meth:`show` and :meth:`stream`.  A dashboard makes a new one per drawing
+    (:class:`~d2l_async.widgets.Dashboard`); the live view streams its ticks into one.
 
     Attributes:
-        widget: the ``go.FigureWidget`` (the same object for the dashboard's whole life).
+        widget: the ``go.FigureWidget``.
         figure: what is shown now (the widget itself).
         updates: how many figures it has shown (the first one included).
     """

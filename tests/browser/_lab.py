@@ -245,13 +245,22 @@ def errors(page: Any) -> list[str]:
     )
 
 
-def status(page: Any) -> dict[str, str]:
-    """The dashboard's status line: its kind (ok, info, refused, error), its run count and its text."""
+def status(page: Any) -> dict[str, Any]:
+    """The dashboard's status line: its kind (ok, info, refused, error), its run count, its text, and
+    ``figures``: what the kernel's figures hold as it wrote the line, ``[(traces, points), ...]`` in page order
+    (:func:`d2l_async.widgets._views.drawn_size`, counted as :func:`read_figures` counts the browser's)."""
     span = page.locator(f"{DASHBOARD} .d2l-dashboard-status span").first
     if span.count() == 0:
-        return {"kind": "", "runs": "", "text": ""}
+        return {"kind": "", "runs": "", "text": "", "figures": []}
+    drawn = span.get_attribute("data-figures") or ""
     return {"kind": span.get_attribute("data-kind") or "", "runs": span.get_attribute("data-runs") or "",
-            "text": span.inner_text()}
+            "text": span.inner_text(),
+            "figures": [tuple(int(n) for n in f.split(":")) for f in drawn.split(",") if f]}
+
+
+def sizes(figures: list[dict[str, Any] | None]) -> list[tuple[int, int] | None]:
+    """``[(traces, points), ...]`` of figures :func:`read_figures` read (None where no plot appeared)."""
+    return [f and (f["traces"], f["points"]) for f in figures]
 
 
 def read_figures(page: Any, *, timeout_s: float) -> list[dict[str, Any] | None]:

@@ -45,28 +45,17 @@ def _s(seconds: float) -> float:
     return seconds * LOAD
 
 
-def _settled(page, now: list, deadline: float) -> tuple[list, float]:
-    """Read the figures again until they are the same on two reads a second apart (scaled by load): the kernel
-    sends a run's figures one after another, and under load the browser applies the second well after the
-    first.  Returns the settled figures and the ``time.monotonic()`` at which they were first read."""
-    seen = time.monotonic()
-    while time.monotonic() < deadline:
-        time.sleep(_s(1.0))
-        again = _lab.read_figures(page, timeout_s=_s(30))
-        if [f and f["digest"] for f in again] == [f and f["digest"] for f in now]:
-            return again, seen
-        now, seen = again, time.monotonic()
-    return now, seen
-
-
-def _wait_for_changed_figures(page, before: list, timeout_s: float) -> tuple[list, float]:
-    """Read the figures until one differs from ``before`` (plotly.js applies an update after the kernel sent
-    it), then until they settle (:func:`_settled`)."""
+def _showing(page, kernel: list, timeout_s: float) -> tuple[list, float]:
+    """Read the figures until the page shows what the kernel's figures hold (``kernel``: the status line's
+    ``[(traces, points), ...]``) or the wait ends: the kernel sends a run's figures one after another, and a
+    busy browser applies the last one seconds after the first.  Returns the last figures read and the
+    ``time.monotonic()`` at which they were read."""
     deadline = time.monotonic() + timeout_s
     while True:
         now = _lab.read_figures(page, timeout_s=_s(30))
-        if [f and f["digest"] for f in now] != [f and f["digest"] for f in before] or time.monotonic() > deadline:
-            return _settled(page, now, deadline)
+        seen = time.monotonic()
+        if _lab.sizes(now) == kernel or seen > deadline:
+            return now, seen
         time.sleep(0.25)
 
 
@@ -92,31 +81,36 @@ def check_dashboard(page, lab, name: str, shots: Path, *, ui: str = "lab", kerne
     _lab.run_all(page, url, timeout_s=_s(240))
     assert _lab.errors(page) == [], f"{name}: error output up to the dashboard"
     versions = page.locator(".jp-OutputArea-output").filter(has_text="versions:").first.inner_text() if kernel else ""
-    before, _ = _settled(page, _lab.read_figures(page, timeout_s=_s(60)), time.monotonic() + _s(30))
     status_before = _lab.status(page)
+    before, _ = _showing(page, status_before["figures"], timeout_s=_s(30))
     page.locator(_lab.DASHBOARD).first.screenshot(path=str(shots.with_name(shots.name + "-before.png")))
     assert status_before["kind"] == "ok", f"{name}: the dashboard's first run did not end well: {status_before}"
     assert before and _lab.blank(before) == [], f"{name}: figures drawn empty after the run: {before}"
+    assert _lab.sizes(before) == status_before["figures"], (
+        f"{name}: after the first run the page shows {_lab.sizes(before)} (traces, points), the kernel's figures "
+        f"hold {status_before['figures']}")
     moved = _lab.move_first_control(page, timeout_s=_s(30))
     released = time.monotonic()
     status_after = _lab.wait_for_new_run(page, status_before["runs"], timeout_s=_s(180))
-    after, seen = _wait_for_changed_figures(page, before, timeout_s=_s(30))
+    status_after = _lab.status(page)  # the line of the run that ended last (a drag can start several)
+    after, seen = _showing(page, status_after["figures"], timeout_s=_s(30))
     latency = seen - released
     page.locator(_lab.DASHBOARD).first.screenshot(path=str(shots.with_name(shots.name + "-after.png")))
     assert status_after["kind"] == "ok", f"{name}: the rerun after the {moved} moved did not end well: {status_after}"
     assert _lab.blank(after) == [], f"{name}: figures drawn empty after the {moved} moved: {after}"
+    assert _lab.sizes(after) == status_after["figures"], (
+        f"{name}: after the {moved} moved the page shows {_lab.sizes(after)} (traces, points), the kernel's "
+        f"figures hold {status_after['figures']}")
     assert [f["digest"] for f in after] != [f["digest"] for f in before], f"{name}: no figure changed"
     assert _lab.errors(page) == [], f"{name}: moving the {moved} produced an error"
 
     # A reload builds every view anew from the kernel's synced state: the last run must be there.
     _lab.reopen(page, timeout_s=_s(60))
-    reopened = _lab.read_figures(page, timeout_s=_s(30))
+    reopened, _ = _showing(page, status_after["figures"], timeout_s=_s(30))
     page.locator(_lab.DASHBOARD).first.screenshot(path=str(shots.with_name(shots.name + "-reloaded.png")))
-    assert _lab.blank(reopened) == [] and [(f["traces"], f["points"]) for f in reopened] == [
-        (f["traces"], f["points"]) for f in after], (
+    assert _lab.blank(reopened) == [] and _lab.sizes(reopened) == status_after["figures"], (
         f"{name}: once the page was reloaded (views built from the kernel's state) the figures show "
-        f"{[(f and f['traces'], f and f['points']) for f in reopened]} (traces, points), not the last run's "
-        f"{[(f['traces'], f['points']) for f in after]}")
+        f"{_lab.sizes(reopened)} (traces, points), not the last run's {status_after['figures']}")
     return {"before": before, "after": after, "reopened": reopened, "moved": moved, "latency_s": latency,
             "status": status_after, "versions": versions}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 
 from d2l_async.trace import Event, Lane, LaneRole, Trace
@@ -33,8 +34,9 @@ def test_default_workload_runs_and_first_control_reruns(name):
     key, control = next(iter(d.controls.items()))
     control.value = NEXT[key]
     assert d.runs == 2 and 'data-kind="ok"' in d.status.value, d.status.value
-    for k, w in widgets_before.items():
-        assert d.figure_widgets[k] is w  # updated in place, never rebuilt
+    for k, w in widgets_before.items():  # a new FigureWidget per drawing, the old one closed; an Output cleared
+        assert (d.figure_widgets[k] is not w and w.comm is None) if isinstance(w, go.FigureWidget) else \
+            d.figure_widgets[k] is w
     assert any(_data(d.figures[k]) != data_before[k] for k in data_before), "no figure changed"
 
 
@@ -53,7 +55,7 @@ def test_queue_dashboard_passes_the_controls_to_the_experiment(monkeypatch):
     assert calls[-1]["sync_every"] is None and calls[-1]["max_pending"] is None  # 0 means never / no bound
     queue = d.figure_widgets["queue"]
     d.controls["sync_every"].value = 1
-    assert calls[-1]["sync_every"] == 1 and d.figure_widgets["queue"] is queue
+    assert calls[-1]["sync_every"] == 1 and d.figure_widgets["queue"] is not queue and queue.comm is None
     d.controls["max_pending"].value = 16
     assert calls[-1]["max_pending"] == 16 and len(calls) == 3
     assert d.result.max_queue <= d.result.queue_bound
@@ -125,6 +127,7 @@ def test_blocker_view_control_redraws_without_rerunning():
     names_before = [t.name for t in cost.data]
     d.view_controls["blocker"].value = "item"
     assert d.runs == 1 and d.redraws == 1
+    cost = d.figure_widgets["cost"]
     assert [t.name for t in cost.data] != names_before and "item" in [t.name for t in cost.data]
 
 

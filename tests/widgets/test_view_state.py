@@ -155,3 +155,17 @@ def _decoded_trace(trace: dict) -> dict:
     from d2l_async.widgets._views import _decoded
 
     return _decoded(trace)
+
+
+def test_the_status_line_says_what_the_figures_hold_as_a_browser_counts_it():
+    # the browser test waits until the page shows this; counted like plotly.js's gd.data: traces, and each
+    # trace's longest array of x, y, z, values, base
+    def figs(r, n):
+        return {"bars": go.Figure([go.Bar(x=list(range(n)), y=list(range(n)), base=np.zeros(n)),
+                                   go.Scatter(x=[0, 1], y=[1, 2], text=["a", "b"])]),
+                "pie": go.Figure(go.Pie(values=[1, 2, 3], labels=["a", "b", "c"]))}
+
+    dash = Dashboard(lambda n: n, {"n": int_slider("n", 5, 1, 50)}, lambda r, **_: figs(r, r))
+    assert 'data-figures="2:7,1:3"' in dash.status.value
+    dash.controls["n"].value = 12
+    assert dash.runs == 2 and 'data-figures="2:14,1:3"' in dash.status.value
