@@ -30,7 +30,8 @@ published site on a quiet machine.
 
 Usage::
 
-    python site/build_site.py [--out build/site] [--quick] [--hub-url https://hub.example.edu] [--executed build/executed]
+    python site/build_site.py [--out build/site] [--quick] [--hub-url https://hub.example.edu]
+                              [--executed build/executed]
 """
 
 from __future__ import annotations
@@ -483,7 +484,8 @@ def build(out: Path, *, quick: bool, hub_url: str | None, work: Path, only: list
         shutil.rmtree(work)
     src = work / "src"
     src.mkdir(parents=True)
-    (src / "index.md").write_text(index_md([r for r in rows if r[0] in stems], quick=quick, stored=bool(runs)))
+    (src / "index.md").write_text(index_md([r for r in rows if r[0] in stems], quick=quick,
+                                           stored=bool(runs)))
     stage(src, stems, runs)
     local_mathjax = (MATHJAX / MATHJAX_PARTS[0]).is_file()
     if not local_mathjax and progress:

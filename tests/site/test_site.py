@@ -23,6 +23,8 @@ from d2l_async.config import REPO_SLUG
 
 
 ROOT = Path(__file__).parents[2]
+RUN_KEY, IN_OUTPUT_WIDGET = "d2l_async_run", "d2l_async_output_widget"  # as tests/notebook_run.py writes a run
+PLOTLY, WIDGET = "application/vnd.plotly.v1+json", "application/vnd.jupyter.widget-view+json"
 NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
 pytestmark = pytest.mark.timeout(900)
 
@@ -425,7 +427,6 @@ def _stored_run(folder: Path, stem: str, *, marker: str) -> Path:
 
     import nbformat
 
-    build = _build_site()
     source = ROOT / "notebooks" / f"{stem}.ipynb"
     nb = nbformat.read(source, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
@@ -433,15 +434,15 @@ def _stored_run(folder: Path, stem: str, *, marker: str) -> Path:
         cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"{marker}\n")]
     figure = {"data": [{"type": "bar", "y": [1, 2]}], "layout": {"title": {"text": "two bars"}}}
     code[-1].outputs += [
-        nbformat.v4.new_output("display_data", data={build.PLOTLY: figure}),
-        nbformat.v4.new_output("display_data", data={build.PLOTLY: figure}, metadata={build.IN_OUTPUT_WIDGET: True}),
-        nbformat.v4.new_output("display_data", data={build.WIDGET: {"model_id": "0" * 32, "version_major": 2,
-                                                                    "version_minor": 0},
+        nbformat.v4.new_output("display_data", data={PLOTLY: figure}),
+        nbformat.v4.new_output("display_data", data={PLOTLY: figure}, metadata={IN_OUTPUT_WIDGET: True}),
+        nbformat.v4.new_output("display_data", data={WIDGET: {"model_id": "0" * 32, "version_major": 2,
+                                                              "version_minor": 0},
                                                      "text/plain": "VBox(children=(...))"})]
-    nb.metadata[build.RUN_KEY] = {"seconds": 1.0, "cpu": 0, "busy": True, "affinity": [0], "peak_rss_bytes": 1,
-                                  "failed_cells": [], "quick": True, "machine": marker, "usable_cpus": 1.0,
-                                  "spare_cpus": 1.0, "date": "2001-02-03",
-                                  "source_sha256": hashlib.sha256(source.read_bytes()).hexdigest()}
+    nb.metadata[RUN_KEY] = {"seconds": 1.0, "cpu": 0, "busy": True, "affinity": [0], "peak_rss_bytes": 1,
+                            "failed_cells": [], "quick": True, "machine": marker, "usable_cpus": 1.0,
+                            "spare_cpus": 1.0, "date": "2001-02-03",
+                            "source_sha256": hashlib.sha256(source.read_bytes()).hexdigest()}
     folder.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, folder / f"{stem}.ipynb")
     return folder / f"{stem}.ipynb"
@@ -486,10 +487,10 @@ def test_stored_runs_are_used_only_when_current(tmp_path):
     (tmp_path / "changed").mkdir()
     for change in ({"source_sha256": "0" * 64}, {"failed_cells": [3]}, {"date": None}):
         nb = nbformat.read(path, as_version=4)
-        run = {**nb.metadata[build.RUN_KEY], **change}
+        run = {**nb.metadata[RUN_KEY], **change}
         if run["date"] is None:  # a run written before the runs recorded their machine and date
             del run["date"]
-        nb.metadata[build.RUN_KEY] = run
+        nb.metadata[RUN_KEY] = run
         nbformat.write(nb, tmp_path / "changed" / f"{stem}.ipynb")
         runs, why = build.stored_runs(tmp_path / "changed", [stem], quick=True)
         assert runs == {} and stem in why, change
