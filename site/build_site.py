@@ -13,6 +13,13 @@ How: the notebooks are copied to a staging folder with two cells added — a hid
 site's own ``_static/``, each named by its text alternative, ``d2l_async.viz.alt_text``; dashboards
 replaced by a note) and a last one whose output names the machine (``site/machine_cell.py``) — and
 the notebooks' Colab-only install cell hidden; then ``jupyter-book build`` executes and renders them.
+
+With ``--executed build/executed`` (the runs ``make test`` keeps: nbval, one CPU beside a busy process) and a
+current run of every notebook there (:func:`stored_runs`: the run's ``source_sha256`` is the notebook's, the
+same mode, no failed cell), nothing is executed: the stored notebooks are staged with their outputs rewritten
+as the setup cell would have made them (:func:`page_from_run`, the same code: ``site/page_outputs.py``), the
+footer's output stating the run's own machine and date, and Jupyter Book renders them with
+``execute_notebooks: "off"``.  Without a current run of every notebook the build executes as above.
 The build needs no network (plotly.js comes from the installed plotly package). Code and output wrap
 within the page column (``site/d2l_site.css``).
 
@@ -24,11 +31,13 @@ published site on a quiet machine.
 Usage::
 
     python site/build_site.py [--out build/site] [--quick] [--hub-url https://hub.example.edu]
+                              [--executed build/executed]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -50,6 +59,7 @@ from d2l_async.config import REPO_SLUG  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from doc_pages import stage_doc_pages  # noqa: E402
+from page_outputs import NEEDS_KERNEL, NEEDS_KERNEL_TEXT, figure_html, machine_line  # noqa: E402
 
 BRANCH = "main"
 
@@ -91,7 +101,7 @@ def copy_mathjax(static: Path, source: Path = MATHJAX) -> bool:
     return True
 
 
-def config_yml(*, hub_url: str | None, title: str, local_mathjax: bool = False) -> str:
+def config_yml(*, hub_url: str | None, title: str, local_mathjax: bool = False, execute: bool = True) -> str:
     launch = {"notebook_interface": "jupyterlab", "binderhub_url": "https://mybinder.org",
               "colab_url": "https://colab.research.google.com"}
     if hub_url:
@@ -101,7 +111,7 @@ def config_yml(*, hub_url: str | None, title: str, local_mathjax: bool = False) 
         "author": "d2l-async",
         "copyright": "MIT licence",
         "only_build_toc_files": True,
-        "execute": {"execute_notebooks": "force", "timeout": 900, "allow_errors": False,
+        "execute": {"execute_notebooks": "force" if execute else "off", "timeout": 900, "allow_errors": False,
                     "stderr_output": "show"},
         "repository": {"url": f"https://github.com/{REPO_SLUG}", "path_to_book": "notebooks", "branch": BRANCH},
         "launch_buttons": launch,
@@ -145,14 +155,16 @@ MARKS_KEY = (
 )
 
 
-def index_md(rows: list[tuple[str, str, str]], *, quick: bool) -> str:
+def index_md(rows: list[tuple[str, str, str]], *, quick: bool, stored: bool = False) -> str:
+    when = ("by the test suite's run that this site was built from (nbval, on one CPU beside a busy process)"
+            if stored else "when this site was built")
     lines = [
         "# Asynchronous computation, made visible",
         "",
         "Interactive notebooks for the *Asynchronous Computation* section of",
         "[Dive into Deep Learning](https://d2l.ai/chapter_computational-performance/async-computation.html)",
-        "and the *Automatic Parallelism* section that builds on it. Every page below was executed when this "
-        f"site was built ({'quick' if quick else 'default'} mode); each names the machine it ran on. Figures are "
+        f"and the *Automatic Parallelism* section that builds on it. Every page below was executed {when} "
+        f"({'quick' if quick else 'default'} mode); each names the machine it ran on. Figures are "
         "interactive; the dashboards need a running kernel: use a page's launch button (Binder, Colab or a "
         "JupyterHub) to move their controls.",
         "",
@@ -174,18 +186,103 @@ def is_colab_cell(cell: dict) -> bool:
     return cell.get("cell_type") == "code" and "google.colab" in "".join(cell.get("source", ""))
 
 
-def stage(src: Path, stems: list[str]) -> None:
+RUN_KEY = "d2l_async_run"  # the run's facts in a stored notebook's metadata (tests/notebook_run.py)
+IN_OUTPUT_WIDGET = "d2l_async_output_widget"  # a stored output the kernel sent into an ipywidgets.Output
+PLOTLY = "application/vnd.plotly.v1+json"
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def stored_runs(folder: Path, stems: list[str], *, quick: bool) -> tuple[dict[str, Path], str]:
+    """The stored runs of ``folder`` (``build/executed``) that the site can show instead of executing.
+
+    Returns:
+        ``(runs, why_not)``: every stem's stored notebook and ``""``, or ``{}`` and the reason one cannot be
+        used (missing; run from another version of the notebook, or in the other mode, or by an older run
+        without the machine line; a failed cell; a live figure, whose drawing a stored run does not keep).
+    """
+    runs: dict[str, Path] = {}
+    for stem in stems:
+        path = Path(folder) / f"{stem}.ipynb"
+        if not path.is_file():
+            return {}, f"no stored run of {stem} in {folder}"
+        nb = nbformat.read(path, as_version=4)
+        run = nb.metadata.get(RUN_KEY) or {}
+        if run.get("source_sha256") != _sha256(ROOT / "notebooks" / f"{stem}.ipynb"):
+            return {}, f"{path} ran another version of notebooks/{stem}.ipynb"
+        if bool(run.get("quick")) != quick:
+            return {}, f"{path} ran in {'quick' if run.get('quick') else 'default'} mode"
+        if not all(k in run for k in ("machine", "date", "usable_cpus", "spare_cpus")):
+            return {}, f"{path} does not record its machine and date (an older run)"
+        if run.get("failed_cells"):
+            return {}, f"{path}: cells {run['failed_cells']} failed"
+        for k, cell in enumerate(nb.cells):
+            for out in cell.get("outputs", []):
+                shown = str(out.get("data", {}).get("text/plain", ""))
+                if WIDGET in out.get("data", {}) and shown.startswith("FigureWidget"):
+                    return {}, f"{path}, cell {k}: a FigureWidget (a stored run keeps no widget's state to draw)"
+        runs[stem] = path
+    return runs, ""
+
+
+def _stored_outputs(outputs: list, figures: list[int]) -> list:
+    """A cell's stored outputs as the site's setup cell would have shown them (``figures``: the page's count)."""
+    shown = []
+    for out in outputs:
+        data = out.get("data", {})
+        if out.get("metadata", {}).get(IN_OUTPUT_WIDGET):
+            continue  # drawn inside a dashboard, which the page replaces by the note: not on the page either way
+        if PLOTLY in data:
+            figures[0] += 1
+            out = nbformat.from_dict({**out, "data": {"text/html": figure_html(data[PLOTLY], figures[0])}})
+        elif WIDGET in data:
+            out = nbformat.from_dict({**out, "data": {"text/html": NEEDS_KERNEL, "text/plain": NEEDS_KERNEL_TEXT}})
+        shown.append(out)
+    return shown
+
+
+def page_from_run(stem: str, run_path: Path, footer: str):
+    """The page's notebook from its stored run: outputs rewritten as :func:`stage`'s setup cell shows them, and
+    ``footer`` (the machine cell) as the last cell, its output the run's own machine line and date.
+
+    Returns:
+        The notebook (nbformat) to stage, nothing left to execute.
+    """
+    import datetime
+
+    nb = nbformat.read(run_path, as_version=4)
+    run = nb.metadata[RUN_KEY]
+    figures = [0]
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = _stored_outputs(cell.outputs, figures)
+    line = machine_line(day=f"{datetime.date.fromisoformat(run['date']):%d %B %Y}", quick=bool(run["quick"]),
+                        machine=run["machine"], usable_cpus=run["usable_cpus"], spare_cpus=run["spare_cpus"])
+    tail = nbformat.v4.new_code_cell(footer, metadata={"tags": ["remove-input"]},
+                                     outputs=[nbformat.v4.new_output("stream", name="stdout", text=line + "\n")])
+    nb.cells = [*nb.cells, tail]
+    return nb
+
+
+def stage(src: Path, stems: list[str], runs: dict[str, Path] | None = None) -> None:
     setup = (SITE / "setup_cell.py").read_text()
     footer = (SITE / "machine_cell.py").read_text()
     for stem in stems:
-        nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
+        if runs:
+            nb = page_from_run(stem, runs[stem], footer)
+        else:
+            nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
+            head = nbformat.v4.new_code_cell(setup, metadata={"tags": ["remove-cell"]})
+            tail = nbformat.v4.new_code_cell(footer, metadata={"tags": ["remove-input"]})
+            nb.cells = [head, *nb.cells, tail]
         for cell in nb.cells:
             if is_colab_cell(cell):
                 cell.metadata["tags"] = sorted({*cell.metadata.get("tags", []), "remove-cell"})
-        head = nbformat.v4.new_code_cell(setup, metadata={"tags": ["remove-cell"]})
-        tail = nbformat.v4.new_code_cell(footer, metadata={"tags": ["remove-input"]})
-        nb.cells = [head, *nb.cells, tail]
         nbformat.write(nb, src / f"{stem}.ipynb")
+    shutil.copy(SITE / "page_outputs.py", src / "page_outputs.py")  # the setup and machine cells import it
     static = src / "_static"
     static.mkdir()
     import plotly
@@ -364,22 +461,37 @@ def _stderr(line: str) -> None:
 
 
 def build(out: Path, *, quick: bool, hub_url: str | None, work: Path, only: list[str] | None = None,
-          progress: Callable[[str], None] | None = _stderr) -> dict:
+          progress: Callable[[str], None] | None = _stderr, executed: Path | None = None) -> dict:
+    """Build the site into ``out`` (staging and Jupyter Book's output in ``work``).
+
+    ``executed``: a folder of stored runs (``build/executed``); when it holds a current run of every page's
+    notebook (:func:`stored_runs`), nothing is executed and the pages show those runs; else (or ``None``)
+    Jupyter Book executes every notebook.
+
+    Returns:
+        The build's facts (also written to ``out/site.json``); ``"execution"`` says which way the pages got
+        their outputs (``"stored runs"`` or ``"executed here"``), ``"stored_runs"`` why not where it was asked.
+    """
     rows = chapter()
     stems = [r[0] for r in rows if not only or r[0] in only or r[0][:2] in only]
     if not stems:
         raise SystemExit(f"--only {only} matches no notebook")
+    runs, why_not = stored_runs(Path(executed), stems, quick=quick) if executed is not None else ({}, "")
+    if progress and executed is not None:
+        progress(f"showing the stored runs of {executed}: nothing executed" if runs
+                 else f"not using {executed} ({why_not}): executing every notebook")
     if work.exists():
         shutil.rmtree(work)
     src = work / "src"
     src.mkdir(parents=True)
-    (src / "index.md").write_text(index_md([r for r in rows if r[0] in stems], quick=quick))
-    stage(src, stems)
+    (src / "index.md").write_text(index_md([r for r in rows if r[0] in stems], quick=quick,
+                                           stored=bool(runs)))
+    stage(src, stems, runs)
     local_mathjax = (MATHJAX / MATHJAX_PARTS[0]).is_file()
     if not local_mathjax and progress:
         progress(f"MathJax not found at {MATHJAX} (make site installs it with npm): formulas will load it from a CDN")
     (src / "_config.yml").write_text(config_yml(hub_url=hub_url, title="D2L: asynchronous computation, made visible",
-                                                local_mathjax=local_mathjax))
+                                                local_mathjax=local_mathjax, execute=not runs))
     pages = stage_doc_pages(src, stems)
     (src / "_toc.yml").write_text(toc_yml(stems, pages))
     env = {**os.environ, "D2L_ASYNC_QUICK": "1" if quick else "0", "PYTHONPATH": str(ROOT)}
@@ -418,7 +530,8 @@ def build(out: Path, *, quick: bool, hub_url: str | None, work: Path, only: list
     for page in [*out.glob("*.html"), *out.glob("docs/*.html")]:
         tidy_page(page)
     facts = {"pages": len(stems) + 1 + len(pages), "notebooks": stems, "doc_pages": [p["file"] for p in pages],
-             "quick": quick, "mathjax": "the site's own" if local_mathjax else "CDN", "seconds": round(seconds, 1),
+             "quick": quick, "execution": "stored runs" if runs else "executed here", "stored_runs": why_not,
+             "mathjax": "the site's own" if local_mathjax else "CDN", "seconds": round(seconds, 1),
              "megabytes": round(folder_mb(out), 1), "repo": REPO_SLUG, "hub_url": hub_url,
              "load": {"cpus": load.cpus, "busy_before": round(load.busy_before, 2), "peak_load": round(load.peak_load, 2),
                       "warning": load.warning()}}
@@ -434,12 +547,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hub-url", default=os.environ.get("D2L_ASYNC_HUB_URL") or None,
                    help="a JupyterHub for the launch buttons (nbgitpuller link); default $D2L_ASYNC_HUB_URL or none")
     p.add_argument("--only", nargs="*", help="build these notebooks only (stems or their two-digit numbers)")
+    p.add_argument("--executed", default=None,
+                   help="a folder of stored runs (build/executed, kept by make test): when it holds a current run "
+                        "of every notebook, the pages show them and nothing is executed")
     args = p.parse_args(argv)
     out = Path(args.out).resolve()
     work = Path(args.work).resolve() if args.work else out.with_name(out.name + "-work")
-    facts = build(out, quick=args.quick, hub_url=args.hub_url, work=work, only=args.only)
+    facts = build(out, quick=args.quick, hub_url=args.hub_url, work=work, only=args.only,
+                  executed=Path(args.executed).resolve() if args.executed else None)
     print(f"wrote {out}: {facts['pages']} pages, {facts['megabytes']} MB, built in {facts['seconds']} s "
-          f"({'quick' if facts['quick'] else 'default'} mode)")
+          f"({'quick' if facts['quick'] else 'default'} mode, {facts['execution']})")
     if facts["load"]["warning"]:
         print(facts["load"]["warning"], file=sys.stderr)
     return 0

@@ -10,7 +10,11 @@ Binder reader gets it, and keeps it for the tests that read it instead of execut
 * after the notebook's last cell, before its kernel stops, the kernel's affinity and peak resident memory
   are read from ``/proc``, and the notebook is written with every cell's outputs (what nbval received) to
   ``build/executed/<name>.ipynb``, its run in the metadata (``d2l_async_run``: seconds, CPU, affinity,
-  peak memory, the cells that failed);
+  peak memory, the cells that failed, and the machine line and date read in this process while pinned: the
+  site's footer for a page built from this run);
+* a display routed into an ``ipywidgets.Output`` (a dashboard's animation view) reaches nbval as a plain cell
+  output; it is kept with ``metadata["d2l_async_output_widget"] = True``, so a reader of the run (the site)
+  can tell it from the cell's own outputs (a front end shows it inside the widget, never in the cell);
 * then the busy process is stopped and the affinity restored.
 
 The lesson rules, the figure rules, the site build and the class test read ``build/executed``
@@ -32,6 +36,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 EXECUTED = ROOT / "build" / "executed"
 RUN_KEY = "d2l_async_run"
+#: Marks a stored output that the kernel sent into an ``ipywidgets.Output`` (a front end draws it inside that
+#: widget, not in the cell).
+IN_OUTPUT_WIDGET = "d2l_async_output_widget"
 
 # Exits on its own once its parent is gone, so a killed test run leaves no spinning process.
 _BUSY = ("import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n"
@@ -72,8 +79,48 @@ def pytest_runtest_setup(item: Any) -> None:
     os.sched_setaffinity(0, {cpu})
     busy = subprocess.Popen([sys.executable, "-c", _BUSY], stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    here = _machine_facts()  # before the clock starts: the run's seconds are the notebook's own
     _runs[item.parent.nodeid] = {"saved": saved, "cpu": cpu, "busy": busy, "t0": time.perf_counter(),
-                                 "failed": []}
+                                 "failed": [], "machine": here}
+    _watch_output_widgets(item.parent)
+
+
+def _machine_facts() -> dict[str, Any]:
+    """The machine as the notebook's kernel finds it (this process pinned, its CPU busy), and today's date."""
+    import datetime
+
+    from d2l_async.devices import describe_machine, machine
+
+    here = machine(sample_s=0.5)
+    return {"machine": describe_machine(here), "usable_cpus": float(here.usable_cpus),
+            "spare_cpus": float(here.spare_cpus), "date": datetime.date.today().isoformat()}
+
+
+def _watch_output_widgets(nbfile: Any) -> None:
+    """Mark each display the kernel sends while an ``ipywidgets.Output`` captures (nbval reads every iopub
+    message through ``get_kernel_message`` and ignores comm messages: the widget's ``msg_id`` is seen here)."""
+    if getattr(nbfile, "_d2l_watched", False):
+        return
+    read = nbfile.get_kernel_message
+    outputs: set[str] = set()
+    capturing: dict[str, str] = {}
+
+    def get_kernel_message(*args: Any, **kwargs: Any) -> dict:
+        msg = read(*args, **kwargs)
+        kind, content = msg.get("msg_type"), msg.get("content") or {}
+        data = content.get("data") or {}
+        state = data.get("state") or {} if isinstance(data, dict) else {}
+        if kind == "comm_open" and state.get("_model_name") == "OutputModel":
+            outputs.add(content.get("comm_id"))
+        if kind in ("comm_open", "comm_msg") and content.get("comm_id") in outputs and "msg_id" in state:
+            capturing[content["comm_id"]] = state["msg_id"]
+        if kind in ("display_data", "execute_result") and \
+                (msg.get("parent_header") or {}).get("msg_id") in set(capturing.values()) - {""}:
+            content["metadata"] = {**(content.get("metadata") or {}), IN_OUTPUT_WIDGET: True}
+        return msg
+
+    nbfile.get_kernel_message = get_kernel_message
+    nbfile._d2l_watched = True
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -98,7 +145,8 @@ def pytest_runtest_teardown(item: Any, nextitem: Any):
             affinity = []
         _write(item.parent, {"seconds": time.perf_counter() - run["t0"], "cpu": run["cpu"], "busy": True,
                              "affinity": affinity, "peak_rss_bytes": _peak_rss_bytes(pid),
-                             "failed_cells": sorted(run["failed"]), "quick": os.environ.get("D2L_ASYNC_QUICK") == "1"})
+                             "failed_cells": sorted(run["failed"]), "quick": os.environ.get("D2L_ASYNC_QUICK") == "1",
+                             **run["machine"]})
     yield
     if run is not None:
         run["busy"].kill()
@@ -138,7 +186,8 @@ def executed(name: str) -> tuple[Any, dict[str, Any]]:
     """The notebook ``name`` as the last nbval run executed it, and that run's facts.
 
     Returns:
-        ``(notebook, run)``; ``run`` holds seconds, cpu, affinity, peak_rss_bytes, failed_cells, quick.
+        ``(notebook, run)``; ``run`` holds seconds, cpu, affinity, peak_rss_bytes, failed_cells, quick, machine,
+        usable_cpus, spare_cpus, date, source_sha256.
 
     Raises:
         FileNotFoundError: no run is kept, or it ran another version of the notebook (the message says how to

@@ -1,4 +1,8 @@
-"""The chapter's static site, built once per test run in quick mode into a temporary folder."""
+"""The chapter's static site, built once per test run in quick mode into a temporary folder.
+
+After nbval has run every notebook in the same ``make test`` (``build/executed``, tests/notebook_run.py), the
+site shows those runs and executes nothing; without a current run of every notebook it executes them itself.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ HUB = "https://hub.example.edu"  # any hub: the test reads the nbgitpuller link 
 
 @pytest.fixture(scope="session")
 def site(tmp_path_factory) -> Path:
-    """``site/build_site.py --quick`` run once; the built HTML folder.
+    """``site/build_site.py --quick --executed build/executed`` run once; the built HTML folder.
 
     Set ``D2L_ASYNC_SITE`` to an already built site folder to test that one instead (e.g. the
     default-mode ``build/site`` from ``make site``).
@@ -35,7 +39,7 @@ def site(tmp_path_factory) -> Path:
     finally:
         sys.path.remove(str(ROOT / "site"))
     out = tmp_path_factory.mktemp("site") / "html"
-    build_site.build(out, quick=True, hub_url=HUB, work=out.with_name("work"))
+    build_site.build(out, quick=True, hub_url=HUB, work=out.with_name("work"), executed=ROOT / "build" / "executed")
     return out
 
 

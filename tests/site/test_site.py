@@ -23,6 +23,8 @@ from d2l_async.config import REPO_SLUG
 
 
 ROOT = Path(__file__).parents[2]
+RUN_KEY, IN_OUTPUT_WIDGET = "d2l_async_run", "d2l_async_output_widget"  # as tests/notebook_run.py writes a run
+PLOTLY, WIDGET = "application/vnd.plotly.v1+json", "application/vnd.jupyter.widget-view+json"
 NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
 pytestmark = pytest.mark.timeout(900)
 
@@ -415,3 +417,86 @@ def test_a_busy_machine_is_warned_about_and_a_quiet_one_is_not():
     assert "1.0 of 2 CPUs were busy" in watch.warning() and "quiet machine" in watch.warning()
     watch.busy_before, watch.peak_load = 0.1, 11.0
     assert "load average reached 11.0 on 2 CPUs" in watch.warning()
+
+
+def _stored_run(folder: Path, stem: str, *, marker: str) -> Path:
+    """A stored run of ``stem`` as tests/notebook_run.py writes one, its outputs made up: each code cell prints
+    ``marker`` (no execution prints it), the last also shows a figure, a dashboard and a figure the kernel
+    sent into a dashboard's ``Output``; the run's machine is ``marker`` too."""
+    import hashlib
+
+    import nbformat
+
+    source = ROOT / "notebooks" / f"{stem}.ipynb"
+    nb = nbformat.read(source, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    for cell in code:
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"{marker}\n")]
+    figure = {"data": [{"type": "bar", "y": [1, 2]}], "layout": {"title": {"text": "two bars"}}}
+    code[-1].outputs += [
+        nbformat.v4.new_output("display_data", data={PLOTLY: figure}),
+        nbformat.v4.new_output("display_data", data={PLOTLY: figure}, metadata={IN_OUTPUT_WIDGET: True}),
+        nbformat.v4.new_output("display_data", data={WIDGET: {"model_id": "0" * 32, "version_major": 2,
+                                                              "version_minor": 0},
+                                                     "text/plain": "VBox(children=(...))"})]
+    nb.metadata[RUN_KEY] = {"seconds": 1.0, "cpu": 0, "busy": True, "affinity": [0], "peak_rss_bytes": 1,
+                            "failed_cells": [], "quick": True, "machine": marker, "usable_cpus": 1.0,
+                            "spare_cpus": 1.0, "date": "2001-02-03",
+                            "source_sha256": hashlib.sha256(source.read_bytes()).hexdigest()}
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, folder / f"{stem}.ipynb")
+    return folder / f"{stem}.ipynb"
+
+
+def test_a_site_from_stored_runs_executes_nothing(tmp_path):
+    """Given a current stored run, the page shows that run's outputs (a marker no execution prints), rewritten
+    as the setup cell shows them, and its footer states the run's machine and date; Jupyter Book is told not
+    to execute."""
+    import json
+    import uuid
+
+    build = _build_site()
+    stem, marker = NOTEBOOKS[0], f"stored-run-{uuid.uuid4().hex}"
+    _stored_run(tmp_path / "executed", stem, marker=marker)
+    facts = build.build(tmp_path / "html", quick=True, hub_url=None, work=tmp_path / "work", only=[stem],
+                        executed=tmp_path / "executed", progress=None)
+    assert facts["execution"] == "stored runs", facts["stored_runs"]
+    config = json.loads((tmp_path / "work" / "src" / "_config.yml").read_text())
+    assert config["execute"]["execute_notebooks"] == "off"
+    html = (tmp_path / "html" / f"{stem}.html").read_text(encoding="utf-8")
+    import nbformat
+
+    shown_cells = [c for c in nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4).cells
+                   if c.cell_type == "code" and not build.is_colab_cell(c)]
+    assert html.count(marker) == len(shown_cells) + 1  # each cell's output, and the footer's machine
+    assert re.search(rf"executed on 03 February 2001 in quick mode, on: {marker}\.", html)
+    assert [n for n, _ in _CAPTION.findall(html)] == ["1"]  # the figure sent into the dashboard is not shown
+    assert html.count('class="plotly-graph-div"') == 1 and html.count("d2l-needs-kernel") == 1
+
+
+def test_stored_runs_are_used_only_when_current(tmp_path):
+    """Another version of the notebook, the other mode, a failed cell or a live figure: the site executes."""
+    import nbformat
+
+    build = _build_site()
+    stem = NOTEBOOKS[0]
+    path = _stored_run(tmp_path, stem, marker="m")
+    assert build.stored_runs(tmp_path, [stem], quick=True) == ({stem: path}, "")
+    assert build.stored_runs(tmp_path, [stem], quick=False)[0] == {}
+    assert build.stored_runs(tmp_path, [stem, NOTEBOOKS[1]], quick=True)[0] == {}
+    (tmp_path / "changed").mkdir()
+    for change in ({"source_sha256": "0" * 64}, {"failed_cells": [3]}, {"date": None}):
+        nb = nbformat.read(path, as_version=4)
+        run = {**nb.metadata[RUN_KEY], **change}
+        if run["date"] is None:  # a run written before the runs recorded their machine and date
+            del run["date"]
+        nb.metadata[RUN_KEY] = run
+        nbformat.write(nb, tmp_path / "changed" / f"{stem}.ipynb")
+        runs, why = build.stored_runs(tmp_path / "changed", [stem], quick=True)
+        assert runs == {} and stem in why, change
+    nb = nbformat.read(path, as_version=4)
+    last = [c for c in nb.cells if c.cell_type == "code"][-1]
+    last.outputs[-1]["data"]["text/plain"] = "FigureWidget({'data': []})"
+    nbformat.write(nb, tmp_path / "changed" / f"{stem}.ipynb")
+    runs, why = build.stored_runs(tmp_path / "changed", [stem], quick=True)
+    assert runs == {} and "FigureWidget" in why
