@@ -484,7 +484,9 @@ class Dashboard:
         shown = [view.figure for view in self.views.values()]
         if self.live_view is not None and self.live_view.figure is not None:  # above the others on the page
             shown.insert(0, self.live_view.figure)
-        drawn = ",".join("{}:{}".format(*drawn_size(figure)) for figure in shown)
+        # an animation's points are those of the frame on screen: only its traces are stated ("*")
+        drawn = ",".join(f"{drawn_size(f)[0]}:*" if getattr(f, "frames", None) else "{}:{}".format(*drawn_size(f))
+                         for f in shown)
         self.status.value = (f'<span style="color:{colour}" data-kind="{kind}" data-runs="{self.runs}" '
                              f'data-figures="{drawn}">{html.escape(message)}</span>')
 

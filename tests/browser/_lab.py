@@ -255,12 +255,15 @@ def status(page: Any) -> dict[str, Any]:
     drawn = span.get_attribute("data-figures") or ""
     return {"kind": span.get_attribute("data-kind") or "", "runs": span.get_attribute("data-runs") or "",
             "text": span.inner_text(),
-            "figures": [tuple(int(n) for n in f.split(":")) for f in drawn.split(",") if f]}
+            "figures": [tuple(None if n == "*" else int(n) for n in f.split(":")) for f in drawn.split(",") if f]}
 
 
-def sizes(figures: list[dict[str, Any] | None]) -> list[tuple[int, int] | None]:
-    """``[(traces, points), ...]`` of figures :func:`read_figures` read (None where no plot appeared)."""
-    return [f and (f["traces"], f["points"]) for f in figures]
+def sizes(figures: list[dict[str, Any] | None], kernel: list[tuple[int, int | None]] = ()) -> list:
+    """``[(traces, points), ...]`` of figures :func:`read_figures` read (None where no plot appeared); where
+    ``kernel`` (the status line's) states no points (an animation: the page shows one of its frames), the
+    points read are left out, as there."""
+    out = [f and (f["traces"], f["points"]) for f in figures]
+    return [(o[0], None) if o and i < len(kernel) and kernel[i][1] is None else o for i, o in enumerate(out)]
 
 
 def read_figures(page: Any, *, timeout_s: float) -> list[dict[str, Any] | None]:

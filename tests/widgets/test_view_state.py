@@ -169,3 +169,12 @@ def test_the_status_line_says_what_the_figures_hold_as_a_browser_counts_it():
     assert 'data-figures="2:7,1:3"' in dash.status.value
     dash.controls["n"].value = 12
     assert dash.runs == 2 and 'data-figures="2:14,1:3"' in dash.status.value
+
+
+def test_an_animation_states_its_traces_not_the_points_of_the_frame_on_screen():
+    def fig(r, **_):
+        f = go.Figure(go.Scatter(x=[0, 1, 2], y=[0, 1, 2]), frames=[go.Frame(data=[go.Scatter(x=[0], y=[0])])])
+        return {"anim": f, "plain": go.Figure(go.Scatter(x=list(range(r)), y=list(range(r))))}
+
+    dash = Dashboard(lambda n: n, {"n": int_slider("n", 4, 1, 9)}, fig)
+    assert 'data-figures="1:*,1:4"' in dash.status.value
