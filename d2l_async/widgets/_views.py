@@ -29,8 +29,8 @@ import numpy as np
 import plotly.graph_objects as go
 from .._args import instance
 
-__all__ = ["MODES", "MODE_VARIABLE", "FigureView", "OutputView", "apply_figure", "drawn_size", "figure_widget", "publish_state",
-           "view_state", "resolve_mode", "make_view"]
+__all__ = ["MODES", "MODE_VARIABLE", "FigureView", "OutputView", "apply_figure", "drawn_size", "figure_widget",
+           "publish_state", "view_state", "resolve_mode", "make_view"]
 
 #: The display modes a dashboard accepts.
 MODES = ("auto", "figurewidget", "output")
