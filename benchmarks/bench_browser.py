@@ -3,8 +3,8 @@
 For each dashboard named (default: notebook 05's ``sync_async_dashboard`` and 00's tour), the benchmark runs
 the notebook up to its dashboard in JupyterLab (quick mode, as ``make test``), then moves the dashboard's
 first slider ``--repeat`` times, alternately right and left, and times each move from the pointer's release
-to the moment plotly.js holds the new figure under the dashboard (its data changed and every figure still
-has points).  This is the whole round trip: the front end's message, the kernel's rerun and drawing, the
+to the moment plotly.js holds the new figure under the dashboard (its data changed, and every figure holds
+the traces and points the kernel's figures hold, as the dashboard's status line states them).  This is the whole round trip: the front end's message, the kernel's rerun and drawing, the
 update messages back, plotly.js's redraw.  With ``--busy N`` it does the same beside N processes that spin
 on a core each.
 
@@ -57,9 +57,11 @@ def _moves(page, lab, name: str, repeat: int) -> list[float]:
         _lab.move_first_control(page, timeout_s=60, dx=50 if i % 2 == 0 else -50)
         released = time.monotonic()
         _lab.wait_for_new_run(page, runs, timeout_s=300)
-        while True:
+        while True:  # the page shows what the kernel's figures hold (the status line's data-figures)
+            kernel = _lab.status(page)["figures"]
             figures = _lab.read_figures(page, timeout_s=60)
-            if [f["digest"] for f in figures] != before and not _lab.blank(figures):
+            if [f["digest"] for f in figures] != before and not _lab.blank(figures) and \
+                    _lab.sizes(figures, kernel) == kernel:
                 break
             if time.monotonic() - released > 300:
                 raise RuntimeError(f"{name}: the figures did not change within 300 s of the release")
