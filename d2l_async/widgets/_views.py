@@ -162,16 +162,16 @@ def publish_state(widget: go.FigureWidget) -> None:
     """Copy what ``widget`` shows into the synced state that a new front-end view is drawn from.
 
     A ``FigureWidget`` reaches the browser two ways: an update (``add_traces``, a restyle inside
-    ``batch_update()``) travels as a one-shot message to the views that exist, and a view created
-    later draws the widget's *synced state*.  plotly >= 6 builds the widget on anywidget and copies
-    its traces into that state (``_widget_data``, ``_widget_layout``) only in
-    ``FigureWidget._repr_mimebundle_``, which runs when the figure itself is displayed, never for a
-    figure inside an ipywidgets box (plotly.py issue 4998).  A dashboard draws its figures while its
-    cell runs, before the cell's output (and so any view) exists: without this call every view
-    would start from the empty figure the widget was created with, and the restyles that follow
-    would change traces the view never had.  So after each update the state is copied the way
-    plotly copies it, by the same method; the views that exist ignore the copy (they took the
-    update message).  plotly 5 (ipywidgets 7, Colab) keeps its state traits itself: nothing to do.
+    ``batch_update()``) travels as a one-shot message to the views that exist, and a view created later draws
+    the widget's *synced state*.  plotly >= 6 builds the widget on anywidget and copies its traces into that
+    state (``_widget_data``, ``_widget_layout``) only in ``FigureWidget._repr_mimebundle_``, which runs when
+    the figure itself is displayed, never for a figure inside an ipywidgets box (upstream:
+    github.com/plotly/plotly.py/issues/4998).  A dashboard draws its figures while its cell runs, before the
+    cell's output (and so any view) exists: without this call every view would start from the empty figure the
+    widget was created with, and the restyles that follow would change traces the view never had.  So after
+    each update the state is copied the way plotly copies it, by the same method; the views that exist ignore
+    the copy (they took the update message).  plotly 5 (ipywidgets 7, Colab) keeps its state traits itself:
+    nothing to do.
 
     Args:
         widget: the ``go.FigureWidget`` to publish.
