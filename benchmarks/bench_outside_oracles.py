@@ -381,13 +381,17 @@ def suite_interrupt(src: Path, trials: int, seed: int) -> list[dict]:
 
     warnings.simplefilter("ignore")
     data = nano_tokens()
-    model, optimizer = nano_build(src)
-    mode = ir._States(model, optimizer)
-    mode.seen.add(ir.state(model, optimizer))
-    with mode:
-        nano_loop(model, optimizer, data)
-    final = ir.state(model, optimizer)
-    seen = mode.seen | {final}
+
+    def eager() -> tuple[set[tuple], tuple]:
+        model, optimizer = nano_build(src)
+        mode = ir._States(model, optimizer)
+        mode.seen.add(ir.state(model, optimizer))
+        with mode:
+            nano_loop(model, optimizer, data)
+        final = ir.state(model, optimizer)
+        return mode.seen | {final}, final
+
+    seen, final = ir.like_a_worker(eager)  # in the workers' numeric regime (see like_a_worker)
 
     configs = [(w, b) for w in WORKERS for b in ("inside", "make_async")]
     ops, agree = {}, {}

@@ -21,7 +21,8 @@ Adam's state is read, and the trial is:
 * ``silent``: a value that eager never holds at any moment -- what must never happen;
 * ``unclear error``: reading raised anything else.
 
-Eager's states: the same loop, eagerly, under a dispatch mode that records (a digest of) every
+Eager's states: the same loop, eagerly (in a thread set up as the workers are: :func:`like_a_worker`),
+under a dispatch mode that records (a digest of) every
 parameter and Adam tensor before and after every aten op -- so a Ctrl-C that lands between any
 two ops, in the middle of an optimizer step included, has its state in the set.  Adam runs its
 single-tensor loop in both (its default on a CPU), so both issue the same ops.
@@ -114,8 +115,42 @@ class _States(TorchDispatchMode):
         return out
 
 
+def like_a_worker(fn):
+    """``fn()`` run in a new thread that sets torch's thread count as the block's workers do.
+
+    The oracle must compute in the workers' numeric regime.  ``torch.set_num_threads`` (which every
+    worker calls) also turns MKL's dynamic threading off, process-wide; a main thread that never
+    called it multiplies with MKL free to pick fewer threads, and on some CPUs that changes the
+    bits of a product (seen once in CI: no uninterrupted block ended in eager's last state).
+    """
+    threads = torch.get_num_threads()
+    out: list = []
+
+    def run() -> None:
+        torch.set_num_threads(threads)
+        try:
+            out.append(("ok", fn()))
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
+            out.append(("err", exc))
+
+    t = threading.Thread(target=run, name="interrupt-runner eager")
+    t.start()
+    t.join(HANG)
+    if not out:
+        raise RuntimeError(f"eager's run did not end within {HANG} s")
+    kind, value = out[0]
+    if kind == "err":
+        raise value
+    return value
+
+
 def eager_states() -> tuple[set[tuple], tuple, list[float]]:
-    """Every state eager passes through after the model and optimizer exist, and its last one."""
+    """Every state eager passes through after the model and optimizer exist, and its last one
+    (run :func:`like_a_worker`)."""
+    return like_a_worker(_eager_states)
+
+
+def _eager_states() -> tuple[set[tuple], tuple, list[float]]:
     X, Y = data()
     net = model()
     opt = torch.optim.Adam(net.parameters(), lr=1e-2)
@@ -126,6 +161,15 @@ def eager_states() -> tuple[set[tuple], tuple, list[float]]:
     final = state(net, opt)
     mode.seen.add(final)
     return mode.seen, final, losses
+
+
+def plain_eager() -> tuple:
+    """The last state of the loop run eagerly on this thread, with no dispatch mode."""
+    X, Y = data()
+    net = model()
+    opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+    loop(net, opt, X, Y)
+    return state(net, opt)
 
 
 class _Sender(threading.Thread):
@@ -263,6 +307,7 @@ def uninterrupted(workers: int, build: str) -> tuple[int, tuple]:
 def main(argv: list[str]) -> int:
     trials, seed = int(argv[0]), int(argv[1])
     rng = random.Random(seed)
+    main_first = plain_eager()  # before anything sets torch's threads: the diagnosis if the oracle fails
     seen, final, _ = eager_states()
     configs = [(w, b) for w in (1, 2) for b in ("inside", "make_async")]
     runs = {c: uninterrupted(*c) for c in configs}
@@ -285,7 +330,8 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     print(json.dumps({"summary": counts, "trials": trials, "eager_states": len(seen), "strays": len(_strays),
                       "ops": {f"{w}/{b}": n for (w, b), n in ops.items()}, "uninterrupted_is_eager": agree,
-                      "grad_mode_left_off": left_off}), flush=True)
+                      "grad_mode_left_off": left_off, "main_thread_eager_is_eager": main_first == final}),
+          flush=True)
     faulthandler.cancel_dump_traceback_later()
     return 0
 
