@@ -22,8 +22,10 @@ from; the first lecture's scenarios. Everything per node or per 200 students is 
 these numbers, and docs/numbers.md says so where it shows it.
 
     python benchmarks/bench_class.py [--sizes 2 4 8] [--no-first-lecture | --reuse-first-lecture]
+    python benchmarks/bench_class.py --rerun-lecture "chart defaults, nodes scaling up"
 
-``--reuse-first-lecture`` keeps the first lecture's scenarios of the class.json already there (each
+``--rerun-lecture SCENARIO...`` measures only those first-lecture scenarios again and keeps the
+rest of class.json.  ``--reuse-first-lecture`` keeps the first lecture's scenarios of the class.json already there (each
 with the date it was measured): they do not depend on the notebooks, only on config.yaml's spawn
 settings, which must still be the ones they ran with. For rerunning the classes after the chapter's
 notebooks change.
@@ -153,6 +155,41 @@ def previous_lectures(path: Path = OUT) -> list[dict]:
     return rows
 
 
+def _lecture(scenario: tuple) -> dict:
+    """One first-lecture scenario of :data:`LECTURES`, measured now."""
+    name, what, kwargs = scenario
+    return {"name": name, "what": what, "measured": time.strftime("%Y-%m-%d %H:%M"), "command": command(),
+            **first_lecture.first_lecture(200, arrive_s=300.0, **kwargs)}
+
+
+def _print_lecture(r: dict) -> None:
+    print(f"first lecture, {r['name']}: {r['ready']} of 200 ready, median {r['ready_s_median']} s / "
+          f"p95 {r['ready_s_p95']} s after arriving; {r['throttled_students']} told 429; hub "
+          f"{'EXITED at ' + str(r['hub_exited_at_s']) + ' s' if r['hub_exited_at_s'] else 'up'}; "
+          f"hub peak {r['hub_peak_rss_mib']} MiB, {r['hub_cpu_s']} CPU s", flush=True)
+
+
+def rerun_lectures(names: list[str], path: Path = OUT) -> int:
+    """Measure the named first-lecture scenarios again, side by side, and put them in ``path`` in place
+    of the old ones (each row says when and by which command it was measured); the classes and the
+    other scenarios stay as they were."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if not path.is_file():
+        raise SystemExit(f"--rerun-lecture: {path} does not exist; run without it first")
+    data = json.loads(path.read_text())
+    todo = [sc for sc in LECTURES if sc[0] in names]
+    with ThreadPoolExecutor(len(todo)) as pool:
+        fresh = {r["name"]: r for r in pool.map(_lecture, todo)}
+    for r in fresh.values():
+        _print_lecture(r)
+    old = {r["name"]: r for r in data.get("first_lecture") or []}
+    data["first_lecture"] = [fresh.get(n) or old[n] for n, _, _ in LECTURES if n in fresh or n in old]
+    path.write_text(json.dumps(data, indent=2))
+    print(f"wrote {path}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python benchmarks/bench_class.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8],
@@ -163,7 +200,11 @@ def main(argv: list[str] | None = None) -> int:
     lecture.add_argument("--no-first-lecture", action="store_true", help="skip the 200 modelled log-ins")
     lecture.add_argument("--reuse-first-lecture", action="store_true",
                          help="keep the first lecture's scenarios of the class.json already there")
+    lecture.add_argument("--rerun-lecture", metavar="SCENARIO", nargs="+", choices=[n for n, _, _ in LECTURES],
+                         help="measure only these first-lecture scenarios again; keep everything else of class.json")
     args = p.parse_args(argv)
+    if args.rerun_lecture:
+        return rerun_lectures(args.rerun_lecture)
     reused = previous_lectures() if args.reuse_first_lecture else []
     plan = [(1, False)] + ([] if args.no_keep else [(1, True)]) + [(n, False) for n in args.sizes if n != 1]
     runs = []
@@ -184,18 +225,10 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.no_first_lecture or args.reuse_first_lecture):
         from concurrent.futures import ThreadPoolExecutor
 
-        def one(scenario: tuple) -> dict:  # each its own hub; mostly waiting, so they run side by side
-            name, what, kwargs = scenario
-            return {"name": name, "what": what, "measured": time.strftime("%Y-%m-%d %H:%M"),
-                    **first_lecture.first_lecture(200, arrive_s=300.0, **kwargs)}
-
-        with ThreadPoolExecutor(len(LECTURES)) as pool:
-            lectures = list(pool.map(one, LECTURES))
+        with ThreadPoolExecutor(len(LECTURES)) as pool:  # each its own hub; mostly waiting: side by side
+            lectures = list(pool.map(_lecture, LECTURES))
         for r in lectures:
-            print(f"first lecture, {r['name']}: {r['ready']} of 200 ready, median {r['ready_s_median']} s / "
-                  f"p95 {r['ready_s_p95']} s after arriving; {r['throttled_students']} told 429; hub "
-                  f"{'EXITED at ' + str(r['hub_exited_at_s']) + ' s' if r['hub_exited_at_s'] else 'up'}; "
-                  f"hub peak {r['hub_peak_rss_mib']} MiB, {r['hub_cpu_s']} CPU s", flush=True)
+            _print_lecture(r)
     result = {"what": f"local JupyterHub class test: every notebook, {sums[0]['mode'] if sums else '?'} mode "
                       "(config.yaml's), students at once",
               "command": command(),

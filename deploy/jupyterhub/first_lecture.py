@@ -119,7 +119,7 @@ def _hub_config_values(path: Path = CONFIG) -> dict[str, Any]:
 def first_lecture(students: int = 200, *, arrive_s: float = 300.0, pod_start_s: float = 15.0,
                   concurrent_spawn_limit: int | None = None, consecutive_failure_limit: int | None = None,
                   start_timeout: float | None = None, fail: tuple[int, ...] = (), proxy: str | None = None,
-                  timeout_s: float = 1200.0) -> dict[str, Any]:
+                  timeout_s: float = 1200.0, retry_after_s: tuple[float, float] | None = None) -> dict[str, Any]:
     """``students`` log in, evenly spread over ``arrive_s`` seconds, to a real local JupyterHub whose
     pods are modelled (each starts ``pod_start_s`` after its spawn begins); the measurements.
 
@@ -130,11 +130,13 @@ def first_lecture(students: int = 200, *, arrive_s: float = 300.0, pod_start_s: 
     ``fail`` (1-based) get a spawn that fails after the wait (a pod that timed out); when that makes
     ``consecutive_failure_limit`` failures in a row, the hub exits, as JupyterHub does (Kubernetes
     would then restart it: here it stays down and the run says when it went). The limits default
-    to ``config.yaml``'s (the chart's defaults where it sets none).
+    to ``config.yaml``'s (the chart's defaults where it sets none).  ``retry_after_s`` is the range
+    the hub draws its ``Retry-After`` from (JupyterHub's ``spawn_throttle_retry_range``; None: the
+    hub's own 30-60 s, as a deployment has it; a test may shorten it).
 
     Returns:
         A dict: the settings, per student the seconds from arrival to a ready server (or why not),
-        the throttled answers, the failures; the hub's peak memory and CPU seconds, the proxy's peak
+        the throttled answers (and the range of their Retry-After), the failures; the hub's peak memory and CPU seconds, the proxy's peak
         memory, the hub API's latency (median and 95th percentile of one request a second), and
         whether and when the hub exited.
     """
@@ -145,6 +147,11 @@ def first_lecture(students: int = 200, *, arrive_s: float = 300.0, pod_start_s: 
     for name, value in (("arrive_s", arrive_s), ("pod_start_s", pod_start_s), ("timeout_s", timeout_s)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1e5:
             raise ValueError(f"{name} must be a number of seconds 0..1e5, got {value!r}")
+    if retry_after_s is not None and not (
+            isinstance(retry_after_s, tuple) and len(retry_after_s) == 2
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in retry_after_s)
+            and 0 < retry_after_s[0] <= retry_after_s[1] < 1e5):
+        raise ValueError(f"retry_after_s must be (min, max) seconds with 0 < min <= max, got {retry_after_s!r}")
     bad = [k for k in fail if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= students]
     if bad:
         raise ValueError(f"fail must name students 1..{students}, got {bad}")
@@ -167,8 +174,13 @@ c.Spawner.consecutive_failure_limit = {int(failures or 0)}
 c.Spawner.start_timeout = {int(start_to)}
 c.Spawner.http_timeout = 60
 """
+    if retry_after_s is not None:
+        # JupyterHub 5.5's trait is not tagged config=True ("not recognized"); its tornado setting is read
+        extra += ("c.JupyterHub.tornado_settings = {'spawn_throttle_retry_range': "
+                  f"{tuple(float(v) for v in retry_after_s)!r}}}\n")
     rows: dict[str, dict[str, Any]] = {n: {"throttled": 0, "failed": 0, "ready_s": None, "error": ""} for n in names}
     latencies: list[float] = []
+    retry_after: list[float] = []  # the Retry-After of every 429
     hub_gone: dict[str, float] = {}
     load_before = os.getloadavg()
     with LocalHub(proxy=proxy, extra_config=extra) as hub:
@@ -209,7 +221,9 @@ c.Spawner.http_timeout = 60
                 status, headers = _post_spawn(hub, name)
                 if status == 429:
                     row["throttled"] += 1
-                    time.sleep(float(headers.get("Retry-After", 30)))
+                    wait = float(headers.get("retry-after", 30))  # _post_spawn's keys are lower case
+                    retry_after.append(wait)
+                    time.sleep(wait)
                     continue
                 if status in (201, 202, 400):  # 400: already running or pending
                     outcome = _follow_progress(hub, name, deadline)
@@ -256,6 +270,7 @@ c.Spawner.http_timeout = 60
         "ready_s_median": q(ready, 0.5), "ready_s_p95": q(ready, 0.95), "ready_s_max": ready[-1] if ready else None,
         "throttled_students": sum(r["throttled"] > 0 for r in rows.values()),
         "throttled_answers": sum(r["throttled"] for r in rows.values()),
+        "retry_after_s": [min(retry_after), max(retry_after)] if retry_after else None,
         "failed_spawns": sum(r["failed"] for r in rows.values()),
         "hub_exited_at_s": hub_gone.get("at_s"),
         "hub_aborted": "consecutive spawn failures" in log,
@@ -269,14 +284,14 @@ c.Spawner.http_timeout = 60
 
 
 def _post_spawn(hub: LocalHub, name: str) -> tuple[int, dict[str, str]]:
-    """Ask for ``name``'s server; the HTTP status (0: no answer) and headers."""
+    """Ask for ``name``'s server; the HTTP status (0: no answer) and headers (names in lower case)."""
     req = urllib.request.Request(f"{hub.url}/hub/api/users/{name}/server", data=b"{}", method="POST",
                                  headers={"Authorization": f"token {hub.token}", "Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=60) as resp:
-            return resp.status, dict(resp.headers)
+            return resp.status, {k.lower(): v for k, v in resp.headers.items()}
     except urllib.error.HTTPError as exc:
-        return exc.code, dict(exc.headers or {})
+        return exc.code, {k.lower(): v for k, v in (exc.headers or {}).items()}
     except OSError:
         return 0, {}
 

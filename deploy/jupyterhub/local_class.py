@@ -65,7 +65,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = Path(__file__).resolve().with_name("config.yaml")
-#: the kill test's short class: a notebook, then one killed in the middle and run again
+#: the kill test's short class (one notebook each): 07 is the one killed in the middle and run again
 SHORT_CLASS = ("01_asynchrony", "07_automatic_parallelism")
 MAX_STUDENTS = 16
 
@@ -735,11 +735,12 @@ def _check_notebooks(notebooks: Any) -> tuple[str, ...]:
 
 def run_class(students: int, *, notebooks: list[str] | tuple[str, ...] | None = None, quick: bool | None = None,
               keep_kernels: bool = False, timeout_s: float = 900, proxy: str | None = None,
-              kill: int | None = None) -> dict[str, Any]:
+              kill: int | None = None, one_each: bool = False) -> dict[str, Any]:
     """Run ``students`` simulated students at once on a fresh local hub; the measurements as a dict.
 
     ``notebooks``: the notebooks each student runs, in order (default: every notebook of
-    ``notebooks/``). ``quick``: the mode (default: ``config.yaml``'s ``singleuser.extraEnv``).
+    ``notebooks/``); with ``one_each`` student ``i`` (from 1) runs only the ``i``-th of them (counting
+    round). ``quick``: the mode (default: ``config.yaml``'s ``singleuser.extraEnv``).
     ``keep_kernels``: leave each notebook's kernel open until the student has run them all.
     ``kill``: the number (1..students) of the student whose server is killed in the middle of the
     last notebook (see the module docstring)."""
@@ -747,6 +748,8 @@ def run_class(students: int, *, notebooks: list[str] | tuple[str, ...] | None = 
         raise ValueError(f"students must be 1..{MAX_STUDENTS}, got {students!r}")
     if kill is not None and (isinstance(kill, bool) or not isinstance(kill, int) or not 1 <= kill <= students):
         raise ValueError(f"kill must be a student's number 1..{students} (or None), got {kill!r}")
+    if not isinstance(one_each, bool):
+        raise ValueError(f"one_each must be True or False, got {one_each!r}")
     stems = _check_notebooks(notebooks)
     proxy = proxy or find_proxy()
     if proxy is None:
@@ -759,7 +762,8 @@ def run_class(students: int, *, notebooks: list[str] | tuple[str, ...] | None = 
     with LocalHub(proxy=proxy, quick=quick) as hub:
         t0 = time.monotonic()
         deadline = t0 + timeout_s
-        threads = [threading.Thread(target=_student, args=(hub, s, t0, deadline, stems),
+        threads = [threading.Thread(target=_student,
+                                    args=(hub, s, t0, deadline, (stems[i % len(stems)],) if one_each else stems),
                                     kwargs={"kill": i + 1 == kill, "keep": keep_kernels},
                                     name=f"class-{s.name}", daemon=True) for i, s in enumerate(roster)]
         for t in threads:
@@ -809,12 +813,13 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--quick", action="store_true", help="quick mode (default: config.yaml's singleuser.extraEnv)")
     p.add_argument("--keep-kernels", action="store_true", help="leave every notebook's kernel open until the end")
     p.add_argument("--timeout", type=float, default=900, help="deadline for the whole class in seconds (default 900)")
+    p.add_argument("--one-each", action="store_true", help="student K runs only the K-th notebook (counting round)")
     p.add_argument("--kill", type=int, default=None, metavar="K",
                    help="kill student K's server in the middle of the last notebook (it comes back and reruns it)")
     args = p.parse_args(argv)
     quick = False if args.default_mode else (True if args.quick else None)
     result = run_class(args.students, notebooks=args.notebooks, quick=quick, keep_kernels=args.keep_kernels,
-                       timeout_s=args.timeout, kill=args.kill)
+                       timeout_s=args.timeout, kill=args.kill, one_each=args.one_each)
     print(json.dumps(result, indent=2))
     return 0 if result["all_ok"] and not result["leftover_processes"] else 1
 
