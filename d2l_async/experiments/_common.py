@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 from .. import config
+from .._args import integer
 from ..benchmark import no_collector_pauses
 from .deadline import checkpoint
 
@@ -106,14 +107,9 @@ def _cuda_count() -> int:
 
 
 def positive_int(name: str, value: Any, *, minimum: int = 1, maximum: int | None = None) -> int:
-    """``value`` as an int ``>= minimum`` (and ``<= maximum``), else a ValueError naming ``name``."""
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
-    value = int(value.__index__())
-    if value < minimum or (maximum is not None and value > maximum):
-        bound = f">= {minimum}" if maximum is None else f"between {minimum} and {maximum}"
-        raise ValueError(f"{name} must be {bound}, got {value}")
-    return value
+    """``value`` as an int ``>= minimum`` (and ``<= maximum``): :func:`d2l_async._args.integer` with a
+    lower bound of 1 unless told otherwise."""
+    return integer(name, value, minimum=minimum, maximum=maximum)
 
 
 def positive_ints(name: str, values: Iterable[Any], *, minimum: int = 1, maximum: int | None = None) -> tuple[int, ...]:

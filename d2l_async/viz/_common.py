@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from ..trace import Trace
 from . import style
 from ._describe import describe
-from .._args import instance
+from .._args import instance, integer
 
 
 def check_trace(trace: Any, func: str) -> Trace:
@@ -26,11 +26,8 @@ def check_trace(trace: Any, func: str) -> Trace:
 
 
 def check_positive_int(value: Any, name: str, minimum: int = 1, maximum: int | None = None) -> int:
-    if (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum
-            or (maximum is not None and value > maximum)):
-        bound = f">= {minimum}" if maximum is None else f"between {minimum} and {maximum}"
-        raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
-    return int(value)
+    """:func:`d2l_async._args.integer`, in the figures' argument order, with a lower bound of 1."""
+    return integer(name, value, minimum=minimum, maximum=maximum)
 
 
 def check_title(title: Any) -> str | None:
