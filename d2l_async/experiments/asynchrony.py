@@ -220,6 +220,11 @@ class Ahead:
 def issue_and_finish(trace: Any) -> Ahead:
     """:class:`Ahead` read from a trace (pushes are the launch calls; work is on backend lanes).
 
+    A naive engine's trace (``meta["engine"] == "naive"``) records each push's bookkeeping as its
+    launch, but the op then runs inside the push, on the frontend's thread: its frontend is done
+    issuing only when the last op it ran has ended (a slow last op once made a naive run look as
+    if the frontend had raced ahead).
+
     Returns:
         The frozen :class:`Ahead`: when the last push ended and the backend's last op ended (seconds from
         the trace's first push or op), the backend's busy seconds and those before the last push.
@@ -236,6 +241,8 @@ def issue_and_finish(trace: Any) -> Ahead:
         raise ValueError("the trace needs pushes (launch events) and backend work to compare them")
     t0 = min(float(front["start"].min()), float(work["start"].min()))
     last_push = float(front["end"].max())
+    if trace.meta.get("engine") == "naive":
+        last_push = max(last_push, float(work["end"].max()))
     busy = float(np.sum(np.clip(work["end"] - work["start"], 0, None)))
     before = float(np.sum(np.clip(np.minimum(work["end"], last_push) - work["start"], 0, None)))
     return Ahead(last_push - t0, float(work["end"].max()) - t0, busy, before)

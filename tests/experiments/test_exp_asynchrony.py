@@ -88,6 +88,20 @@ def test_issue_and_finish_reads_the_trace():
         A.issue_and_finish(pushes_then_work([], [(0, 1)]))
 
 
+def test_a_naive_engine_s_frontend_is_done_when_its_last_op_is():
+    """Its ops run inside their pushes: a slow last op (a 4 ms stall was seen) is frontend time too, and
+    the naive run must not read as a frontend that raced ahead."""
+    ops = [(0.0000, 0.0001), (0.0001, 0.0002), (0.0002, 0.0003), (0.00031, 0.0045)]
+    pushes = [s - 1e-6 for s, _ in ops]  # each push's bookkeeping ends just before its op runs
+    naive = pushes_then_work(pushes, ops).with_meta(engine="naive")
+    a = A.issue_and_finish(naive)
+    assert a.issued == pytest.approx(a.finished) and a.finished > 0.0044
+    check = A.ran_ahead_check(naive, ONE_BUSY_CPU)
+    assert check.holds is False and check.cause == "no-worker-thread"
+    threaded = pushes_then_work(pushes, ops)  # the same times from a worker thread: it did race ahead
+    assert A.ran_ahead_check(threaded, ONE_BUSY_CPU).holds is True
+
+
 def test_checks_hold_when_the_frontend_runs_ahead():
     t = pushes_then_work([0.001, 0.002, 0.003], [(0.0, 0.010), (0.010, 0.020), (0.020, 0.030)])
     c = A.checks(fake_result(0.003, 0.030, t))

@@ -25,14 +25,32 @@ def _block(trace, reason):
     return float(b["start"][sel][0]), float(b["end"][sel][0])
 
 
+def _longer_until(result, decided, what: str):
+    """``result`` if ``decided(result)``, else runs with a chain twice as long, up to four more; the
+    run that decided.  A chain of 4 products takes about 3 ms, and a frontend descheduled for that
+    long (seen once in CI on a quiet machine) can't tell; a longer chain lengthens what waitall waits
+    for and leaves what wait_to_read waits for alone."""
+    r, long_ops = result, result.long_ops
+    for _ in range(4):
+        if decided(r):
+            return r
+        long_ops *= 2
+        r = run_barriers(long_ops=long_ops, size=500, follow_ops=result.follow_ops, repeat=1, backend="engine")
+    if decided(r):
+        return r
+    pytest.fail(f"{what} in none of 5 runs (up to {long_ops} products; last run: wait_to_read "
+                f"{r.wait_to_read_wait * 1e3:.2f} ms, waitall {r.waitall_wait * 1e3:.2f} ms)")
+
+
 def test_wait_to_read_waits_less_than_waitall(result):
-    assert result.wait_to_read_wait < result.waitall_wait
-    assert result.saved > 0
+    r = _longer_until(result, lambda r: r.wait_to_read_wait < r.waitall_wait / 2,
+                      "wait_to_read did not wait under half of waitall's wait")
+    assert r.saved > 0
 
 
 def test_wait_to_read_returns_while_the_long_work_runs(result):
-    _, end = _block(result.trace_wait_to_read, "wait_to_read")
-    assert end < _long_end(result.trace_wait_to_read)
+    _longer_until(result, lambda r: _block(r.trace_wait_to_read, "wait_to_read")[1] < _long_end(r.trace_wait_to_read),
+                  "wait_to_read did not return before the long work ended")
 
 
 def test_waitall_drains_the_long_work(result):
