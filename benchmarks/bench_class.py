@@ -22,13 +22,13 @@ from; the first lecture's scenarios. Everything per node or per 200 students is 
 these numbers, and docs/numbers.md says so where it shows it.
 
     python benchmarks/bench_class.py [--sizes 2 4 8] [--no-first-lecture | --reuse-first-lecture]
-    python benchmarks/bench_class.py --rerun-lecture "chart defaults, nodes scaling up"
+    python benchmarks/bench_class.py --rerun-lecture 'chart defaults, nodes scaling up'
 
 ``--rerun-lecture SCENARIO...`` measures only those first-lecture scenarios again and keeps the
-rest of class.json.  ``--reuse-first-lecture`` keeps the first lecture's scenarios of the class.json already there (each
-with the date it was measured): they do not depend on the notebooks, only on config.yaml's spawn
-settings, which must still be the ones they ran with. For rerunning the classes after the chapter's
-notebooks change.
+rest of class.json.  ``--reuse-first-lecture`` keeps the first lecture's scenarios of the class.json
+already there (each with the date it was measured): they do not depend on the notebooks, only on
+config.yaml's spawn settings, which must still be the ones they ran with. For rerunning the classes
+after the chapter's notebooks change.
 """
 
 from __future__ import annotations

@@ -136,9 +136,9 @@ def first_lecture(students: int = 200, *, arrive_s: float = 300.0, pod_start_s: 
 
     Returns:
         A dict: the settings, per student the seconds from arrival to a ready server (or why not),
-        the throttled answers (and the range of their Retry-After), the failures; the hub's peak memory and CPU seconds, the proxy's peak
-        memory, the hub API's latency (median and 95th percentile of one request a second), and
-        whether and when the hub exited.
+        the throttled answers (and the range of their Retry-After), the failures; the hub's peak
+        memory and CPU seconds, the proxy's peak memory, the hub API's latency (median and 95th
+        percentile of one request a second), and whether and when the hub exited.
     """
     import psutil
 

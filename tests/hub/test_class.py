@@ -3,8 +3,8 @@
 The class test starts JupyterHub with configurable-http-proxy on 127.0.0.1 (local-process spawner,
 dummy authenticator); three simulated students each start a server and run one notebook (01, 07,
 01) in quick mode through the REST and kernel APIs; student 2's server is killed in the middle of
-notebook 07 and must come back with its files while the others carry on; every lesson check must be ✔ or
-explained, and no process of the run may be left. `make` installs the proxy with npm (into
+notebook 07 and must come back with its files while the others carry on; every lesson check must be
+✔ or explained, and no process of the run may be left. `make` installs the proxy with npm (into
 .venv/chp); without it the hub tests skip, except under CI=true.
 
 ``deploy/jupyterhub/config.yaml`` must deploy as shipped: it validates against the Zero to
