@@ -21,10 +21,10 @@ Adam's state is read, and the trial is:
 * ``silent``: a value that eager never holds at any moment -- what must never happen;
 * ``unclear error``: reading raised anything else.
 
-Eager's states: the same loop, eagerly (in a thread set up as the workers are: :func:`like_a_worker`),
-under a dispatch mode that records (a digest of) every
-parameter and Adam tensor before and after every aten op -- so a Ctrl-C that lands between any
-two ops, in the middle of an optimizer step included, has its state in the set.  Adam runs its
+Eager's states: the same loop, eagerly (in a thread set up as the workers are:
+:func:`like_a_worker`), under a dispatch mode that records (a digest of) every parameter and Adam
+tensor before and after every aten op -- so a Ctrl-C that lands between any two ops, in the middle
+of an optimizer step included, has its state in the set.  Adam runs its
 single-tensor loop in both (its default on a CPU), so both issue the same ops.
 
 Before the trials each configuration runs once without a signal; it must end in eager's last
@@ -120,8 +120,9 @@ def like_a_worker(fn):
 
     The oracle must compute in the workers' numeric regime.  ``torch.set_num_threads`` (which every
     worker calls) also turns MKL's dynamic threading off, process-wide; a main thread that never
-    called it multiplies with MKL free to pick fewer threads, and on some CPUs that changes the
-    bits of a product (seen once in CI: no uninterrupted block ended in eager's last state).
+    called it multiplies with MKL free to pick fewer threads, and on a CPU where MKL's split depends
+    on its thread count that can change the bits of a product: the likely cause, not proven, of a
+    CI run in which no uninterrupted block ended in eager's last state.
     """
     threads = torch.get_num_threads()
     out: list = []
