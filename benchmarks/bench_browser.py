@@ -4,9 +4,9 @@ For each dashboard named (default: notebook 05's ``sync_async_dashboard`` and 00
 the notebook up to its dashboard in JupyterLab (quick mode, as ``make test``), then moves the dashboard's
 first slider ``--repeat`` times, alternately right and left, and times each move from the pointer's release
 to the moment plotly.js holds the new figure under the dashboard (its data changed, and every figure holds
-the traces and points the kernel's figures hold, as the dashboard's status line states them).  This is the whole round trip: the front end's message, the kernel's rerun and drawing, the
-update messages back, plotly.js's redraw.  With ``--busy N`` it does the same beside N processes that spin
-on a core each.
+the traces and points the kernel's figures hold, as the dashboard's status line states them).  This is
+the whole round trip: the front end's message, the kernel's rerun and drawing, the update messages back,
+plotly.js's redraw.  With ``--busy N`` it does the same beside N processes that spin on a core each.
 
 We report the median and the worst of the moves per dashboard and condition, with the load average.
 

@@ -169,20 +169,25 @@ def _print_lecture(r: dict) -> None:
           f"hub peak {r['hub_peak_rss_mib']} MiB, {r['hub_cpu_s']} CPU s", flush=True)
 
 
+def _measure_lectures(scenarios: list[tuple]) -> list[dict]:
+    """The scenarios measured side by side (each its own hub; they mostly wait), each printed."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(scenarios)) as pool:
+        rows = list(pool.map(_lecture, scenarios))
+    for r in rows:
+        _print_lecture(r)
+    return rows
+
+
 def rerun_lectures(names: list[str], path: Path = OUT) -> int:
     """Measure the named first-lecture scenarios again, side by side, and put them in ``path`` in place
     of the old ones (each row says when and by which command it was measured); the classes and the
     other scenarios stay as they were."""
-    from concurrent.futures import ThreadPoolExecutor
-
     if not path.is_file():
         raise SystemExit(f"--rerun-lecture: {path} does not exist; run without it first")
     data = json.loads(path.read_text())
-    todo = [sc for sc in LECTURES if sc[0] in names]
-    with ThreadPoolExecutor(len(todo)) as pool:
-        fresh = {r["name"]: r for r in pool.map(_lecture, todo)}
-    for r in fresh.values():
-        _print_lecture(r)
+    fresh = {r["name"]: r for r in _measure_lectures([sc for sc in LECTURES if sc[0] in names])}
     old = {r["name"]: r for r in data.get("first_lecture") or []}
     data["first_lecture"] = [fresh.get(n) or old[n] for n, _, _ in LECTURES if n in fresh or n in old]
     path.write_text(json.dumps(data, indent=2))
@@ -223,12 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     cap = capacity(sums)
     lectures = reused
     if not (args.no_first_lecture or args.reuse_first_lecture):
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(len(LECTURES)) as pool:  # each its own hub; mostly waiting: side by side
-            lectures = list(pool.map(_lecture, LECTURES))
-        for r in lectures:
-            _print_lecture(r)
+        lectures = _measure_lectures(list(LECTURES))
     result = {"what": f"local JupyterHub class test: every notebook, {sums[0]['mode'] if sums else '?'} mode "
                       "(config.yaml's), students at once",
               "command": command(),

@@ -25,20 +25,19 @@ def _block(trace, reason):
     return float(b["start"][sel][0]), float(b["end"][sel][0])
 
 
-def _longer_until(result, decided, what: str):
-    """``result`` if ``decided(result)``, else runs with a chain twice as long, up to four more; the
-    run that decided.  A chain of 4 products takes about 3 ms, and a frontend descheduled for that
-    long (seen once in CI on a quiet machine) can't tell; a longer chain lengthens what waitall waits
-    for and leaves what wait_to_read waits for alone."""
+def _longer_until(result, decided, what: str, runs: int = 5):
+    """The first of ``result`` and up to ``runs - 1`` runs with a chain twice as long each time for
+    which ``decided(run)`` holds, or a failure saying ``what``.  A chain of 4 products takes about 3 ms,
+    and a frontend descheduled for that long (seen once in CI on a quiet machine) can't tell; a
+    longer chain lengthens what waitall waits for and leaves what wait_to_read waits for alone."""
     r, long_ops = result, result.long_ops
-    for _ in range(4):
+    for i in range(runs):
+        if i:
+            long_ops *= 2
+            r = run_barriers(long_ops=long_ops, size=500, follow_ops=result.follow_ops, repeat=1, backend="engine")
         if decided(r):
             return r
-        long_ops *= 2
-        r = run_barriers(long_ops=long_ops, size=500, follow_ops=result.follow_ops, repeat=1, backend="engine")
-    if decided(r):
-        return r
-    pytest.fail(f"{what} in none of 5 runs (up to {long_ops} products; last run: wait_to_read "
+    pytest.fail(f"{what} in none of {runs} runs (up to {long_ops} products; last run: wait_to_read "
                 f"{r.wait_to_read_wait * 1e3:.2f} ms, waitall {r.waitall_wait * 1e3:.2f} ms)")
 
 
@@ -80,16 +79,11 @@ def test_after_wait_to_read_the_follow_up_overlaps_the_long_work(result):
 
     # a run decides only if the frontend pushed the follow-up while the long work still ran (a
     # descheduled frontend on a loaded machine can come back after it: can't tell, run a longer chain)
-    trace, long_ops = result.trace_wait_to_read, result.long_ops
-    for _ in range(3):
-        if _first_follow_up_push(trace, result.follow_ops) < _long_end(trace):
-            break
-        long_ops *= 2
-        trace = run_barriers(long_ops=long_ops, size=500, follow_ops=result.follow_ops, repeat=1,
-                             backend="engine").trace_wait_to_read
-    else:
-        pytest.fail(f"the frontend pushed the follow-up after the long work ended in 4 runs (up to "
-                    f"{long_ops} products): can't tell on this machine")
+    pushed_in_time = lambda r: (_first_follow_up_push(r.trace_wait_to_read, r.follow_ops)  # noqa: E731
+                                < _long_end(r.trace_wait_to_read))
+    r = _longer_until(result, pushed_in_time,
+                      "the frontend pushed the follow-up after the long work ended (can't tell on this machine)", runs=3)
+    trace = r.trace_wait_to_read
     start, _ = _follow_up(trace)
     assert start.min() < _long_end(trace)
     assert overlap(trace, "cpu:0 worker 0", "cpu:1 worker 0").both > 0

@@ -124,25 +124,14 @@ def like_a_worker(fn):
     on its thread count that can change the bits of a product: the likely cause, not proven, of a
     CI run in which no uninterrupted block ended in eager's last state.
     """
-    threads = torch.get_num_threads()
-    out: list = []
+    from concurrent.futures import ThreadPoolExecutor
 
-    def run() -> None:
-        torch.set_num_threads(threads)
-        try:
-            out.append(("ok", fn()))
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
-            out.append(("err", exc))
-
-    t = threading.Thread(target=run, name="interrupt-runner eager")
-    t.start()
-    t.join(HANG)
-    if not out:
-        raise RuntimeError(f"eager's run did not end within {HANG} s")
-    kind, value = out[0]
-    if kind == "err":
-        raise value
-    return value
+    pool = ThreadPoolExecutor(1, thread_name_prefix="interrupt-runner eager", initializer=torch.set_num_threads,
+                              initargs=(torch.get_num_threads(),))
+    try:
+        return pool.submit(fn).result(timeout=HANG)  # fn's exception is raised here
+    finally:
+        pool.shutdown(wait=False)
 
 
 def eager_states() -> tuple[set[tuple], tuple, list[float]]:
@@ -151,10 +140,15 @@ def eager_states() -> tuple[set[tuple], tuple, list[float]]:
     return like_a_worker(_eager_states)
 
 
-def _eager_states() -> tuple[set[tuple], tuple, list[float]]:
+def _fresh() -> tuple[torch.Tensor, torch.Tensor, nn.Module, torch.optim.Optimizer]:
+    """The data, the model and its Adam, as every run of the loop starts."""
     X, Y = data()
     net = model()
-    opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+    return X, Y, net, torch.optim.Adam(net.parameters(), lr=1e-2)
+
+
+def _eager_states() -> tuple[set[tuple], tuple, list[float]]:
+    X, Y, net, opt = _fresh()
     mode = _States(net, opt)
     mode.seen.add(state(net, opt))
     with mode:
@@ -166,9 +160,7 @@ def _eager_states() -> tuple[set[tuple], tuple, list[float]]:
 
 def plain_eager() -> tuple:
     """The last state of the loop run eagerly on this thread, with no dispatch mode."""
-    X, Y = data()
-    net = model()
-    opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+    X, Y, net, opt = _fresh()
     loop(net, opt, X, Y)
     return state(net, opt)
 
