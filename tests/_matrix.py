@@ -12,6 +12,7 @@ variables the kernel gets.  The folders are kept under ``build/matrix/`` between
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -39,6 +40,14 @@ def install(name: str) -> tuple[Path, dict[str, str]]:
     site = ROOT / "build" / "matrix" / name
     stamp = site / ".installed"
     wanted = "\n".join(spec["packages"])
+    site.parent.mkdir(parents=True, exist_ok=True)
+    with open(site.parent / f".{name}.lock", "w") as lock:  # two xdist workers may ask at once
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _install(spec, site, stamp, wanted, name)
+    return site, {"PYTHONPATH": str(site), **spec["env"]}
+
+
+def _install(spec: dict, site: Path, stamp: Path, wanted: str, name: str) -> None:
     if not stamp.exists() or stamp.read_text() != wanted:
         shutil.rmtree(site, ignore_errors=True)
         done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site),
@@ -49,4 +58,3 @@ def install(name: str) -> tuple[Path, dict[str, str]]:
                 pytest.fail(message)
             pytest.skip(message)
         stamp.write_text(wanted)
-    return site, {"PYTHONPATH": str(site), **spec["env"]}

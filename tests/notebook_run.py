@@ -69,6 +69,46 @@ def _peak_rss_bytes(pid: int | None) -> int:
     return 0
 
 
+#: Test folders that read the kept runs: under pytest-xdist they run after the notebooks, in the same worker.
+KEPT_RUN_READERS = ("tests/one_core/", "tests/site/")
+KEPT_RUNS = "the notebooks and the tests that read their runs"
+#: Work units sent first (the longest), so that the two workers end together.
+FIRST = (KEPT_RUNS, "tests/browser/test_lab.py", "tests/hub/test_class.py")
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit of work a test belongs to under pytest-xdist: its file, or :data:`KEPT_RUNS`."""
+    path = nodeid.split("::")[0]
+    return KEPT_RUNS if path.startswith("notebooks/") or path.startswith(KEPT_RUN_READERS) else path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: Any, log: Any) -> Any:
+    """``make test`` on two CPUs or more (``-n 2``): each unit of :func:`work_unit` goes whole to one worker,
+    the units in collection order (see :func:`pytest_collection_modifyitems`).
+
+    xdist's own ``--dist loadgroup`` would do this with marks, but with pytest 9 it leaves every test a unit of
+    its own (it renames ``item._nodeid``, which pytest 9 no longer reads): a notebook's cells would run in two
+    kernels.  Its ``LoadScopeScheduling`` is made to be subclassed this way (``LoadFileScheduling`` is one)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByWorkUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return ByWorkUnit(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: Any, items: list) -> None:
+    """In a pytest-xdist worker, where the tests are collected: the longest units of work first (the same
+    order in every worker, as xdist requires)."""
+    if not hasattr(config, "workerinput"):
+        return
+    rank = {unit: n for n, unit in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(work_unit(item.nodeid), len(rank)))
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: Any) -> None:
     """Before a notebook's first cell (and so before nbval starts its kernel): one CPU, a busy neighbour."""
@@ -207,3 +247,4 @@ def executed(name: str) -> tuple[Any, dict[str, Any]]:
 def run_json(name: str) -> str:
     """The run's facts of ``name`` as one JSON line (for a test's failure message)."""
     return json.dumps(executed(name)[1], sort_keys=True)
+

@@ -219,10 +219,11 @@ def run_all(page: Any, url: str, *, timeout_s: float) -> None:
     """Open ``url`` (a notebook in JupyterLab or Notebook 7), run all its cells, wait until the kernel is idle."""
     page.goto(url)
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=timeout_s * 1000)
-    try:  # should the kernel dialog appear anyway (settings not honoured), accept the notebook's kernel
-        page.get_by_role("button", name="Select", exact=True).click(timeout=3000)
-    except Exception:  # noqa: BLE001 - no dialog: the kernel started on its own
-        pass
+    # The kernel starts on its own (the settings say so); should JupyterLab ask anyway, accept its choice.
+    select = page.get_by_role("button", name="Select", exact=True)
+    page.locator(IDLE).first.or_(select).first.wait_for(timeout=timeout_s * 1000)
+    if select.count():
+        select.click()
     page.locator(IDLE).first.wait_for(timeout=timeout_s * 1000)
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
