@@ -48,7 +48,7 @@ def _moves(page, lab, name: str, repeat: int) -> list[float]:
     copy = f"{Path(name).stem}-bench.ipynb"
     _lab.notebook_up_to_dashboard(ROOT / "notebooks" / name, lab["dir"] / copy)
     _lab.run_all(page, f"{lab['base']}/lab/workspaces/bench-{Path(name).stem}/tree/{copy}?reset&token={lab['token']}",
-                 timeout_s=600)
+                 timeout_s=600, lab=lab, path=copy)
     seconds: list[float] = []
     figures = _lab.read_figures(page, timeout_s=120)
     for i in range(repeat):

@@ -215,18 +215,37 @@ def has_dashboard(src: Path) -> bool:
     return any(c["cell_type"] == "code" and DASHBOARD_CALL.search("".join(c["source"])) for c in nb["cells"])
 
 
-def run_all(page: Any, url: str, *, timeout_s: float) -> None:
-    """Open ``url`` (a notebook in JupyterLab or Notebook 7), run all its cells, wait until the kernel is idle."""
+def run_all(page: Any, url: str, *, timeout_s: float, lab: dict[str, Any], path: str) -> None:
+    """Open ``url`` (notebook ``path`` of ``lab``, in JupyterLab or Notebook 7), run all its cells, wait until
+    the kernel is idle.
+
+    "Run All" is clicked once the server says the notebook's kernel is idle with the page connected to it (the
+    page's own indicator reads "idle" before any kernel exists, and a click then is lost); should no cell have
+    started even so, it is clicked once more (nothing ran, so nothing runs twice).
+
+    Raises:
+        AssertionError: no cell started after two clicks.
+    """
     page.goto(url)
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=timeout_s * 1000)
     # The kernel starts on its own (the settings say so); should JupyterLab ask anyway, accept its choice.
     select = page.get_by_role("button", name="Select", exact=True)
-    page.locator(IDLE).first.or_(select).first.wait_for(timeout=timeout_s * 1000)
-    if select.count():
-        select.click()
+    deadline = time.monotonic() + timeout_s
+    while not _kernel_connected(lab, path):
+        if select.count():
+            select.click()
+        assert time.monotonic() < deadline, f"no kernel of {path} idle and connected within {timeout_s:.0f} s"
+        time.sleep(0.25)
     page.locator(IDLE).first.wait_for(timeout=timeout_s * 1000)
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    for attempt in range(2):
+        page.get_by_role("menuitem", name="Run", exact=True).click()
+        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+        try:
+            page.wait_for_function(_SOME_CELL_STARTED, timeout=min(timeout_s, 30.0) * 1000)
+            break
+        except Exception:  # noqa: BLE001 - every prompt still "[ ]": the click was lost
+            if attempt:
+                raise AssertionError(f"Run All started no cell of {path} (clicked twice)") from None
     page.wait_for_function(
         """() => {
             const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
@@ -235,6 +254,23 @@ def run_all(page: Any, url: str, *, timeout_s: float) -> None:
         timeout=timeout_s * 1000,
     )
     page.locator(IDLE).first.wait_for(timeout=timeout_s * 1000)
+
+
+#: True once a code cell is queued, running or done ("[*]" or "[3]" in its prompt).
+_SOME_CELL_STARTED = """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
+    .some(p => /\\[(\\*|\\d+)\\]/.test(p.textContent))"""
+
+
+def _kernel_connected(lab: dict[str, Any], path: str) -> bool:
+    """True when the server's session of notebook ``path`` has a kernel that is idle and has a connection."""
+    url = f"{lab['base']}/api/sessions?token={lab['token']}"
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            sessions = json.loads(r.read() or b"[]")
+    except OSError:
+        return False
+    return any(s.get("path", "").endswith(path) and (s.get("kernel") or {}).get("execution_state") == "idle"
+               and (s.get("kernel") or {}).get("connections", 0) >= 1 for s in sessions)
 
 
 def errors(page: Any) -> list[str]:

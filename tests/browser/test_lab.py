@@ -78,7 +78,7 @@ def check_dashboard(page, lab, name: str, shots: Path, *, ui: str = "lab", kerne
     workspace = Path(copy).stem.replace("_", "-")
     url = (f"{lab['base']}/lab/workspaces/{workspace}/tree/{copy}?reset&token={lab['token']}" if ui == "lab"
            else f"{lab['base']}/notebooks/{copy}?token={lab['token']}")
-    _lab.run_all(page, url, timeout_s=_s(240))
+    _lab.run_all(page, url, timeout_s=_s(240), lab=lab, path=copy)
     assert _lab.errors(page) == [], f"{name}: error output up to the dashboard"
     versions = page.locator(".jp-OutputArea-output").filter(has_text="versions:").first.inner_text() if kernel else ""
     status_before = _lab.status(page)
