@@ -50,10 +50,10 @@ lab: $(STAMP)
 # (tests/notebook_run.py keeps each run in build/executed/ for the tests that read it: the lesson rules of
 # tests/one_core, the figures, the site); then the unit tests, a real browser, the site and a JupyterHub class.
 NBVAL := --nbval-lax --nbval-current-env --nbval-cell-timeout=900 --nbval-kernel-startup-timeout=300 -p tests.notebook_run
-# With two CPUs or more, three pytest-xdist workers (each test file one unit of work): one executes the
-# notebooks and then runs what reads their runs (one_core, site), one starts with the browser tests, one with
-# the hub. The tests wait for browsers, kernels and ranks about a third of their time; a third worker fills it.
-WORKERS = $(shell $(PYTHON) -c "import os; print(3 if len(os.sched_getaffinity(0)) > 1 else 1)" 2>/dev/null || echo 1)
+# With two CPUs or more, two pytest-xdist workers (each test file one unit of work): one executes the
+# notebooks and then runs what reads their runs (one_core, site), the other starts with the browser tests.
+# (A third worker was no faster on two CPUs: they are busy; see docs/testing.md.)
+WORKERS = $(shell $(PYTHON) -c "import os; print(min(2, len(os.sched_getaffinity(0))))" 2>/dev/null || echo 1)
 SPREAD = $(if $(filter 1,$(WORKERS)),,-n $(WORKERS) --dist loadscope --no-loadscope-reorder)
 test: $(STAMP) $(CHP) $(SITE_JS)
 	D2L_ASYNC_QUICK=1 $(PY) -m pytest notebooks tests $(NBVAL) $(SPREAD) -p no:cacheprovider --durations=25 $(PYTEST_FLAGS)

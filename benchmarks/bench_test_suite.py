@@ -64,8 +64,11 @@ def _where_time_went(log: str) -> dict:
 
 
 def _from_log(log: str) -> dict:
-    """What a run's log says: pytest's own seconds, its counts and where the time went."""
-    return {"pytest_s": _pytest_seconds(log), **_counts(log), **_where_time_went(log)}
+    """What a run's log says: pytest's own seconds, its workers (pytest-xdist: 1 without), its counts and where
+    the time went."""
+    workers = re.findall(r"^created: (\d+)/\d+ workers", log, re.M)
+    return {"pytest_s": _pytest_seconds(log), "workers": int(workers[-1]) if workers else 1, **_counts(log),
+            **_where_time_went(log)}
 
 
 def _log_path(tier: str, busy: int) -> Path:

@@ -576,8 +576,10 @@ def test_suite(data: dict, name: str) -> str:
         folders = r.get("by_folder_s")
         if folders:  # pytest --durations: where the time of that run went
             shares = ", ".join(f"`{k}` {num(v / 60, 1)} min" for k, v in folders.items())
+            side = (f", summed over its {r['workers']} pytest-xdist workers (they ran side by side)"
+                    if r.get("workers", 1) > 1 else "")
             out.append(f"Where the time of `{r.get('command')}` ({r.get('setting')}) went, per test folder (tests "
-                       f"over 0.5 s): {shares}.")
+                       f"over 0.5 s{side}): {shares}.")
     return "\n\n".join(out)
 
 
