@@ -17,8 +17,9 @@ Binder reader gets it, and keeps it for the tests that read it instead of execut
   can tell it from the cell's own outputs (a front end shows it inside the widget, never in the cell);
 * then the busy process is stopped and the affinity restored.
 
-The lesson rules, the figure rules, the site build and the class test read ``build/executed``
-(:func:`executed`).
+The lesson rules, the figure rules and the site build read ``build/executed``
+(:func:`executed`).  Under pytest-xdist (``make test`` on two CPUs or more) the notebooks and the tests that read
+their runs are one unit of work, run in that order by one worker (:func:`pytest_xdist_make_scheduler`).
 """
 
 from __future__ import annotations
@@ -247,4 +248,3 @@ def executed(name: str) -> tuple[Any, dict[str, Any]]:
 def run_json(name: str) -> str:
     """The run's facts of ``name`` as one JSON line (for a test's failure message)."""
     return json.dumps(executed(name)[1], sort_keys=True)
-

@@ -31,3 +31,21 @@ def test_the_fast_tier_skips_browser_and_process_tests_before_they_start():
     assert {s.split()[2].split(":")[0] for s in skipped} == {t.split("::")[0] for t in tests}
     # none of them waited out a timeout first: no test took 5 s or more
     assert "durations < 5s hidden" in out and "s call " not in out and "s setup " not in out, out[-3000:]
+
+
+def test_make_test_keeps_each_notebook_with_the_tests_that_read_its_run_in_one_worker(request, monkeypatch):
+    """Under pytest-xdist (``make test`` on two CPUs) a notebook's cells must share one kernel, and the one-core
+    and site tests must run after them in the same worker: all are one unit of work, every other test file one."""
+    from tests import notebook_run
+
+    monkeypatch.setattr(request.config.option, "tx", ["2*popen"], raising=False)  # what `pytest -n 2` sets
+    scheduler = notebook_run.pytest_xdist_make_scheduler(request.config, None)
+    unit = scheduler._split_scope  # what xdist calls to group the collected test ids
+    kept = {unit(nodeid) for nodeid in ("notebooks/00_tour.ipynb::Cell 0", "notebooks/00_tour.ipynb::Cell 7",
+                                        "notebooks/10b_ddp_overlap.ipynb::Cell 3",
+                                        "tests/one_core/test_one_core.py::test_notebook_on_one_busy_core[00_tour]",
+                                        "tests/site/test_site.py::test_every_page_loads_without_error_and_draws_its_figures")}
+    assert kept == {notebook_run.KEPT_RUNS}
+    assert unit("tests/browser/test_lab.py::test_a[00_tour.ipynb]") == unit("tests/browser/test_lab.py::test_b") \
+        == "tests/browser/test_lab.py"
+    assert unit("tests/test_args.py::test_x") != unit("tests/test_tiers.py::test_y")
