@@ -43,18 +43,14 @@ def install(name: str) -> tuple[Path, dict[str, str]]:
     site.parent.mkdir(parents=True, exist_ok=True)
     with open(site.parent / f".{name}.lock", "w") as lock:  # two xdist workers may ask at once
         fcntl.flock(lock, fcntl.LOCK_EX)
-        _install(spec, site, stamp, wanted, name)
+        if not stamp.exists() or stamp.read_text() != wanted:
+            shutil.rmtree(site, ignore_errors=True)
+            done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site),
+                                   *spec["packages"]], capture_output=True, text=True, timeout=600)
+            if done.returncode != 0:
+                message = f"could not install {spec['packages']} for the {name} kernel: {done.stderr[-800:]}"
+                if os.environ.get("CI", "").lower() == "true":
+                    pytest.fail(message)
+                pytest.skip(message)
+            stamp.write_text(wanted)
     return site, {"PYTHONPATH": str(site), **spec["env"]}
-
-
-def _install(spec: dict, site: Path, stamp: Path, wanted: str, name: str) -> None:
-    if not stamp.exists() or stamp.read_text() != wanted:
-        shutil.rmtree(site, ignore_errors=True)
-        done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site),
-                               *spec["packages"]], capture_output=True, text=True, timeout=600)
-        if done.returncode != 0:
-            message = f"could not install {spec['packages']} for the {name} kernel: {done.stderr[-800:]}"
-            if os.environ.get("CI", "").lower() == "true":
-                pytest.fail(message)
-            pytest.skip(message)
-        stamp.write_text(wanted)

@@ -80,7 +80,7 @@ FIRST = (KEPT_RUNS, "tests/browser/test_lab.py", "tests/hub/test_class.py")
 def work_unit(nodeid: str) -> str:
     """The unit of work a test belongs to under pytest-xdist: its file, or :data:`KEPT_RUNS`."""
     path = nodeid.split("::")[0]
-    return KEPT_RUNS if path.startswith("notebooks/") or path.startswith(KEPT_RUN_READERS) else path
+    return KEPT_RUNS if path.startswith(("notebooks/", *KEPT_RUN_READERS)) else path
 
 
 @pytest.hookimpl(optionalhook=True)
