@@ -88,7 +88,11 @@ def _alive(pid: int) -> bool:
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc to see the workers")
 def test_no_worker_outlives_a_killed_parent():
     """SIGKILL the parent mid-epoch: its DataLoader workers notice (torch's own watchdog checks the
-    parent every 5 s) and exit -- before, they were stuck on an op queued for no thread."""
+    parent every 5 s) and exit -- before, they were stuck on an op queued for no thread.
+
+    The parent is killed only once each worker has sent a batch.  torch's watchdog records the
+    parent's pid when the worker's loop starts: a worker still starting when the parent dies (under
+    load) records its new parent and never exits, in plain torch too -- not the block's doing."""
     code = textwrap.dedent("""
         import json, os, sys, time, torch
         from torch.utils.data import DataLoader, TensorDataset
@@ -96,7 +100,7 @@ def test_no_worker_outlives_a_killed_parent():
         ds = TensorDataset(torch.randn(400, 3))
         with asynchronous():
             it = iter(DataLoader(ds, batch_size=4, num_workers=2))
-            next(it)
+            next(it), next(it)  # a batch from each worker: both are in the loop that watches the parent
             print(json.dumps([w.pid for w in it._workers]), flush=True)
             time.sleep(120)
     """)
