@@ -316,10 +316,13 @@ def read_figures(page: Any, *, timeout_s: float) -> list[dict[str, Any] | None]:
     for i in range(views.count()):
         view = views.nth(i)
         view.scroll_into_view_if_needed(timeout=timeout_s * 1000)
-        try:
-            page.wait_for_function(_HAS_PLOT, arg=view.element_handle(), timeout=timeout_s * 1000)
-        except Exception:  # noqa: BLE001 - reported as None: no plot drew there
-            out.append(None)
+        # the view is found anew at each look (a locator, not a handle): after a reload JupyterLab may
+        # render an output twice, and a handle on the first, detached node never sees its plot
+        deadline = time.monotonic() + timeout_s
+        while not view.evaluate(_HAS_PLOT, timeout=timeout_s * 1000) and time.monotonic() < deadline:
+            time.sleep(0.25)
+        if not view.evaluate(_HAS_PLOT, timeout=timeout_s * 1000):
+            out.append(None)  # no plot drew there
             continue
         # plotly.js sets gd.data at once and draws afterwards: read until it drew, or the wait ends
         deadline = time.monotonic() + timeout_s
