@@ -319,9 +319,9 @@ def read_figures(page: Any, *, timeout_s: float) -> list[dict[str, Any] | None]:
         # the view is found anew at each look (a locator, not a handle): after a reload JupyterLab may
         # render an output twice, and a handle on the first, detached node never sees its plot
         deadline = time.monotonic() + timeout_s
-        while not view.evaluate(_HAS_PLOT, timeout=timeout_s * 1000) and time.monotonic() < deadline:
+        while not (has_plot := view.evaluate(_HAS_PLOT, timeout=timeout_s * 1000)) and time.monotonic() < deadline:
             time.sleep(0.25)
-        if not view.evaluate(_HAS_PLOT, timeout=timeout_s * 1000):
+        if not has_plot:
             out.append(None)  # no plot drew there
             continue
         # plotly.js sets gd.data at once and draws afterwards: read until it drew, or the wait ends
